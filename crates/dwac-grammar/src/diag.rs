@@ -1,0 +1,58 @@
+//! Diagnostics with line:column and a caret under the offending source.
+
+use crate::ir::Span;
+use std::fmt;
+
+/// An error in a grammar source, located by byte span.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub struct GrammarError {
+    pub message: String,
+    /// 1-based line and column (column counted in characters).
+    pub line: usize,
+    pub column: usize,
+    /// The source line and a caret line under it, ready to print.
+    pub snippet: String,
+    pub span: Span,
+}
+
+impl GrammarError {
+    /// Locate `span` in `source` and build the message.
+    pub fn at(source: &str, span: Span, message: impl Into<String>) -> GrammarError {
+        let start = (span.start as usize).min(source.len());
+        let line_start = source[..start].rfind('\n').map_or(0, |i| i + 1);
+        let line_end = source[start..].find('\n').map_or(source.len(), |i| start + i);
+        let line = source[..start].matches('\n').count() + 1;
+        let column = source[line_start..start].chars().count() + 1;
+        let text = &source[line_start..line_end];
+        let end = (span.end as usize).clamp(start, line_end);
+        let width = source[start..end].chars().count().max(1);
+        let gutter = line.to_string();
+        let pad = " ".repeat(gutter.len());
+        let snippet = format!(
+            "{pad} |\n{gutter} | {text}\n{pad} | {}{}",
+            " ".repeat(column - 1),
+            "^".repeat(width)
+        );
+        GrammarError { message: message.into(), line, column, snippet, span }
+    }
+
+    /// An error without a useful location (whole-grammar problems).
+    pub fn global(message: impl Into<String>) -> GrammarError {
+        GrammarError {
+            message: message.into(),
+            line: 0,
+            column: 0,
+            snippet: String::new(),
+            span: Span::default(),
+        }
+    }
+}
+
+impl fmt::Display for GrammarError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            return write!(f, "error: {}", self.message);
+        }
+        write!(f, "error: {}\n --> {}:{}\n{}", self.message, self.line, self.column, self.snippet)
+    }
+}

@@ -1,0 +1,140 @@
+//! The grammar IR shared by every front-end (Lark, GBNF, later JSON Schema) and by
+//! the normalization passes. It is plain BNF over terminals and nonterminals: the
+//! front-ends lower EBNF (`?`, `*`, `+`, `{m,n}`, groups) into helper nonterminals.
+
+use std::fmt;
+
+/// A byte range in the grammar source, for diagnostics.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Span {
+    pub start: u32,
+    pub end: u32,
+}
+
+impl Span {
+    pub fn new(start: usize, end: usize) -> Span {
+        Span { start: start as u32, end: end as u32 }
+    }
+}
+
+/// Which longer matches inhibit an early split after a terminal (DESIGN.md §2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Munch {
+    /// `K_t = T`: any terminal (ignored ones included) matching a longer prefix kills the split.
+    /// The conventional longest-match lexer; the default for Lark.
+    Global,
+    /// `K_t = {t}`: a terminal may not stop short of its own longest match.
+    Own,
+    /// `K_t = ∅`: every segmentation is allowed and the parser decides (GBNF's character-level semantics).
+    None,
+}
+
+/// A lexical terminal: a regular expression matched over the whole lexeme.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Terminal {
+    /// Display name (`NUMBER`, `"{"`, `/[a-z]+/`).
+    pub name: String,
+    /// Pattern in Rust `regex` syntax, implicitly anchored at both ends of the lexeme.
+    /// Must not match the empty string; must not use look-around assertions.
+    pub regex: String,
+    /// Among terminals matching the same lexeme, only those of the highest priority survive.
+    pub priority: i32,
+    /// Matched and dropped (`%ignore`).
+    pub ignored: bool,
+    pub munch: Munch,
+    pub span: Option<Span>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Symbol {
+    T(u32),
+    N(u32),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Nonterminal {
+    pub name: String,
+    pub span: Option<Span>,
+}
+
+/// `lhs → rhs`; an empty `rhs` is an ε-rule.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rule {
+    pub lhs: u32,
+    pub rhs: Vec<Symbol>,
+    pub span: Option<Span>,
+}
+
+/// A context-free grammar over regex terminals.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Grammar {
+    pub terminals: Vec<Terminal>,
+    pub nonterminals: Vec<Nonterminal>,
+    pub rules: Vec<Rule>,
+    pub start: u32,
+}
+
+impl Grammar {
+    pub fn add_terminal(&mut self, t: Terminal) -> u32 {
+        self.terminals.push(t);
+        (self.terminals.len() - 1) as u32
+    }
+
+    pub fn add_nonterminal(&mut self, name: impl Into<String>, span: Option<Span>) -> u32 {
+        self.nonterminals.push(Nonterminal { name: name.into(), span });
+        (self.nonterminals.len() - 1) as u32
+    }
+
+    pub fn add_rule(&mut self, lhs: u32, rhs: Vec<Symbol>, span: Option<Span>) {
+        self.rules.push(Rule { lhs, rhs, span });
+    }
+
+    pub fn symbol_name(&self, s: Symbol) -> &str {
+        match s {
+            Symbol::T(t) => &self.terminals[t as usize].name,
+            Symbol::N(n) => &self.nonterminals[n as usize].name,
+        }
+    }
+
+    /// Rules grouped by left-hand side: `by_lhs()[n]` lists the indices of `n`'s rules.
+    pub fn rules_by_lhs(&self) -> Vec<Vec<usize>> {
+        let mut out = vec![Vec::new(); self.nonterminals.len()];
+        for (i, r) in self.rules.iter().enumerate() {
+            out[r.lhs as usize].push(i);
+        }
+        out
+    }
+}
+
+impl fmt::Display for Grammar {
+    /// A readable BNF dump (used by snapshot tests and `dwac inspect`).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "start: {}", self.nonterminals[self.start as usize].name)?;
+        for t in &self.terminals {
+            write!(f, "%term {} = /{}/", t.name, t.regex)?;
+            if t.priority != 0 {
+                write!(f, " priority={}", t.priority)?;
+            }
+            if t.ignored {
+                write!(f, " ignored")?;
+            }
+            match t.munch {
+                Munch::Global => {}
+                Munch::Own => write!(f, " munch=own")?,
+                Munch::None => write!(f, " munch=none")?,
+            }
+            writeln!(f)?;
+        }
+        for r in &self.rules {
+            write!(f, "{} ::=", self.nonterminals[r.lhs as usize].name)?;
+            if r.rhs.is_empty() {
+                write!(f, " ε")?;
+            }
+            for s in &r.rhs {
+                write!(f, " {}", self.symbol_name(*s))?;
+            }
+            writeln!(f)?;
+        }
+        Ok(())
+    }
+}

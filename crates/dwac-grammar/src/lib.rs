@@ -1,0 +1,9 @@
+//! dwac-grammar: the grammar IR with spans, the Lark and GBNF front-ends, and the
+//! normalization passes (useless symbols, ε-rules, unit cycles, right recursion).
+//! It knows nothing about tokens or artifacts.
+
+pub mod diag;
+pub mod ir;
+
+pub use diag::GrammarError;
+pub use ir::{Grammar, Munch, Nonterminal, Rule, Span, Symbol, Terminal};

@@ -1,0 +1,239 @@
+//! Plain table types the runtime executes. The compiler fills them; the artifact (a
+//! later issue) will store them verbatim. Nothing here depends on the compiler.
+
+/// "No transition" in [`LexerTables::trans`] and [`LrTables`] lookups.
+pub const DEAD: u32 = u32::MAX;
+
+/// Per-terminal inhibition set `K_t` (DESIGN.md §2), as stored in [`LexerTables::munch`].
+pub const MUNCH_GLOBAL: u8 = 0;
+/// `K_t = {t}`.
+pub const MUNCH_OWN: u8 = 1;
+/// `K_t = ∅`.
+pub const MUNCH_NONE: u8 = 2;
+
+/// The exact bytes of every token of a vocabulary, plus special flags and end tokens.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Vocabulary {
+    /// `offsets[i]..offsets[i+1]` are token `i`'s bytes in `bytes`; `len = n_tokens + 1`.
+    pub offsets: Vec<u32>,
+    pub bytes: Vec<u8>,
+    /// Special (control) tokens: never allowed by a mask unless they are end tokens.
+    pub special: Vec<bool>,
+    /// End-of-sequence token ids, sorted.
+    pub eos: Vec<u32>,
+}
+
+impl Vocabulary {
+    /// Build from per-token byte strings.
+    pub fn from_tokens(tokens: &[Vec<u8>], special: Vec<bool>, mut eos: Vec<u32>) -> Vocabulary {
+        let mut offsets = Vec::with_capacity(tokens.len() + 1);
+        let mut bytes = Vec::new();
+        offsets.push(0);
+        for t in tokens {
+            bytes.extend_from_slice(t);
+            offsets.push(bytes.len() as u32);
+        }
+        eos.sort_unstable();
+        eos.dedup();
+        Vocabulary { offsets, bytes, special, eos }
+    }
+
+    pub fn len(&self) -> usize {
+        self.offsets.len().saturating_sub(1)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Token `id`'s bytes, or `None` if out of range.
+    pub fn token_bytes(&self, id: u32) -> Option<&[u8]> {
+        let i = id as usize;
+        let (a, b) = (*self.offsets.get(i)?, *self.offsets.get(i + 1)?);
+        self.bytes.get(a as usize..b as usize)
+    }
+
+    pub fn is_special(&self, id: u32) -> bool {
+        self.special.get(id as usize).copied().unwrap_or(false)
+    }
+
+    pub fn is_eos(&self, id: u32) -> bool {
+        self.eos.binary_search(&id).is_ok()
+    }
+}
+
+/// One byte DFA for all terminals (ALGORITHM.md §0: `L = (Q, q0, δ, acc)`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LexerTables {
+    pub num_states: u32,
+    pub num_terminals: u32,
+    /// `u64` words per terminal bitset: `ceil(num_terminals / 64)`.
+    pub words: u32,
+    /// `q0`, the empty-lexeme state; it has no incoming edges.
+    pub start: u32,
+    /// `trans[q * 256 + b]`: next state or [`DEAD`].
+    pub trans: Vec<u32>,
+    /// `accept[accept_off[q]..accept_off[q+1]]`: terminals matching the lexeme that led to `q`
+    /// (priority-filtered), sorted.
+    pub accept_off: Vec<u32>,
+    pub accept: Vec<u32>,
+    /// `next_plus[q * words ..][..words]`: bitset `Next⁺(q)` of terminals still reachable by ≥ 1 more byte.
+    pub next_plus: Vec<u64>,
+    /// Bitset of ignored terminals.
+    pub ignored: Vec<u64>,
+    /// Per-terminal inhibition mode: [`MUNCH_GLOBAL`], [`MUNCH_OWN`] or [`MUNCH_NONE`].
+    pub munch: Vec<u8>,
+}
+
+impl LexerTables {
+    #[inline]
+    pub fn step(&self, q: u32, b: u8) -> u32 {
+        self.trans[q as usize * 256 + b as usize]
+    }
+
+    #[inline]
+    pub fn accepts(&self, q: u32) -> &[u32] {
+        &self.accept[self.accept_off[q as usize] as usize..self.accept_off[q as usize + 1] as usize]
+    }
+
+    #[inline]
+    pub fn next_plus(&self, q: u32) -> &[u64] {
+        let w = self.words as usize;
+        &self.next_plus[q as usize * w..(q as usize + 1) * w]
+    }
+
+    #[inline]
+    pub fn is_ignored(&self, t: u32) -> bool {
+        self.ignored[(t / 64) as usize] >> (t % 64) & 1 == 1
+    }
+}
+
+/// One LR action, packed: tag in the top two bits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Action {
+    Shift(u32),
+    Reduce(u32),
+    Accept,
+}
+
+impl Action {
+    const SHIFT: u32 = 0;
+    const REDUCE: u32 = 1 << 30;
+    const ACCEPT: u32 = 2 << 30;
+    const MASK: u32 = (1 << 30) - 1;
+
+    pub fn pack(self) -> u32 {
+        match self {
+            Action::Shift(s) => Self::SHIFT | s,
+            Action::Reduce(r) => Self::REDUCE | r,
+            Action::Accept => Self::ACCEPT,
+        }
+    }
+
+    pub fn unpack(x: u32) -> Action {
+        match x & !Self::MASK {
+            Self::SHIFT => Action::Shift(x & Self::MASK),
+            Self::REDUCE => Action::Reduce(x & Self::MASK),
+            _ => Action::Accept,
+        }
+    }
+}
+
+/// LR tables over terminals `0..num_terminals` plus `$ = num_terminals`, with multi-valued
+/// ACTION kept for GLR. Rows are sparse and sorted so lookups are binary searches.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LrTables {
+    pub num_states: u32,
+    pub num_terminals: u32,
+    pub num_nonterminals: u32,
+    /// State `p`'s ACTION row: entries `action_row[p]..action_row[p+1]`.
+    pub action_row: Vec<u32>,
+    /// Per entry: the terminal (sorted within a row) ...
+    pub action_term: Vec<u32>,
+    /// ... and its actions `actions[action_off[e]..action_off[e+1]]` (packed [`Action`]s).
+    pub action_off: Vec<u32>,
+    pub actions: Vec<u32>,
+    /// State `p`'s GOTO row: entries `goto_row[p]..goto_row[p+1]` of (`goto_nt`, `goto_target`), sorted by nt.
+    pub goto_row: Vec<u32>,
+    pub goto_nt: Vec<u32>,
+    pub goto_target: Vec<u32>,
+    /// Per rule: left-hand nonterminal and right-hand length (≥ 1: the grammar is ε-free).
+    pub rule_lhs: Vec<u32>,
+    pub rule_len: Vec<u32>,
+}
+
+impl LrTables {
+    /// `$`, the end-of-input terminal.
+    pub fn eof(&self) -> u32 {
+        self.num_terminals
+    }
+
+    /// ACTION(p, t) as packed actions (empty if none).
+    pub fn actions(&self, p: u32, t: u32) -> &[u32] {
+        let (a, b) = (self.action_row[p as usize] as usize, self.action_row[p as usize + 1] as usize);
+        match self.action_term[a..b].binary_search(&t) {
+            Ok(i) => {
+                let e = a + i;
+                &self.actions[self.action_off[e] as usize..self.action_off[e + 1] as usize]
+            }
+            Err(_) => &[],
+        }
+    }
+
+    /// GOTO(p, A) or [`DEAD`].
+    pub fn goto(&self, p: u32, nt: u32) -> u32 {
+        let (a, b) = (self.goto_row[p as usize] as usize, self.goto_row[p as usize + 1] as usize);
+        match self.goto_nt[a..b].binary_search(&nt) {
+            Ok(i) => self.goto_target[a + i],
+            Err(_) => DEAD,
+        }
+    }
+
+    /// Build from dense per-state maps (used by the table builder).
+    /// `rows[p]` = sorted (terminal, sorted actions); `gotos[p]` = sorted (nt, target).
+    pub fn from_rows(
+        num_terminals: u32,
+        num_nonterminals: u32,
+        rows: &[Vec<(u32, Vec<Action>)>],
+        gotos: &[Vec<(u32, u32)>],
+        rule_lhs: Vec<u32>,
+        rule_len: Vec<u32>,
+    ) -> LrTables {
+        let mut t = LrTables {
+            num_states: rows.len() as u32,
+            num_terminals,
+            num_nonterminals,
+            rule_lhs,
+            rule_len,
+            ..Default::default()
+        };
+        t.action_row.push(0);
+        t.action_off.push(0);
+        for row in rows {
+            for (term, acts) in row {
+                t.action_term.push(*term);
+                t.actions.extend(acts.iter().map(|a| a.pack()));
+                t.action_off.push(t.actions.len() as u32);
+            }
+            t.action_row.push(t.action_term.len() as u32);
+        }
+        t.goto_row.push(0);
+        for row in gotos {
+            for (nt, target) in row {
+                t.goto_nt.push(*nt);
+                t.goto_target.push(*target);
+            }
+            t.goto_row.push(t.goto_nt.len() as u32);
+        }
+        t
+    }
+}
+
+/// Everything `commit` and the reference mask need: the lexer and the parser tables.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GrammarTables {
+    pub lexer: LexerTables,
+    pub lr: LrTables,
+    /// Terminal names, for diagnostics.
+    pub terminal_names: Vec<String>,
+}
