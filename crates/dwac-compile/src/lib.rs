@@ -1,1 +1,24 @@
+//! dwac-compile: grammar IR → normalized grammar → LR tables + lexer DFA → the runtime's
+//! [`GrammarTables`]. (The weighted automaton and the artifact writer come later; until
+//! then the tables are handed to the runtime in memory — the same types.)
 
+pub mod lexer;
+
+pub use lexer::build_lexer;
+
+/// Why a grammar could not be compiled.
+#[derive(Debug, thiserror::Error)]
+pub enum CompileError {
+    #[error(transparent)]
+    Grammar(#[from] dwac_grammar::GrammarError),
+    #[error("terminal {terminal}: invalid regex: {message}")]
+    Regex { terminal: String, message: String },
+    #[error("terminal {terminal} matches the empty string (no terminal may)")]
+    EmptyMatch { terminal: String },
+    #[error("budget exceeded: {0}")]
+    Budget(String),
+    #[error("LR table construction failed: {0}")]
+    Lr(String),
+    #[error(transparent)]
+    Tables(#[from] dwac_runtime::TableError),
+}

@@ -1,7 +1,13 @@
 //! dwac-runtime: the tables the compiler produces, incremental lexing + GLR `commit`
 //! over a persistent graph-structured stack, and the reference mask oracle.
-//! Depends on `std` only. Nothing here panics on any input.
+//! Depends on `std` only. Nothing here panics on any input: tables are validated once
+//! by [`Engine::new`], token ids and bytes are checked on every call.
 
+mod glr;
+pub mod gss;
+pub mod lexer;
+pub mod matcher;
 pub mod tables;
 
-pub use tables::{Action, GrammarTables, LexerTables, LrTables, Vocabulary, DEAD};
+pub use matcher::{CommitError, Engine, MaskError, Matcher};
+pub use tables::{Action, GrammarTables, LexerTables, LrTables, TableError, Vocabulary, DEAD};

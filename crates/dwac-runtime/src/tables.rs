@@ -237,3 +237,100 @@ pub struct GrammarTables {
     /// Terminal names, for diagnostics.
     pub terminal_names: Vec<String>,
 }
+
+/// Tables whose indices do not line up. Checked once, so the runtime can index freely.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TableError(pub String);
+
+impl std::fmt::Display for TableError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "invalid tables: {}", self.0)
+    }
+}
+
+impl std::error::Error for TableError {}
+
+fn check(cond: bool, what: &str) -> Result<(), TableError> {
+    if cond {
+        Ok(())
+    } else {
+        Err(TableError(what.to_string()))
+    }
+}
+
+fn check_offsets(off: &[u32], n: usize, len: usize, what: &str) -> Result<(), TableError> {
+    check(off.len() == n + 1, what)?;
+    check(off.first() == Some(&0) && off.last().map(|&x| x as usize) == Some(len), what)?;
+    check(off.windows(2).all(|w| w[0] <= w[1]), what)
+}
+
+impl Vocabulary {
+    pub fn validate(&self) -> Result<(), TableError> {
+        let n = self.len();
+        check(n < u32::MAX as usize, "vocabulary too large")?;
+        check_offsets(&self.offsets, n, self.bytes.len(), "vocabulary offsets")?;
+        check(self.special.len() == n, "vocabulary special flags length")?;
+        check(self.eos.iter().all(|&e| (e as usize) < n), "end token id out of range")
+    }
+}
+
+impl LexerTables {
+    pub fn validate(&self) -> Result<(), TableError> {
+        let (n, nt) = (self.num_states as usize, self.num_terminals);
+        let w = self.words as usize;
+        check(n > 0 && (self.start as usize) < n, "lexer start state")?;
+        check(w == (nt as usize).div_ceil(64), "lexer bitset width")?;
+        check(self.trans.len() == n * 256, "lexer transition table size")?;
+        check(self.trans.iter().all(|&s| s == DEAD || (s as usize) < n), "lexer transition target")?;
+        check(!self.trans.contains(&self.start), "lexer start state has an incoming edge")?;
+        check_offsets(&self.accept_off, n, self.accept.len(), "lexer accept offsets")?;
+        check(self.accept.iter().all(|&t| t < nt), "lexer accepted terminal out of range")?;
+        check(self.next_plus.len() == n * w, "lexer Next+ size")?;
+        check(self.ignored.len() == w, "lexer ignored set size")?;
+        check(self.munch.len() == nt as usize, "lexer munch modes length")?;
+        check(self.munch.iter().all(|&m| m <= MUNCH_NONE), "lexer munch mode")?;
+        for q in 0..n {
+            let a = &self.accept[self.accept_off[q] as usize..self.accept_off[q + 1] as usize];
+            check(a.windows(2).all(|x| x[0] < x[1]), "lexer accept sets must be sorted")?;
+        }
+        Ok(())
+    }
+}
+
+impl LrTables {
+    pub fn validate(&self) -> Result<(), TableError> {
+        let n = self.num_states as usize;
+        check(n > 0, "LR table has no states")?;
+        check_offsets(&self.action_row, n, self.action_term.len(), "ACTION rows")?;
+        check_offsets(&self.action_off, self.action_term.len(), self.actions.len(), "ACTION entries")?;
+        check(self.action_term.iter().all(|&t| t <= self.num_terminals), "ACTION terminal out of range")?;
+        for p in 0..n {
+            let row = &self.action_term[self.action_row[p] as usize..self.action_row[p + 1] as usize];
+            check(row.windows(2).all(|x| x[0] < x[1]), "ACTION rows must be sorted")?;
+            let row = &self.goto_nt[self.goto_row[p] as usize..self.goto_row[p + 1] as usize];
+            check(row.windows(2).all(|x| x[0] < x[1]), "GOTO rows must be sorted")?;
+        }
+        check(self.rule_lhs.len() == self.rule_len.len(), "rule table lengths")?;
+        check(self.rule_lhs.iter().all(|&a| a < self.num_nonterminals), "rule lhs out of range")?;
+        for &a in &self.actions {
+            match Action::unpack(a) {
+                Action::Shift(s) => check((s as usize) < n, "shift target out of range")?,
+                Action::Reduce(r) => check((r as usize) < self.rule_lhs.len(), "reduce rule out of range")?,
+                Action::Accept => {}
+            }
+        }
+        check_offsets(&self.goto_row, n, self.goto_nt.len(), "GOTO rows")?;
+        check(self.goto_target.len() == self.goto_nt.len(), "GOTO targets length")?;
+        check(self.goto_nt.iter().all(|&a| a < self.num_nonterminals), "GOTO nonterminal out of range")?;
+        check(self.goto_target.iter().all(|&s| (s as usize) < n), "GOTO target out of range")
+    }
+}
+
+impl GrammarTables {
+    pub fn validate(&self) -> Result<(), TableError> {
+        self.lexer.validate()?;
+        self.lr.validate()?;
+        check(self.lexer.num_terminals == self.lr.num_terminals, "lexer and LR terminal counts differ")?;
+        check(self.terminal_names.len() == self.lexer.num_terminals as usize, "terminal names length")
+    }
+}

@@ -1,0 +1,314 @@
+//! All terminal regexes → one minimized byte DFA with accept sets and `Next⁺` per state.
+//!
+//! `regex-automata` parses each pattern and builds a Thompson NFA; the subset
+//! construction and minimization are ours, because the runtime needs exact per-state
+//! accept sets over *all* terminals (not leftmost-first match semantics) and a
+//! dedicated empty-lexeme start state `q0` with no incoming edges.
+
+use std::collections::{HashMap, VecDeque};
+
+use dwac_grammar::{Munch, Terminal};
+use dwac_runtime::tables::{LexerTables, DEAD, MUNCH_GLOBAL, MUNCH_NONE, MUNCH_OWN};
+use regex_automata::nfa::thompson::{self, State, WhichCaptures, NFA};
+use regex_automata::util::primitives::StateID;
+use regex_automata::util::syntax;
+
+use crate::CompileError;
+
+/// Upper bound on DFA states before minimization (a budget, not a limit of the design).
+pub const MAX_DFA_STATES: usize = 2_000_000;
+
+fn compile_nfa(patterns: &[&str]) -> Result<NFA, regex_automata::nfa::thompson::BuildError> {
+    NFA::compiler()
+        .syntax(syntax::Config::new().unicode(true).utf8(true))
+        .configure(thompson::Config::new().which_captures(WhichCaptures::None).shrink(false))
+        .build_many(patterns)
+}
+
+/// Build the lexer over `terminals`; only terminals with `active[t]` take part
+/// (unused terminals must not inhibit anything). Terminal ids are kept.
+pub fn build_lexer(terminals: &[Terminal], active: &[bool]) -> Result<LexerTables, CompileError> {
+    let nt = terminals.len();
+    let words = nt.div_ceil(64);
+    let mut pats: Vec<&str> = Vec::new();
+    let mut pat_term: Vec<u32> = Vec::new();
+    for (i, t) in terminals.iter().enumerate() {
+        if active.get(i).copied().unwrap_or(true) {
+            pats.push(&t.regex);
+            pat_term.push(i as u32);
+        }
+    }
+    let nfa = match compile_nfa(&pats) {
+        Ok(n) => n,
+        Err(e) => {
+            // Name the offending terminal.
+            for (p, &t) in pats.iter().zip(&pat_term) {
+                if let Err(e) = compile_nfa(&[p]) {
+                    return Err(CompileError::Regex { terminal: terminals[t as usize].name.clone(), message: e.to_string() });
+                }
+            }
+            return Err(CompileError::Regex { terminal: "<all>".into(), message: e.to_string() });
+        }
+    };
+    let prio: Vec<i32> = terminals.iter().map(|t| t.priority).collect();
+
+    // Subset construction.
+    let closure = |seeds: &[StateID], acc: &mut Vec<u32>| -> Result<Vec<StateID>, CompileError> {
+        let mut seen: Vec<StateID> = Vec::new();
+        let mut stack: Vec<StateID> = seeds.to_vec();
+        let mut set: Vec<StateID> = Vec::new();
+        acc.clear();
+        while let Some(s) = stack.pop() {
+            if seen.contains(&s) {
+                continue;
+            }
+            seen.push(s);
+            match nfa.state(s) {
+                State::ByteRange { .. } | State::Sparse(_) | State::Dense(_) => set.push(s),
+                State::Union { alternates } => stack.extend(alternates.iter().rev()),
+                State::BinaryUnion { alt1, alt2 } => {
+                    stack.push(*alt2);
+                    stack.push(*alt1);
+                }
+                State::Capture { next, .. } => stack.push(*next),
+                State::Fail => {}
+                State::Match { pattern_id } => acc.push(pat_term[pattern_id.as_usize()]),
+                State::Look { .. } => {
+                    return Err(CompileError::Regex {
+                        terminal: String::from("?"),
+                        message: "look-around assertions (^, $, \\b) are not supported in terminals".into(),
+                    })
+                }
+            }
+        }
+        set.sort_unstable();
+        set.dedup();
+        acc.sort_unstable();
+        acc.dedup();
+        if let Some(best) = acc.iter().map(|&t| prio[t as usize]).max() {
+            acc.retain(|&t| prio[t as usize] == best);
+        }
+        Ok(set)
+    };
+
+    let mut acc = Vec::new();
+    let start_set = closure(&[nfa.start_anchored()], &mut acc).map_err(|e| name_look_error(e, terminals, &pat_term, &nfa))?;
+    if let Some(&t) = acc.first() {
+        return Err(CompileError::EmptyMatch { terminal: terminals[t as usize].name.clone() });
+    }
+    let mut sets: Vec<Vec<StateID>> = vec![start_set];
+    let mut accs: Vec<Vec<u32>> = vec![Vec::new()];
+    // Keyed by (byte-consuming NFA states, matched terminals): two sets of consuming states can
+    // agree while only one of them has just passed a Match state. q0 is never a target.
+    let mut index: HashMap<(Vec<StateID>, Vec<u32>), u32> = HashMap::new();
+    let mut trans: Vec<u32> = Vec::new();
+    let mut queue: VecDeque<u32> = VecDeque::from([0]);
+    let mut buckets: Vec<Vec<StateID>> = vec![Vec::new(); 256];
+    while let Some(d) = queue.pop_front() {
+        for b in buckets.iter_mut() {
+            b.clear();
+        }
+        for &s in &sets[d as usize] {
+            match nfa.state(s) {
+                State::ByteRange { trans } => {
+                    for b in trans.start..=trans.end {
+                        buckets[b as usize].push(trans.next);
+                    }
+                }
+                State::Sparse(sp) => {
+                    for tr in sp.transitions.iter() {
+                        for b in tr.start..=tr.end {
+                            buckets[b as usize].push(tr.next);
+                        }
+                    }
+                }
+                State::Dense(de) => {
+                    for (b, &n) in de.transitions.iter().enumerate() {
+                        if n != StateID::ZERO {
+                            buckets[b].push(n);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut row = [DEAD; 256];
+        let mut memo: HashMap<Vec<StateID>, u32> = HashMap::new();
+        for (b, bucket) in buckets.iter_mut().enumerate() {
+            if bucket.is_empty() {
+                continue;
+            }
+            bucket.sort_unstable();
+            bucket.dedup();
+            if let Some(&id) = memo.get(bucket.as_slice()) {
+                row[b] = id;
+                continue;
+            }
+            let set = closure(bucket, &mut acc).map_err(|e| name_look_error(e, terminals, &pat_term, &nfa))?;
+            let id = if set.is_empty() && acc.is_empty() {
+                DEAD
+            } else if let Some(&id) = index.get(&(set.clone(), acc.clone())) {
+                id
+            } else {
+                let id = sets.len() as u32;
+                if sets.len() >= MAX_DFA_STATES {
+                    return Err(CompileError::Budget(format!("lexer DFA exceeds {MAX_DFA_STATES} states")));
+                }
+                index.insert((set.clone(), acc.clone()), id);
+                sets.push(set);
+                accs.push(acc.clone());
+                queue.push_back(id);
+                id
+            };
+            memo.insert(bucket.clone(), id);
+            row[b] = id;
+        }
+        let at = d as usize * 256;
+        if trans.len() < at + 256 {
+            trans.resize(at + 256, DEAD);
+        }
+        trans[at..at + 256].copy_from_slice(&row);
+    }
+    trans.resize(sets.len() * 256, DEAD);
+    let n = sets.len();
+    drop(sets);
+
+    // Minimize (Moore refinement); q0 stays alone in its block.
+    let mut block: Vec<u32> = vec![0; n];
+    {
+        let mut ids: HashMap<(bool, &[u32]), u32> = HashMap::new();
+        for q in 0..n {
+            let key = (q == 0, accs[q].as_slice());
+            let next = ids.len() as u32;
+            block[q] = *ids.entry(key).or_insert(next);
+        }
+    }
+    let mut num_blocks = block.iter().max().map_or(0, |&m| m + 1);
+    loop {
+        let mut ids: HashMap<(u32, Vec<u32>), u32> = HashMap::new();
+        let mut nb = vec![0u32; n];
+        for q in 0..n {
+            let sig: Vec<u32> = trans[q * 256..q * 256 + 256]
+                .iter()
+                .map(|&t| if t == DEAD { DEAD } else { block[t as usize] })
+                .collect();
+            let next = ids.len() as u32;
+            nb[q] = *ids.entry((block[q], sig)).or_insert(next);
+        }
+        let count = ids.len() as u32;
+        block = nb;
+        if count == num_blocks {
+            break;
+        }
+        num_blocks = count;
+    }
+    // Renumber so that q0's block is 0 and the rest follow in first-seen (BFS) order.
+    let mut order: Vec<u32> = vec![DEAD; num_blocks as usize];
+    let mut reps: Vec<usize> = Vec::new();
+    for q in 0..n {
+        let b = block[q] as usize;
+        if order[b] == DEAD {
+            order[b] = reps.len() as u32;
+            reps.push(q);
+        }
+    }
+    let m = reps.len();
+    let mut mtrans = vec![DEAD; m * 256];
+    let mut maccs: Vec<Vec<u32>> = Vec::with_capacity(m);
+    for (i, &q) in reps.iter().enumerate() {
+        for b in 0..256 {
+            let t = trans[q * 256 + b];
+            mtrans[i * 256 + b] = if t == DEAD { DEAD } else { order[block[t as usize] as usize] };
+        }
+        maccs.push(accs[q].clone());
+    }
+
+    // Next⁺ by fixpoint over successors.
+    let mut next_plus = vec![0u64; m * words];
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for q in (0..m).rev() {
+            for b in 0..256 {
+                let t = mtrans[q * 256 + b];
+                if t == DEAD {
+                    continue;
+                }
+                let t = t as usize;
+                for &a in &maccs[t] {
+                    let (w, bit) = (q * words + a as usize / 64, 1u64 << (a % 64));
+                    if next_plus[w] & bit == 0 {
+                        next_plus[w] |= bit;
+                        changed = true;
+                    }
+                }
+                if t != q {
+                    for k in 0..words {
+                        let add = next_plus[t * words + k] & !next_plus[q * words + k];
+                        if add != 0 {
+                            next_plus[q * words + k] |= add;
+                            changed = true;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    // States that can never match again are dead.
+    let alive: Vec<bool> =
+        (0..m).map(|q| !maccs[q].is_empty() || next_plus[q * words..(q + 1) * words].iter().any(|&w| w != 0)).collect();
+    for t in mtrans.iter_mut() {
+        if *t != DEAD && !alive[*t as usize] {
+            *t = DEAD;
+        }
+    }
+
+    let mut accept_off = vec![0u32];
+    let mut accept = Vec::new();
+    for a in &maccs {
+        accept.extend_from_slice(a);
+        accept_off.push(accept.len() as u32);
+    }
+    let mut ignored = vec![0u64; words];
+    for (i, t) in terminals.iter().enumerate() {
+        if t.ignored {
+            ignored[i / 64] |= 1 << (i % 64);
+        }
+    }
+    let munch = terminals
+        .iter()
+        .map(|t| match t.munch {
+            Munch::Global => MUNCH_GLOBAL,
+            Munch::Own => MUNCH_OWN,
+            Munch::None => MUNCH_NONE,
+        })
+        .collect();
+    Ok(LexerTables {
+        num_states: m as u32,
+        num_terminals: nt as u32,
+        words: words as u32,
+        start: 0,
+        trans: mtrans,
+        accept_off,
+        accept,
+        next_plus,
+        ignored,
+        munch,
+    })
+}
+
+fn name_look_error(e: CompileError, terminals: &[Terminal], pat_term: &[u32], _nfa: &NFA) -> CompileError {
+    // Find which terminal uses look-around by compiling each alone.
+    if let CompileError::Regex { message, .. } = &e {
+        for &t in pat_term {
+            let Ok(single) = compile_nfa(&[terminals[t as usize].regex.as_str()]) else { continue };
+            let has_look = (0..single.states().len()).any(|i| {
+                matches!(single.state(StateID::new(i).unwrap_or(StateID::ZERO)), State::Look { .. })
+            });
+            if has_look {
+                return CompileError::Regex { terminal: terminals[t as usize].name.clone(), message: message.clone() };
+            }
+        }
+    }
+    e
+}

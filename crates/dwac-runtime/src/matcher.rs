@@ -1,0 +1,409 @@
+//! `Matcher`: incremental lexing + GLR `commit`, `rollback`, cheap `Clone`, and the
+//! reference mask (the oracle every faster mask is tested against).
+
+use std::sync::Arc;
+
+use crate::glr::Closure;
+use crate::gss::{push_unique, Node, NodeRef};
+use crate::lexer::Inhibitor;
+use crate::tables::{GrammarTables, TableError, Vocabulary, DEAD};
+
+/// Validated grammar tables plus the vocabulary they are used with.
+#[derive(Debug)]
+pub struct Engine {
+    tables: GrammarTables,
+    vocab: Vocabulary,
+}
+
+impl Engine {
+    /// Validate the tables (every index they hold is in range) and bundle them with `vocab`.
+    pub fn new(tables: GrammarTables, vocab: Vocabulary) -> Result<Engine, TableError> {
+        tables.validate()?;
+        vocab.validate()?;
+        Ok(Engine { tables, vocab })
+    }
+
+    pub fn tables(&self) -> &GrammarTables {
+        &self.tables
+    }
+
+    pub fn vocab(&self) -> &Vocabulary {
+        &self.vocab
+    }
+}
+
+/// Why a `commit` or `rollback` was refused. The matcher is unchanged after any error.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CommitError {
+    /// The token id is not in the vocabulary.
+    TokenOutOfRange { token: u32, vocab_size: u32 },
+    /// A special token without bytes that the grammar does not allow (not an end token).
+    SpecialToken { token: u32 },
+    /// The bytes leave no live branch. `offset` is the absolute byte position (from the
+    /// start of the output) of the first byte after which no branch was live, `byte` that byte
+    /// (`None` for an end token committed where the grammar cannot end).
+    Rejected { token: Option<u32>, offset: u32, byte: Option<u8> },
+    /// The matcher already accepted an end token.
+    Terminated,
+    /// `rollback(n)` asked for more steps than were committed.
+    RollbackTooFar { requested: usize, available: usize },
+}
+
+impl std::fmt::Display for CommitError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CommitError::TokenOutOfRange { token, vocab_size } => {
+                write!(f, "token {token} is out of range (vocabulary size {vocab_size})")
+            }
+            CommitError::SpecialToken { token } => write!(f, "special token {token} is not allowed here"),
+            CommitError::Rejected { token, offset, byte } => {
+                match token {
+                    Some(t) => write!(f, "token {t} rejected")?,
+                    None => write!(f, "bytes rejected")?,
+                }
+                match byte {
+                    Some(b) => write!(f, " at byte {offset} ({:?})", char::from(*b)),
+                    None => write!(f, " at byte {offset} (end of input not allowed here)"),
+                }
+            }
+            CommitError::Terminated => write!(f, "the matcher has already accepted an end token"),
+            CommitError::RollbackTooFar { requested, available } => {
+                write!(f, "cannot roll back {requested} steps, only {available} committed")
+            }
+        }
+    }
+}
+
+impl std::error::Error for CommitError {}
+
+/// A lexer thread: a pending partial lexeme (`q`), carried inhibitors, and the GSS heads it applies to.
+#[derive(Clone, Debug)]
+struct Thread {
+    q: u32,
+    inh: Vec<Inhibitor>,
+    heads: Vec<NodeRef>,
+}
+
+#[derive(Clone, Debug)]
+struct Config {
+    threads: Arc<Vec<Thread>>,
+    /// Bytes committed so far.
+    pos: u32,
+    terminated: bool,
+}
+
+/// Parser state for one sequence. `Clone` is O(#threads) pointer copies.
+#[derive(Clone, Debug)]
+pub struct Matcher {
+    engine: Arc<Engine>,
+    cur: Config,
+    history: Vec<Config>,
+}
+
+fn add_thread(out: &mut Vec<Thread>, q: u32, inh: &[Inhibitor], heads: &[NodeRef]) {
+    if let Some(t) = out.iter_mut().find(|t| t.q == q && t.inh == inh) {
+        for h in heads {
+            push_unique(&mut t.heads, h);
+        }
+    } else {
+        out.push(Thread { q, inh: inh.to_vec(), heads: heads.to_vec() });
+    }
+}
+
+/// Reusable scratch for stepping.
+#[derive(Default)]
+struct Scratch {
+    closure: Closure,
+    h1: Vec<Inhibitor>,
+    shifts: Vec<(u32, NodeRef)>,
+}
+
+impl Matcher {
+    pub fn new(engine: Arc<Engine>) -> Matcher {
+        let lex_start = engine.tables.lexer.start;
+        let root = Node::new(0, 0, Vec::new());
+        let threads = vec![Thread { q: lex_start, inh: Vec::new(), heads: vec![root] }];
+        Matcher { engine, cur: Config { threads: Arc::new(threads), pos: 0, terminated: false }, history: Vec::new() }
+    }
+
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+
+    /// Bytes committed so far.
+    pub fn position(&self) -> u32 {
+        self.cur.pos
+    }
+
+    /// Number of committed steps that `rollback` can undo.
+    pub fn history_len(&self) -> usize {
+        self.history.len()
+    }
+
+    /// Lexer threads and total GSS heads (diagnostics).
+    pub fn stats(&self) -> (usize, usize) {
+        (self.cur.threads.len(), self.cur.threads.iter().map(|t| t.heads.len()).sum())
+    }
+
+    pub fn is_terminated(&self) -> bool {
+        self.cur.terminated
+    }
+
+    /// Could the output end here (an end token would be allowed)?
+    pub fn is_accepting(&self) -> bool {
+        !self.cur.terminated && self.accepts_eof(&self.cur.threads, &mut Scratch::default())
+    }
+
+    fn accepts_eof(&self, threads: &[Thread], sc: &mut Scratch) -> bool {
+        let t = &self.engine.tables;
+        let eof = t.lr.eof();
+        threads.iter().any(|th| {
+            th.q == t.lexer.start && {
+                sc.closure.run(&t.lr, &th.heads, eof);
+                sc.closure.can_shift(&t.lr, eof)
+            }
+        })
+    }
+
+    /// One byte through every thread (no lookahead pruning). `pos` is the byte count after `b`.
+    fn step_byte(&self, threads: &[Thread], b: u8, pos: u32, sc: &mut Scratch) -> Vec<Thread> {
+        let t = &self.engine.tables;
+        let (lex, lr) = (&t.lexer, &t.lr);
+        let mut out: Vec<Thread> = Vec::new();
+        // Shifted nodes at this byte, merged by LR state: (state, preds).
+        let mut shifted: Vec<(u32, Vec<NodeRef>)> = Vec::new();
+        // Threads to create once shifted nodes are frozen: (inhibitors, state).
+        let mut pending: Vec<(Vec<Inhibitor>, u32)> = Vec::new();
+        for th in threads {
+            if lex.step_inhibitors(&th.inh, b, &mut sc.h1).is_none() {
+                continue;
+            }
+            let q2 = lex.step(th.q, b);
+            if q2 == DEAD {
+                continue;
+            }
+            if lex.can_continue(q2) {
+                add_thread(&mut out, q2, &sc.h1, &th.heads);
+            }
+            for &term in lex.accepts(q2) {
+                let mut h2 = sc.h1.clone();
+                if let Some(i) = lex.inhibitor_for(term, q2) {
+                    h2.push(i);
+                    h2.sort_unstable();
+                    h2.dedup();
+                }
+                if lex.is_ignored(term) {
+                    add_thread(&mut out, lex.start, &h2, &th.heads);
+                    continue;
+                }
+                sc.closure.run(lr, &th.heads, term);
+                sc.shifts.clear();
+                sc.closure.shifts(lr, term, (2 * pos).saturating_sub(1), &mut sc.shifts);
+                for (p, n) in sc.shifts.drain(..) {
+                    match shifted.iter_mut().find(|s| s.0 == p) {
+                        Some(s) => {
+                            push_unique(&mut s.1, &n);
+                        }
+                        None => shifted.push((p, vec![n])),
+                    }
+                    if !pending.iter().any(|(h, s)| *s == p && *h == h2) {
+                        pending.push((h2.clone(), p));
+                    }
+                }
+            }
+        }
+        let nodes: Vec<(u32, NodeRef)> =
+            shifted.into_iter().map(|(p, preds)| (p, Node::new(p, 2 * pos, preds))).collect();
+        for (h2, p) in pending {
+            if let Some((_, n)) = nodes.iter().find(|(s, _)| *s == p) {
+                add_thread(&mut out, lex.start, &h2, std::slice::from_ref(n));
+            }
+        }
+        out
+    }
+
+    /// Keep only branches satisfying the one-lexeme lookahead `LA` (DESIGN.md §2).
+    fn prune(&self, threads: Vec<Thread>, sc: &mut Scratch) -> Vec<Thread> {
+        let t = &self.engine.tables;
+        let (lex, lr) = (&t.lexer, &t.lr);
+        let mut out = Vec::with_capacity(threads.len());
+        for mut th in threads {
+            if th.q == lex.start || lex.may_become_ignored(th.q) {
+                out.push(th);
+                continue;
+            }
+            th.heads.retain(|h| {
+                lex.pending_terminals(th.q).any(|term| {
+                    sc.closure.run(lr, std::slice::from_ref(h), term);
+                    sc.closure.can_shift(lr, term)
+                })
+            });
+            if !th.heads.is_empty() {
+                out.push(th);
+            }
+        }
+        out
+    }
+
+    /// Run `bytes` from `threads`; `Err(i)` if no live branch remains, `i` = index of the byte
+    /// after which that became certain.
+    fn advance(&self, threads: &[Thread], pos: u32, bytes: &[u8], sc: &mut Scratch) -> Result<Vec<Thread>, usize> {
+        let mut cur: Vec<Thread> = threads.to_vec();
+        for (i, &b) in bytes.iter().enumerate() {
+            cur = self.step_byte(&cur, b, pos.saturating_add(i as u32 + 1), sc);
+            if cur.is_empty() {
+                return Err(self.first_dead_byte(threads, pos, &bytes[..=i], sc));
+            }
+        }
+        let out = self.prune(cur, sc);
+        if out.is_empty() && !bytes.is_empty() {
+            return Err(self.first_dead_byte(threads, pos, bytes, sc));
+        }
+        Ok(out)
+    }
+
+    /// Error path only: prune after every byte to find the first byte after which nothing is live.
+    fn first_dead_byte(&self, threads: &[Thread], pos: u32, bytes: &[u8], sc: &mut Scratch) -> usize {
+        let mut cur: Vec<Thread> = threads.to_vec();
+        for (i, &b) in bytes.iter().enumerate() {
+            let next = self.step_byte(&cur, b, pos.saturating_add(i as u32 + 1), sc);
+            cur = self.prune(next, sc);
+            if cur.is_empty() {
+                return i;
+            }
+        }
+        bytes.len().saturating_sub(1)
+    }
+
+    fn push(&mut self, next: Config) {
+        let prev = std::mem::replace(&mut self.cur, next);
+        self.history.push(prev);
+    }
+
+    /// Commit raw bytes (e.g. a prompt prefix), with no token alignment.
+    pub fn commit_bytes(&mut self, bytes: &[u8]) -> Result<(), CommitError> {
+        self.commit_inner(bytes, None)
+    }
+
+    fn commit_inner(&mut self, bytes: &[u8], token: Option<u32>) -> Result<(), CommitError> {
+        if self.cur.terminated {
+            return Err(CommitError::Terminated);
+        }
+        let mut sc = Scratch::default();
+        match self.advance(&self.cur.threads, self.cur.pos, bytes, &mut sc) {
+            Ok(threads) => {
+                let pos = self.cur.pos.saturating_add(bytes.len() as u32);
+                self.push(Config { threads: Arc::new(threads), pos, terminated: false });
+                Ok(())
+            }
+            Err(i) => Err(CommitError::Rejected {
+                token,
+                offset: self.cur.pos.saturating_add(i as u32),
+                byte: bytes.get(i).copied(),
+            }),
+        }
+    }
+
+    /// Commit one sampled token.
+    pub fn commit(&mut self, token: u32) -> Result<(), CommitError> {
+        let vocab = &self.engine.vocab;
+        let Some(bytes) = vocab.token_bytes(token) else {
+            return Err(CommitError::TokenOutOfRange { token, vocab_size: vocab.len() as u32 });
+        };
+        if self.cur.terminated {
+            return Err(CommitError::Terminated);
+        }
+        if vocab.is_eos(token) {
+            if !self.is_accepting() {
+                return Err(CommitError::Rejected { token: Some(token), offset: self.cur.pos, byte: None });
+            }
+            let mut next = self.cur.clone();
+            next.terminated = true;
+            self.push(next);
+            return Ok(());
+        }
+        if vocab.is_special(token) || bytes.is_empty() {
+            return Err(CommitError::SpecialToken { token });
+        }
+        let bytes = bytes.to_vec();
+        self.commit_inner(&bytes, Some(token))
+    }
+
+    /// Undo the last `n` commits (tokens or byte strings).
+    pub fn rollback(&mut self, n: usize) -> Result<(), CommitError> {
+        if n > self.history.len() {
+            return Err(CommitError::RollbackTooFar { requested: n, available: self.history.len() });
+        }
+        if n > 0 {
+            let keep = self.history.len() - n;
+            self.cur = self.history.swap_remove(keep);
+            self.history.truncate(keep);
+        }
+        Ok(())
+    }
+
+    /// Would `commit(token)` succeed? Does not change the matcher.
+    pub fn is_allowed(&self, token: u32) -> bool {
+        self.token_allowed(token, &mut Scratch::default())
+    }
+
+    fn token_allowed(&self, token: u32, sc: &mut Scratch) -> bool {
+        let vocab = &self.engine.vocab;
+        let Some(bytes) = vocab.token_bytes(token) else { return false };
+        if self.cur.terminated {
+            return false;
+        }
+        if vocab.is_eos(token) {
+            return self.accepts_eof(&self.cur.threads, sc);
+        }
+        if vocab.is_special(token) || bytes.is_empty() {
+            return false;
+        }
+        self.advance(&self.cur.threads, self.cur.pos, bytes, sc).is_ok()
+    }
+
+    /// Words (`u32`) a mask over this vocabulary needs.
+    pub fn mask_words(&self) -> usize {
+        self.engine.vocab.len().div_ceil(32)
+    }
+
+    /// The reference mask (DESIGN.md §2): for every token, clone, commit, test liveness;
+    /// end tokens where the output may end. Bit `v % 32` of `out[v / 32]` is token `v`.
+    /// Slow and obviously right. `out` must hold at least [`mask_words`](Self::mask_words) words.
+    pub fn fill_reference_mask(&self, out: &mut [u32]) -> Result<(), MaskError> {
+        let need = self.mask_words();
+        if out.len() < need {
+            return Err(MaskError::BufferTooSmall { need, got: out.len() });
+        }
+        out.iter_mut().for_each(|w| *w = 0);
+        let mut sc = Scratch::default();
+        for v in 0..self.engine.vocab.len() as u32 {
+            if self.token_allowed(v, &mut sc) {
+                out[(v / 32) as usize] |= 1 << (v % 32);
+            }
+        }
+        Ok(())
+    }
+
+    /// The reference mask as a list of allowed token ids.
+    pub fn reference_allowed(&self) -> Vec<u32> {
+        let mut sc = Scratch::default();
+        (0..self.engine.vocab.len() as u32).filter(|&v| self.token_allowed(v, &mut sc)).collect()
+    }
+}
+
+/// Why a mask could not be written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MaskError {
+    BufferTooSmall { need: usize, got: usize },
+}
+
+impl std::fmt::Display for MaskError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MaskError::BufferTooSmall { need, got } => write!(f, "mask buffer holds {got} words, {need} needed"),
+        }
+    }
+}
+
+impl std::error::Error for MaskError {}
