@@ -3,7 +3,10 @@
 //! It knows nothing about tokens or artifacts.
 
 pub mod diag;
+pub mod gbnf;
 pub mod ir;
+pub mod lark;
 
 pub use diag::GrammarError;
 pub use ir::{Grammar, Munch, Nonterminal, Rule, Span, Symbol, Terminal};
+pub use lark::LarkOptions;
