@@ -1,1 +1,179 @@
-fn main() {}
+//! `cargo xtask`: corpus runs and benchmarks (never timed tests).
+//!
+//! - `cargo xtask bench`: commit latency per token on the MaskBench traces (single thread),
+//!   p50/p90/p99/p99.9/max/mean, raw single pass and per-step minimum over R replays.
+//! - `cargo xtask maskbench-jsonl --out FILE`: the MaskBench instances as `{"text","valid"}`
+//!   lines for `dwac check` (valid instances, plus broken variants marked invalid with `--broken`).
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+use dwac_runtime::Matcher;
+use dwac_tests::{engine_from_file, json_dumps, maskbench_instances, shared_data};
+use dwac_vocab::Tokenizer;
+use serde_json::json;
+
+#[derive(Parser)]
+#[command(name = "xtask")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Commit latency on MaskBench traces.
+    Bench {
+        /// Grammar (repository-relative).
+        #[arg(long, default_value = "grammars/json.lark")]
+        grammar: String,
+        /// Tokenizer name under ../shared/data/tokenizers, or a path to a tokenizer.json.
+        #[arg(long, default_value = "qwen3")]
+        tokenizer: String,
+        /// Replays of every trace (per-step minimum is reported next to the raw first pass).
+        #[arg(long, default_value_t = 3)]
+        replays: usize,
+        /// Use only the first N traces.
+        #[arg(long)]
+        limit: Option<usize>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write MaskBench instances as JSON lines for `dwac check`.
+    MaskbenchJsonl {
+        #[arg(long)]
+        out: PathBuf,
+        /// Also write broken variants (truncated, stray punctuation), marked `"valid": false`.
+        #[arg(long)]
+        broken: bool,
+    },
+}
+
+fn tokenizer(name: &str) -> Result<Tokenizer> {
+    let p = PathBuf::from(name);
+    let path = if p.exists() { p } else { shared_data().join("tokenizers").join(name).join("tokenizer.json") };
+    Tokenizer::from_file(&path).with_context(|| format!("loading {}", path.display()))
+}
+
+fn percentiles(mut v: Vec<f64>) -> serde_json::Value {
+    if v.is_empty() {
+        return json!(null);
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    let q = |p: f64| v[((v.len() as f64 - 1.0) * p).round() as usize];
+    let mean = v.iter().sum::<f64>() / v.len() as f64;
+    let r = |x: f64| (x * 100.0).round() / 100.0;
+    json!({"p50": r(q(0.5)), "p90": r(q(0.9)), "p99": r(q(0.99)), "p999": r(q(0.999)), "max": r(q(1.0)), "mean": r(mean), "n": v.len()})
+}
+
+fn bench(grammar: &str, tok_name: &str, replays: usize, limit: Option<usize>, as_json: bool) -> Result<()> {
+    let tok = tokenizer(tok_name)?;
+    let t0 = Instant::now();
+    let engine = engine_from_file(grammar, tok.vocab().clone());
+    let compile_ms = t0.elapsed().as_secs_f64() * 1e3;
+    let mut traces: Vec<Vec<u32>> = Vec::new();
+    for inst in maskbench_instances().into_iter().filter(|i| i.valid) {
+        traces.push(tok.encode(&json_dumps(&inst.data))?);
+    }
+    if let Some(n) = limit {
+        traces.truncate(n);
+    }
+    let steps: usize = traces.iter().map(|t| t.len()).sum();
+    let bar = indicatif::ProgressBar::new((traces.len() * replays.max(1)) as u64);
+    if as_json {
+        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+    }
+    let mut first = vec![f64::INFINITY; steps];
+    let mut best = vec![f64::INFINITY; steps];
+    let mut accept_us = Vec::new();
+    for r in 0..replays.max(1) {
+        let mut k = 0;
+        for tr in &traces {
+            bar.inc(1);
+            let mut m = Matcher::new(Arc::clone(&engine));
+            for &t in tr {
+                let s = Instant::now();
+                m.commit(t).map_err(|e| anyhow::anyhow!("trace rejected: {e}"))?;
+                let us = s.elapsed().as_secs_f64() * 1e6;
+                if r == 0 {
+                    first[k] = us;
+                }
+                best[k] = best[k].min(us);
+                k += 1;
+            }
+            let s = Instant::now();
+            let ok = m.is_accepting();
+            if r == 0 {
+                accept_us.push(s.elapsed().as_secs_f64() * 1e6);
+            }
+            anyhow::ensure!(ok, "trace not accepted at the end");
+        }
+    }
+    bar.finish_and_clear();
+    let out = json!({
+        "grammar": grammar,
+        "tokenizer": tok.name(),
+        "traces": traces.len(),
+        "steps": steps,
+        "replays": replays,
+        "compile_ms": (compile_ms * 10.0).round() / 10.0,
+        "commit_us": percentiles(first),
+        "commit_us_min_of_replays": percentiles(best),
+        "is_accepting_us": percentiles(accept_us),
+    });
+    if as_json {
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        println!("{} traces, {} steps, {} replays, grammar {} ({} ms), tokenizer {}", traces.len(), steps, replays, grammar, out["compile_ms"], tok.name());
+        for key in ["commit_us", "commit_us_min_of_replays", "is_accepting_us"] {
+            let p = &out[key];
+            println!(
+                "  {key:<26} p50 {:>7} p90 {:>7} p99 {:>7} p99.9 {:>8} max {:>9} mean {:>7}",
+                p["p50"], p["p90"], p["p99"], p["p999"], p["max"], p["mean"]
+            );
+        }
+    }
+    Ok(())
+}
+
+fn maskbench_jsonl(out: PathBuf, broken: bool) -> Result<()> {
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&out).with_context(|| format!("creating {}", out.display()))?);
+    let (mut nv, mut nb) = (0, 0);
+    for inst in maskbench_instances().into_iter().filter(|i| i.valid) {
+        let text = json_dumps(&inst.data);
+        writeln!(f, "{}", json!({"text": text, "valid": true}))?;
+        nv += 1;
+        if broken {
+            // Three syntactic breaks per document: cut short, a stray closer, a doubled comma or colon.
+            let mut half = text.len() / 2;
+            while !text.is_char_boundary(half) {
+                half -= 1;
+            }
+            let variants = [
+                text[..half].to_string(),
+                format!("{text}]"),
+                text.replacen(", ", ",, ", 1).replacen(": ", ":: ", if text.contains(", ") { 0 } else { 1 }),
+            ];
+            for v in variants {
+                if v != text && serde_json::from_str::<serde_json::Value>(&v).is_err() {
+                    writeln!(f, "{}", json!({"text": v, "valid": false}))?;
+                    nb += 1;
+                }
+            }
+        }
+    }
+    f.flush()?;
+    eprintln!("wrote {nv} valid and {nb} broken lines to {}", out.display());
+    Ok(())
+}
+
+fn main() -> Result<()> {
+    match Cli::parse().cmd {
+        Cmd::Bench { grammar, tokenizer, replays, limit, json } => bench(&grammar, &tokenizer, replays, limit, json),
+        Cmd::MaskbenchJsonl { out, broken } => maskbench_jsonl(out, broken),
+    }
+}

@@ -3,8 +3,10 @@
 //! then the tables are handed to the runtime in memory — the same types.)
 
 pub mod lexer;
+pub mod pipeline;
 
 pub use lexer::build_lexer;
+pub use pipeline::{compile_engine, compile_grammar, parse_source, regex_grammar, CompileStats, Compiled, SourceKind};
 
 /// Why a grammar could not be compiled.
 #[derive(Debug, thiserror::Error)]

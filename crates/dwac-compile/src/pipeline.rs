@@ -1,0 +1,120 @@
+//! Source → IR → normalized grammar → LR tables + lexer DFA → [`GrammarTables`].
+
+use std::path::Path;
+use std::time::Instant;
+
+use dwac_grammar::normalize::{normalize, Normalized};
+use dwac_grammar::{Grammar, Munch, Symbol, Terminal};
+use dwac_runtime::{Engine, GrammarTables, Vocabulary};
+
+use crate::{build_lexer, CompileError};
+
+/// The kind of a grammar source, chosen by file extension.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SourceKind {
+    Lark,
+    Gbnf,
+}
+
+impl SourceKind {
+    /// `.lark` or `.gbnf`; anything else is `None`.
+    pub fn from_path(path: &Path) -> Option<SourceKind> {
+        match path.extension()?.to_str()? {
+            "lark" => Some(SourceKind::Lark),
+            "gbnf" => Some(SourceKind::Gbnf),
+            _ => None,
+        }
+    }
+}
+
+/// Parse a grammar source of the given kind into the IR.
+pub fn parse_source(kind: SourceKind, text: &str) -> Result<Grammar, CompileError> {
+    Ok(match kind {
+        SourceKind::Lark => dwac_grammar::lark::parse(text)?,
+        SourceKind::Gbnf => dwac_grammar::gbnf::parse(text)?,
+    })
+}
+
+/// A grammar accepting exactly the strings matching `pattern` (one terminal).
+pub fn regex_grammar(pattern: &str) -> Grammar {
+    let mut g = Grammar::default();
+    let t = g.add_terminal(Terminal {
+        name: "REGEX".into(),
+        regex: pattern.to_string(),
+        priority: 0,
+        ignored: false,
+        munch: Munch::Own,
+        span: None,
+    });
+    let s = g.add_nonterminal("start", None);
+    g.add_rule(s, vec![Symbol::T(t)], None);
+    g.start = s;
+    g
+}
+
+/// Sizes and timings of one compilation.
+#[derive(Clone, Debug, Default)]
+pub struct CompileStats {
+    pub terminals: usize,
+    pub rules_in: usize,
+    pub rules_normalized: usize,
+    pub lexer_states: u32,
+    pub lr_states: u32,
+    pub lr_conflicts: usize,
+    /// Nonterminals whose right recursion was left in place (normalization budget).
+    pub right_recursive_left: usize,
+    pub compile_ms: f64,
+}
+
+/// A compiled grammar: the runtime tables plus what the compiler learned on the way.
+#[derive(Debug)]
+pub struct Compiled {
+    pub tables: GrammarTables,
+    pub normalized: Normalized,
+    pub stats: CompileStats,
+}
+
+/// Compile the IR into runtime tables.
+pub fn compile_grammar(g: &Grammar) -> Result<Compiled, CompileError> {
+    let t0 = Instant::now();
+    let normalized = normalize(g)?;
+    let ng = &normalized.grammar;
+    if ng.terminals != g.terminals {
+        return Err(CompileError::Lr("normalization changed the terminal table".into()));
+    }
+    let lr = dwac_lr::build(&normalized).map_err(|e| CompileError::Lr(e.to_string()))?;
+    // Only terminals the parser can use, and ignored ones, take part in lexing: an unused
+    // terminal must not inhibit anything.
+    let mut active: Vec<bool> = g.terminals.iter().map(|t| t.ignored).collect();
+    for r in &ng.rules {
+        for s in &r.rhs {
+            if let Symbol::T(t) = s {
+                active[*t as usize] = true;
+            }
+        }
+    }
+    let lexer = build_lexer(&g.terminals, &active)?;
+    let tables = GrammarTables {
+        lexer,
+        lr: lr.tables,
+        terminal_names: g.terminals.iter().map(|t| t.name.clone()).collect(),
+    };
+    tables.validate()?;
+    let stats = CompileStats {
+        terminals: g.terminals.len(),
+        rules_in: g.rules.len(),
+        rules_normalized: ng.rules.len(),
+        lexer_states: tables.lexer.num_states,
+        lr_states: tables.lr.num_states,
+        lr_conflicts: lr.conflicts,
+        right_recursive_left: normalized.right_recursive_left.len(),
+        compile_ms: t0.elapsed().as_secs_f64() * 1e3,
+    };
+    Ok(Compiled { tables, normalized, stats })
+}
+
+/// Compile and bundle with a vocabulary into a ready [`Engine`].
+pub fn compile_engine(g: &Grammar, vocab: Vocabulary) -> Result<(Engine, CompileStats), CompileError> {
+    let c = compile_grammar(g)?;
+    Ok((Engine::new(c.tables, vocab)?, c.stats))
+}

@@ -1,0 +1,153 @@
+//! Shared support for the end-to-end tests and for xtask: where the shared data lives,
+//! a `json.dumps`-style serializer, MaskBench / JSON-Schema-Test-Suite loaders.
+
+pub mod jsoncheck;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use dwac_compile::{compile_engine, parse_source, SourceKind};
+use dwac_runtime::{Engine, Vocabulary};
+use serde_json::Value;
+
+/// The repository root.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
+}
+
+/// `../shared/data` beside the repository (override with `DWAC_SHARED_DATA`).
+pub fn shared_data() -> PathBuf {
+    if let Some(p) = std::env::var_os("DWAC_SHARED_DATA") {
+        return PathBuf::from(p);
+    }
+    let p = repo_root().join("../shared/data");
+    assert!(p.is_dir(), "shared data not found at {} (set DWAC_SHARED_DATA)", p.display());
+    p
+}
+
+pub fn tokenizer_path(name: &str) -> PathBuf {
+    shared_data().join("tokenizers").join(name).join("tokenizer.json")
+}
+
+/// Serialize like Python's `json.dumps(v, ensure_ascii=False)`: `", "` and `": "` separators,
+/// object keys in their stored order.
+pub fn json_dumps(v: &Value) -> String {
+    let mut s = String::new();
+    dump(v, &mut s);
+    s
+}
+
+fn dump(v: &Value, out: &mut String) {
+    match v {
+        Value::Array(a) => {
+            out.push('[');
+            for (i, x) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                dump(x, out);
+            }
+            out.push(']');
+        }
+        Value::Object(o) => {
+            out.push('{');
+            for (i, (k, x)) in o.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                out.push_str(&Value::String(k.clone()).to_string());
+                out.push_str(": ");
+                dump(x, out);
+            }
+            out.push('}');
+        }
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+/// One MaskBench test instance.
+#[derive(Clone, Debug)]
+pub struct Instance {
+    pub file: String,
+    pub valid: bool,
+    pub data: Value,
+}
+
+/// All MaskBench files, sorted by name.
+pub fn maskbench_files() -> Vec<PathBuf> {
+    let dir = shared_data().join("jsonschemabench/maskbench/data");
+    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Every MaskBench instance (valid and invalid), in file order.
+pub fn maskbench_instances() -> Vec<Instance> {
+    let mut out = Vec::new();
+    for f in maskbench_files() {
+        let text = std::fs::read_to_string(&f).unwrap_or_default();
+        let Ok(v) = serde_json::from_str::<Value>(&text) else { continue };
+        let name = f.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        for t in v["tests"].as_array().into_iter().flatten() {
+            out.push(Instance { file: name.clone(), valid: t["valid"].as_bool().unwrap_or(false), data: t["data"].clone() });
+        }
+    }
+    out
+}
+
+/// Every instance (`data`, `valid`) of the JSON-Schema-Test-Suite under `tests/<draft>`.
+pub fn test_suite_instances(draft: &str) -> Vec<(String, Value)> {
+    let mut files = Vec::new();
+    let mut stack = vec![shared_data().join("json-schema-test-suite/tests").join(draft)];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "json") {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    let mut out = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap_or_default();
+        let Ok(Value::Array(groups)) = serde_json::from_str::<Value>(&text) else { continue };
+        for g in groups {
+            for t in g["tests"].as_array().into_iter().flatten() {
+                out.push((f.display().to_string(), t["data"].clone()));
+            }
+        }
+    }
+    out
+}
+
+/// Compile a grammar file of the repository (e.g. `grammars/json.lark`) for `vocab`.
+pub fn engine_from_file(rel: &str, vocab: Vocabulary) -> Arc<Engine> {
+    let path = repo_root().join(rel);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let kind = SourceKind::from_path(&path).expect("grammar kind");
+    let g = parse_source(kind, &text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    Arc::new(compile_engine(&g, vocab).unwrap_or_else(|e| panic!("{}: {e}", path.display())).0)
+}
+
+/// Compile grammar source text for `vocab`.
+pub fn engine_from_lark(src: &str, vocab: Vocabulary) -> Arc<Engine> {
+    let g = parse_source(SourceKind::Lark, src).unwrap_or_else(|e| panic!("{e}"));
+    Arc::new(compile_engine(&g, vocab).unwrap_or_else(|e| panic!("{e}")).0)
+}
+
+/// A synthetic vocabulary: the given byte strings, no specials, plus one end token (last id).
+pub fn synthetic_vocab(tokens: &[&[u8]]) -> Vocabulary {
+    let mut toks: Vec<Vec<u8>> = tokens.iter().map(|t| t.to_vec()).collect();
+    toks.push(Vec::new());
+    let mut special = vec![false; toks.len()];
+    let eos = (toks.len() - 1) as u32;
+    special[eos as usize] = true;
+    Vocabulary::from_tokens(&toks, special, vec![eos])
+}
