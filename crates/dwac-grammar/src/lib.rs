@@ -6,6 +6,7 @@ pub mod diag;
 pub mod gbnf;
 pub mod ir;
 pub mod lark;
+pub mod normalize;
 
 pub use diag::GrammarError;
 pub use ir::{Grammar, Munch, Nonterminal, Rule, Span, Symbol, Terminal};
