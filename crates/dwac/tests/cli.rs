@@ -1,0 +1,109 @@
+//! The CLI contract (DESIGN.md §9): JSON output fields, exit codes 0/1/2, clear errors.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn dwac(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_dwac")).args(args).current_dir(root()).output().expect("run dwac")
+}
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn tmp(name: &str, body: &str) -> String {
+    let dir = std::env::temp_dir().join(format!("dwac-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, body).unwrap();
+    p.display().to_string()
+}
+
+fn json(o: &Output) -> serde_json::Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stdout)))
+}
+
+#[test]
+fn check_jsonl_counts_and_exit_codes() {
+    let lines = [
+        r#"{"text": "{\"a\": [1, 2.5e3, true, null]}", "valid": true}"#,
+        r#"{"text": "{\"a\": [1, 2,]}", "valid": false}"#,
+        r#"{"text": "{\"a\": 1", "valid": false}"#,
+        r#"{"text": "\"caf\u00e9\"", "valid": true}"#,
+    ];
+    let f = tmp("ok.jsonl", &lines.join("\n"));
+    let o = dwac(&["check", "grammars/json.lark", "--jsonl", &f, "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let v = json(&o);
+    assert_eq!(v["inputs"], 4);
+    assert_eq!(v["accepted"], 2);
+    assert_eq!(v["rejected"], 2);
+    assert_eq!(v["wrong"], 0);
+    assert!(v["steps"].as_u64().unwrap() > 10);
+
+    // A wrong label: exit 1, and the failure names the byte.
+    let f = tmp("wrong.jsonl", r#"{"text": "[1, 2,]", "valid": true}"#);
+    let o = dwac(&["check", "grammars/json.lark", "--jsonl", &f, "--json"]);
+    assert_eq!(o.status.code(), Some(1));
+    let v = json(&o);
+    assert_eq!(v["wrong"], 1);
+    assert!(v["failures"][0]["error"].as_str().unwrap().contains("at byte 6"), "{v}");
+
+    // --reference compares the reference mask with commit at every step.
+    let f = tmp("ref.jsonl", r#"{"text": "{\"k\": [0, -1]}", "valid": true}"#);
+    let o = dwac(&["check", "grammars/json.lark", "--jsonl", &f, "--reference", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(json(&o)["mask_mismatches"], 0);
+}
+
+#[test]
+fn bad_inputs_exit_2_with_clear_errors() {
+    let g = tmp("bad.lark", "start: a\na: \"x\" )\n");
+    let o = dwac(&["mask", &g]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("2:"), "no line:column in {err}");
+    assert!(err.contains('^'), "no caret in {err}");
+
+    let o = dwac(&["mask", "grammars/json.lark", "--tokenizer", "/nonexistent/tokenizer.json"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("tokenizer"));
+
+    let o = dwac(&["mask", "grammars/json.lark", "--prefix", "{]"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("at byte 1"));
+
+    let o = dwac(&["check", "grammars/json.lark"]);
+    assert_eq!(o.status.code(), Some(2));
+
+    let o = dwac(&["frobnicate"]);
+    assert_eq!(o.status.code(), Some(2));
+
+    let f = tmp("notjson.jsonl", "{\"text\": 1}\n");
+    let o = dwac(&["check", "grammars/json.lark", "--jsonl", &f]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains(":1:"));
+}
+
+#[test]
+fn mask_json_output() {
+    let o = dwac(&["mask", "grammars/json.lark", "--prefix", "[1", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let v = json(&o);
+    assert_eq!(v["vocab_size"], 50257);
+    assert_eq!(v["eos_allowed"], false);
+    let toks: Vec<&str> = v["tokens"].as_array().unwrap().iter().map(|t| t["bytes"].as_str().unwrap()).collect();
+    assert_eq!(toks.len(), v["allowed"].as_u64().unwrap() as usize);
+    for t in ["]", ",", "0", "."] {
+        assert!(toks.contains(&t), "{t} missing");
+    }
+    assert!(!toks.contains(&"["));
+
+    let o = dwac(&["mask", "--regex", "[0-9]{3}-[0-9]{4}", "--prefix", "555-12", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let v = json(&o);
+    for t in v["tokens"].as_array().unwrap() {
+        let b = t["bytes"].as_str().unwrap();
+        assert!(b.bytes().all(|c| c.is_ascii_digit()) && b.len() <= 2, "{b}");
+    }
+}
