@@ -4,6 +4,9 @@
 /// "No transition" in [`LexerTables::trans`] and [`LrTables`] lookups.
 pub const DEAD: u32 = u32::MAX;
 
+/// Longest right-hand side a rule may have (the grammar is ε-free, so every rule has ≥ 1).
+pub const MAX_RULE_LEN: u32 = 1 << 16;
+
 /// Per-terminal inhibition set `K_t` (DESIGN.md §2), as stored in [`LexerTables::munch`].
 pub const MUNCH_GLOBAL: u8 = 0;
 /// `K_t = {t}`.
@@ -312,6 +315,7 @@ impl LrTables {
         }
         check(self.rule_lhs.len() == self.rule_len.len(), "rule table lengths")?;
         check(self.rule_lhs.iter().all(|&a| a < self.num_nonterminals), "rule lhs out of range")?;
+        check(self.rule_len.iter().all(|&n| (1..=MAX_RULE_LEN).contains(&n)), "rule length out of range")?;
         for &a in &self.actions {
             match Action::unpack(a) {
                 Action::Shift(s) => check((s as usize) < n, "shift target out of range")?,
