@@ -1,1 +1,496 @@
+//! Exact token bytes from a Hugging Face `tokenizer.json` (DESIGN.md §8).
+//!
+//! This crate is the only one in the workspace that depends on the `tokenizers` crate. It turns a
+//! `tokenizer.json` (plus, optionally, the `tokenizer_config.json` / `special_tokens_map.json` /
+//! `generation_config.json` beside it) into a [`dwac_runtime::Vocabulary`]: the exact bytes of every
+//! token id, a special flag per id, and the end-of-sequence ids. It also encodes text into tokens
+//! whose bytes concatenate back to the text exactly, and fingerprints the vocabulary.
+//!
+//! # Families and byte derivation rules
+//!
+//! The family is detected from the file's structure (`model.type`, `normalizer`, `pre_tokenizer`,
+//! `decoder`, `model.byte_fallback`), never from its name:
+//!
+//! * **Byte-level** (GPT-2, Llama-3, Qwen, DeepSeek): a `ByteLevel` component in the pre-tokenizer
+//!   or the decoder. Every character of a model-vocabulary token string is mapped through the
+//!   inverse of GPT-2's `bytes_to_unicode` table (`Ġ` → `0x20`, `Ċ` → `0x0A`, printable Latin-1
+//!   to itself, ...). A character outside that 256-character alphabet is an error
+//!   ([`VocabError::NotByteLevel`]) unless the id is also an added token (see below).
+//! * **SentencePiece-style** (Llama-2, Mistral, Phi-3): a `Metaspace` pre-tokenizer or decoder, a
+//!   `Replace(" " → "▁")` normalizer or a `Replace("▁" → " ")` decoder. The metaspace character
+//!   (`▁` unless the file names another) becomes a space; with byte fallback (`model.byte_fallback`
+//!   or a `ByteFallback` decoder) a token spelled exactly `<0xNN>` is the single byte `NN`;
+//!   everything else is the token string's UTF-8. The SentencePiece control tokens `<unk>`, `<s>`
+//!   and `</s>` are flagged special even when the file's `added_tokens` entry says otherwise
+//!   (Phi-3.5 marks `</s>` non-special).
+//! * Anything else — both families at once, neither, `WordPiece`/`WordLevel` models, or BPE with a
+//!   `continuing_subword_prefix`/`end_of_word_suffix` — is refused with
+//!   [`VocabError::UnsupportedTokenizer`] / [`VocabError::UnsupportedModel`]: there is no exact,
+//!   unambiguous byte string for such tokens.
+//!
+//! **Added tokens** (`added_tokens`) override the model vocabulary for their id: their bytes are the
+//! UTF-8 of `content` taken literally (the `tokenizers` crate matches added tokens on the raw text,
+//! before byte-level or metaspace mapping; e.g. Qwen3's `<think>` is the 7 bytes `<think>`, and
+//! DeepSeek's `<｜User｜>` is its UTF-8). Special added tokens keep their content bytes but are
+//! flagged special, so a mask never allows them unless they are end tokens. The model's
+//! `unk_token` and every EOS id are flagged special too.
+//!
+//! The vocabulary size is `max id + 1` over the model vocabulary and the added tokens. An id that
+//! has no token gets empty bytes and is flagged special. A model's embedding matrix may have more
+//! rows than that (Phi-3.5: 32,011 ids here, 32,064 logits); callers pad masks to the model's size.
+//!
+//! # End-of-sequence tokens
+//!
+//! The side files name them; only without any, well-known special end tokens are used. The
+//! full rule is at [`Tokenizer::from_parts`]. For the tokenizers the tests ship with: GPT-2 (no
+//! side file) `<|endoftext|>` 50256 by the fallback; Qwen2 `<|endoftext|>` 151643 and Qwen3
+//! `<|im_end|>` 151645 (each per its `tokenizer_config.json`; the other one is special but not
+//! EOS); DeepSeek-R1 `<｜end▁of▁sentence｜>` 1; Phi-3.5-mini `<|endoftext|>` 32000. A
+//! `generation_config.json` beside the file adds its ids (instruct models often list several,
+//! e.g. both `<|im_end|>` and `<|endoftext|>`); none ships with the test tokenizers.
+//!
+//! # Encoding
+//!
+//! [`Tokenizer::encode`] runs the `tokenizers` pipeline on an edited copy of the file so that the
+//! result spells the text byte for byte: no special tokens (the encoder does not match special
+//! added tokens, so `<|endoftext|>` in the text is spelled with ordinary tokens; non-special added
+//! tokens such as Qwen3's `<think>` are used), no post-processor, no truncation or
+//! padding, no `lstrip`/`rstrip` whitespace swallowing by added tokens, no Unicode normalization
+//! (`NFC`/`NFD`/`NFKC`/`NFKD` are dropped — Qwen's NFC would otherwise rewrite combining marks), no
+//! prepended `▁` (the `Prepend` normalizer is dropped and `Metaspace` gets `prepend_scheme:
+//! "never"`). In SentencePiece-style tokenizers a literal metaspace character in the text (which
+//! the model cannot tell from a space) is spelled with its byte-fallback tokens. The result is
+//! always checked: if the concatenated bytes differ from the text (e.g. a normalizer we keep, such
+//! as `Lowercase`, rewrote it), encoding fails with [`VocabError::RoundTrip`], and a special token
+//! in the result (e.g. `<unk>`) fails with [`VocabError::SpecialInEncoding`], instead of returning
+//! a wrong answer. The `tokenizers` crate numbers added tokens by position rather than by the
+//! file's ids; a file where the two disagree is refused at load time.
 
+mod bytes;
+mod eos;
+mod fingerprint;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use dwac_runtime::Vocabulary;
+use serde_json::Value;
+
+pub use eos::WELL_KNOWN_EOS;
+pub use fingerprint::FINGERPRINT_MAGIC;
+
+/// The embedded default tokenizer: GPT-2's `tokenizer.json` (minified), zstd-compressed.
+/// Its license is `assets/gpt2.LICENSE`.
+static EMBEDDED_GPT2: &[u8] = include_bytes!("../assets/gpt2.tokenizer.json.zst");
+
+/// Token ids must be below this (4,194,304). The largest real vocabularies have about 262k
+/// tokens; a file claiming far more is refused before anything that large is allocated.
+pub const MAX_VOCAB_SIZE: usize = 1 << 22;
+
+/// Errors from loading a tokenizer or encoding text.
+#[derive(thiserror::Error, Debug)]
+#[non_exhaustive]
+pub enum VocabError {
+    #[error("cannot read {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{what} is not valid JSON: {source}")]
+    Json {
+        what: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("{what}: {detail}")]
+    Malformed { what: String, detail: String },
+    #[error("tokenizer model type {0:?} is not supported (supported: BPE, Unigram)")]
+    UnsupportedModel(String),
+    #[error("cannot derive exact token bytes: {0}")]
+    UnsupportedTokenizer(String),
+    #[error("token {id} ({token:?}) has a character outside the byte-level alphabet")]
+    NotByteLevel { id: u32, token: String },
+    #[error("token id {id} appears twice ({first:?} and {second:?})")]
+    DuplicateId { id: u32, first: String, second: String },
+    #[error("vocabulary too large: {0}")]
+    TooLarge(String),
+    #[error("{file}: end-of-sequence token {content:?} is not in the vocabulary")]
+    EosNotFound { file: String, content: String },
+    #[error("{file}: end-of-sequence token id {id} is out of range (vocabulary size {size})")]
+    EosOutOfRange { file: String, id: u64, size: usize },
+    #[error(
+        "no end-of-sequence token: no tokenizer_config.json, special_tokens_map.json or \
+         generation_config.json names one, and no special added token is one of the well-known \
+         end tokens ({})",
+        WELL_KNOWN_EOS.join(", ")
+    )]
+    NoEos,
+    #[error("the tokenizers crate rejected the tokenizer: {0}")]
+    Tokenizers(#[source] Box<dyn std::error::Error + Send + Sync>),
+    #[error(
+        "encoding is not exact: the tokens' bytes differ from the text at byte {offset} \
+         (text {text_len} bytes, tokens {tokens_len} bytes)"
+    )]
+    RoundTrip { offset: usize, text_len: usize, tokens_len: usize },
+    #[error("encoding produced token {id}, which is special or out of range")]
+    SpecialInEncoding { id: u32 },
+    #[error(
+        "text contains {ch:?}, which this tokenizer can only spell with byte-fallback tokens, \
+         and it has none for every byte of it"
+    )]
+    NoByteFallback { ch: char },
+    #[error("the embedded tokenizer is corrupt: {0}")]
+    Embedded(#[source] std::io::Error),
+}
+
+/// The tokenizer family, detected from the file's structure (module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Family {
+    /// GPT-2 style byte-level BPE (`ByteLevel` pre-tokenizer / decoder).
+    ByteLevel,
+    /// SentencePiece style with a metaspace character and optional `<0xNN>` byte fallback.
+    SentencePiece,
+}
+
+/// Optional files that sit beside `tokenizer.json` and name end-of-sequence tokens.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SideFiles<'a> {
+    /// `tokenizer_config.json`: `"eos_token"`, a string or `{"content": ...}`.
+    pub tokenizer_config: Option<&'a [u8]>,
+    /// `special_tokens_map.json`: `"eos_token"`, a string or `{"content": ...}`.
+    pub special_tokens_map: Option<&'a [u8]>,
+    /// `generation_config.json`: `"eos_token_id"`, an integer or a list of integers.
+    pub generation_config: Option<&'a [u8]>,
+}
+
+/// A loaded tokenizer: exact token bytes, special flags, end tokens, fingerprint and an exact encoder.
+#[derive(Clone)]
+pub struct Tokenizer {
+    name: String,
+    family: Family,
+    vocab: Vocabulary,
+    fingerprint: [u8; 32],
+    encoder: tokenizers::Tokenizer,
+    /// SentencePiece family: the metaspace character and the byte-fallback ids spelling it
+    /// (`None` if some byte has no `<0xNN>` token).
+    metaspace: Option<(char, Option<Vec<u32>>)>,
+}
+
+impl fmt::Debug for Tokenizer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Tokenizer")
+            .field("name", &self.name)
+            .field("family", &self.family)
+            .field("vocab_size", &self.vocab.len())
+            .field("eos", &self.vocab.eos)
+            .field("fingerprint", &self.fingerprint_hex())
+            .finish_non_exhaustive()
+    }
+}
+
+fn read_file(path: &Path) -> Result<Vec<u8>, VocabError> {
+    std::fs::read(path).map_err(|source| VocabError::Io { path: path.to_path_buf(), source })
+}
+
+fn read_optional(path: &Path) -> Result<Option<Vec<u8>>, VocabError> {
+    match std::fs::read(path) {
+        Ok(b) => Ok(Some(b)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(VocabError::Io { path: path.to_path_buf(), source }),
+    }
+}
+
+impl Tokenizer {
+    /// Load an HF `tokenizer.json`. The files `tokenizer_config.json`, `special_tokens_map.json`
+    /// and `generation_config.json` in the same directory are read if present (they name the end
+    /// tokens, see [`Tokenizer::from_parts`]). The name is the directory's name when the file is
+    /// called `tokenizer.json` (`.../qwen3/tokenizer.json` → `qwen3`), else the file name.
+    pub fn from_file(path: &Path) -> Result<Tokenizer, VocabError> {
+        let json = read_file(path)?;
+        let dir = path.parent().unwrap_or_else(|| Path::new(""));
+        let cfg = read_optional(&dir.join("tokenizer_config.json"))?;
+        let stm = read_optional(&dir.join("special_tokens_map.json"))?;
+        let gen = read_optional(&dir.join("generation_config.json"))?;
+        let file_name = path.file_name().map(|s| s.to_string_lossy().into_owned());
+        let name = match file_name.as_deref() {
+            Some("tokenizer.json") => dir
+                .file_name()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "tokenizer.json".to_string()),
+            Some(n) => n.to_string(),
+            None => path.display().to_string(),
+        };
+        let side = SideFiles {
+            tokenizer_config: cfg.as_deref(),
+            special_tokens_map: stm.as_deref(),
+            generation_config: gen.as_deref(),
+        };
+        Tokenizer::from_parts(&json, side, &name)
+    }
+
+    /// Load from the bytes of a `tokenizer.json` and, optionally, of its `tokenizer_config.json`.
+    pub fn from_json_bytes(json: &[u8], config_json: Option<&[u8]>, name: &str) -> Result<Tokenizer, VocabError> {
+        Tokenizer::from_parts(json, SideFiles { tokenizer_config: config_json, ..SideFiles::default() }, name)
+    }
+
+    /// Load from the bytes of a `tokenizer.json` and of whichever side files exist.
+    ///
+    /// **End-of-sequence rule.** The EOS ids are the union of
+    /// 1. `tokenizer_config.json` → `"eos_token"` (a string, or an object with `"content"`),
+    /// 2. `special_tokens_map.json` → `"eos_token"` (same shapes),
+    /// 3. `generation_config.json` → `"eos_token_id"` (an integer or a list of integers).
+    ///
+    /// A token named by content is looked up among the added tokens first, then in the model
+    /// vocabulary (by its token string); a name that is not found, or an id out of range, is an
+    /// error — a side file that disagrees with the tokenizer is never silently ignored. `null` or
+    /// a missing key contributes nothing.
+    ///
+    /// Only if 1–3 give no id at all: every *special* added token whose content is one of
+    /// [`WELL_KNOWN_EOS`] (`<|endoftext|>`, `</s>`, `<|im_end|>`, `<｜end▁of▁sentence｜>`,
+    /// `<|end|>`, `<|eot_id|>`, ...). If that is empty too: [`VocabError::NoEos`].
+    ///
+    /// EOS tokens are always flagged special.
+    pub fn from_parts(json: &[u8], side: SideFiles<'_>, name: &str) -> Result<Tokenizer, VocabError> {
+        let root: Value = serde_json::from_slice(json)
+            .map_err(|source| VocabError::Json { what: format!("{name}: tokenizer.json"), source })?;
+        let table = bytes::derive(&root)?;
+        let eos = eos::resolve(&table, side)?;
+        let mut special = table.special.clone();
+        for &e in &eos {
+            if let Some(s) = special.get_mut(e as usize) {
+                *s = true;
+            }
+        }
+        let total: usize = table.bytes.iter().map(Vec::len).sum();
+        if total > u32::MAX as usize {
+            return Err(VocabError::TooLarge(format!("{total} bytes of token text")));
+        }
+        let vocab = Vocabulary::from_tokens(&table.bytes, special, eos);
+        let encoder = build_encoder(root, &vocab)?;
+        let metaspace = match table.family {
+            Family::ByteLevel => None,
+            Family::SentencePiece => {
+                let ch = table.metaspace;
+                let mut buf = [0u8; 4];
+                let ids: Option<Vec<u32>> =
+                    ch.encode_utf8(&mut buf).bytes().map(|b| table.byte_fallback_ids[b as usize]).collect();
+                Some((ch, ids))
+            }
+        };
+        let fingerprint = fingerprint::compute(&vocab);
+        Ok(Tokenizer { name: name.to_string(), family: table.family, vocab, fingerprint, encoder, metaspace })
+    }
+
+    /// The embedded default tokenizer: GPT-2 (50,257 tokens, EOS `<|endoftext|>` = 50256),
+    /// named `gpt2`.
+    pub fn default_embedded() -> Result<Tokenizer, VocabError> {
+        let json = zstd::stream::decode_all(EMBEDDED_GPT2).map_err(VocabError::Embedded)?;
+        Tokenizer::from_parts(&json, SideFiles::default(), "gpt2")
+    }
+
+    /// Replace the end-of-sequence ids (e.g. from a command-line override). The new EOS ids are
+    /// flagged special; the fingerprint is recomputed. (If an ordinary text token becomes an EOS
+    /// token this way, [`Tokenizer::encode`] refuses texts whose encoding needs it.)
+    pub fn with_eos(mut self, eos: &[u32]) -> Result<Tokenizer, VocabError> {
+        if eos.is_empty() {
+            return Err(VocabError::NoEos);
+        }
+        let size = self.vocab.len();
+        for &e in eos {
+            if e as usize >= size {
+                return Err(VocabError::EosOutOfRange { file: "override".into(), id: e as u64, size });
+            }
+        }
+        for &e in eos {
+            if let Some(s) = self.vocab.special.get_mut(e as usize) {
+                *s = true;
+            }
+        }
+        let mut eos = eos.to_vec();
+        eos.sort_unstable();
+        eos.dedup();
+        self.vocab.eos = eos;
+        self.fingerprint = fingerprint::compute(&self.vocab);
+        Ok(self)
+    }
+
+    /// Exact bytes per token id, special flags and EOS ids.
+    pub fn vocab(&self) -> &Vocabulary {
+        &self.vocab
+    }
+
+    /// Consume the tokenizer, keeping only its vocabulary.
+    pub fn into_vocab(self) -> Vocabulary {
+        self.vocab
+    }
+
+    /// The detected family.
+    pub fn family(&self) -> Family {
+        self.family
+    }
+
+    /// SHA-256 of the vocabulary in the layout documented at [`FINGERPRINT_MAGIC`].
+    pub fn fingerprint(&self) -> [u8; 32] {
+        self.fingerprint
+    }
+
+    /// [`Tokenizer::fingerprint`] as 64 lowercase hex digits.
+    pub fn fingerprint_hex(&self) -> String {
+        fingerprint::hex(&self.fingerprint)
+    }
+
+    /// The name given at load time.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Encode `text` with no special tokens and no prepended `▁`/space, such that concatenating
+    /// `vocab().token_bytes(id)` over the result reproduces `text`'s bytes exactly. Any other
+    /// outcome is an error (module docs, "Encoding").
+    pub fn encode(&self, text: &str) -> Result<Vec<u32>, VocabError> {
+        let mut ids = Vec::new();
+        match &self.metaspace {
+            Some((ch, fallback)) => {
+                let mut rest = text;
+                while let Some(pos) = rest.find(*ch) {
+                    self.encode_piece(&rest[..pos], &mut ids)?;
+                    match fallback {
+                        Some(f) => ids.extend_from_slice(f),
+                        None => return Err(VocabError::NoByteFallback { ch: *ch }),
+                    }
+                    rest = &rest[pos + ch.len_utf8()..];
+                }
+                self.encode_piece(rest, &mut ids)?;
+            }
+            None => self.encode_piece(text, &mut ids)?,
+        }
+        self.check(text.as_bytes(), &ids)?;
+        Ok(ids)
+    }
+
+    fn encode_piece(&self, piece: &str, ids: &mut Vec<u32>) -> Result<(), VocabError> {
+        if piece.is_empty() {
+            return Ok(());
+        }
+        let enc = guard("encoding", || self.encoder.encode(piece, false).map_err(VocabError::Tokenizers))?;
+        ids.extend_from_slice(enc.get_ids());
+        Ok(())
+    }
+
+    /// Check that `ids` are non-special tokens whose bytes spell `text`.
+    fn check(&self, text: &[u8], ids: &[u32]) -> Result<(), VocabError> {
+        let mut pos = 0usize;
+        for &id in ids {
+            let Some(b) = self.vocab.token_bytes(id).filter(|_| !self.vocab.is_special(id)) else {
+                return Err(VocabError::SpecialInEncoding { id });
+            };
+            let end = pos + b.len();
+            if text.get(pos..end) != Some(b) {
+                let tokens_len = ids.iter().map(|&i| self.vocab.token_bytes(i).map_or(0, <[u8]>::len)).sum();
+                let offset = pos + b.iter().zip(text.get(pos..).unwrap_or(&[])).take_while(|(x, y)| x == y).count();
+                return Err(VocabError::RoundTrip { offset, text_len: text.len(), tokens_len });
+            }
+            pos = end;
+        }
+        if pos != text.len() {
+            return Err(VocabError::RoundTrip { offset: pos, text_len: text.len(), tokens_len: pos });
+        }
+        Ok(())
+    }
+}
+
+/// Run a call into the `tokenizers` crate, turning a panic inside it into an error.
+fn guard<T>(what: &str, f: impl FnOnce() -> Result<T, VocabError>) -> Result<T, VocabError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+        .unwrap_or_else(|_| Err(VocabError::Tokenizers(format!("the tokenizers crate panicked while {what}").into())))
+}
+
+/// Build the exact encoder: an edited copy of the tokenizer (module docs, "Encoding").
+fn build_encoder(mut root: Value, vocab: &Vocabulary) -> Result<tokenizers::Tokenizer, VocabError> {
+    let added_ids: Vec<(String, u32)> = root
+        .get("added_tokens")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|t| Some((t.get("content")?.as_str()?.to_string(), u32::try_from(t.get("id")?.as_u64()?).ok()?)))
+        .collect();
+    if let Some(obj) = root.as_object_mut() {
+        obj.insert("truncation".into(), Value::Null);
+        obj.insert("padding".into(), Value::Null);
+        obj.insert("post_processor".into(), Value::Null);
+        if let Some(n) = obj.get_mut("normalizer") {
+            strip_normalizer(n);
+        }
+        if let Some(p) = obj.get_mut("pre_tokenizer") {
+            edit_pre_tokenizer(p);
+        }
+        if let Some(Value::Array(added)) = obj.get_mut("added_tokens") {
+            // Entries stay (the `tokenizers` crate assigns added-token ids by position, not from
+            // the file); special ones are skipped by `encode_special_tokens`.
+            for t in added.iter_mut() {
+                let id = t.get("id").and_then(Value::as_u64);
+                let special = id.is_some_and(|id| id > u32::MAX as u64 || vocab.is_special(id as u32));
+                if let Some(t) = t.as_object_mut() {
+                    t.insert("lstrip".into(), Value::Bool(false));
+                    t.insert("rstrip".into(), Value::Bool(false));
+                    t.insert("special".into(), Value::Bool(special));
+                }
+            }
+        }
+    }
+    let mut tok: tokenizers::Tokenizer =
+        guard("loading", || serde_json::from_value(root).map_err(|e| VocabError::Tokenizers(Box::new(e))))?;
+    for (content, id) in added_ids {
+        if tok.token_to_id(&content) != Some(id) {
+            return Err(VocabError::UnsupportedTokenizer(format!(
+                "added token {content:?} has id {id} in the file but {:?} in the tokenizers crate",
+                tok.token_to_id(&content)
+            )));
+        }
+    }
+    tok.set_encode_special_tokens(true);
+    Ok(tok)
+}
+
+/// Drop normalizers that would make the encoding spell something other than the input:
+/// `Prepend` (the leading `▁`) and Unicode normalization forms.
+fn strip_normalizer(n: &mut Value) {
+    const DROP: [&str; 5] = ["Prepend", "NFC", "NFD", "NFKC", "NFKD"];
+    let ty = n.get("type").and_then(Value::as_str).unwrap_or("");
+    if DROP.contains(&ty) {
+        *n = Value::Null;
+        return;
+    }
+    if ty == "Sequence" {
+        if let Some(Value::Array(list)) = n.get_mut("normalizers") {
+            for item in list.iter_mut() {
+                strip_normalizer(item);
+            }
+            list.retain(|v| !v.is_null());
+        }
+    }
+}
+
+/// Never prepend a space or `▁`.
+fn edit_pre_tokenizer(p: &mut Value) {
+    let ty = p.get("type").and_then(Value::as_str).unwrap_or("").to_string();
+    let Some(obj) = p.as_object_mut() else { return };
+    match ty.as_str() {
+        "Metaspace" => {
+            obj.remove("add_prefix_space");
+            obj.insert("prepend_scheme".into(), Value::String("never".into()));
+        }
+        "ByteLevel" => {
+            obj.insert("add_prefix_space".into(), Value::Bool(false));
+        }
+        "Sequence" => {
+            if let Some(Value::Array(list)) = obj.get_mut("pretokenizers") {
+                for item in list.iter_mut() {
+                    edit_pre_tokenizer(item);
+                }
+            }
+        }
+        _ => {}
+    }
+}
