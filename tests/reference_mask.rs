@@ -15,8 +15,7 @@ NUM: /[0-9]+/
 %ignore " "
 "#;
 
-const TOKENS: &[&[u8]] =
-    &[b"1", b"12", b"+", b"+1", b"(", b")", b" ", b"1 ", b"+(", b"a", b"1+", b")+", b"))"];
+const TOKENS: &[&[u8]] = &[b"1", b"12", b"+", b"+1", b"(", b")", b" ", b"1 ", b"+(", b"a", b"1+", b")+", b"))"];
 
 fn allowed_names(prefix: &str) -> Vec<String> {
     let engine = engine_from_lark(EXPR, synthetic_vocab(TOKENS));
@@ -118,7 +117,9 @@ fn value_start_and_string_body_spot_checks() {
     let tok = Tokenizer::from_file(&tokenizer_path("qwen3")).unwrap();
     let engine = engine_from_file("grammars/json.lark", tok.vocab().clone());
     let vocab = tok.vocab();
-    let id = |s: &str| (0..vocab.len() as u32).find(|&v| vocab.token_bytes(v) == Some(s.as_bytes()) && !vocab.is_special(v)).unwrap();
+    let id = |s: &str| {
+        (0..vocab.len() as u32).find(|&v| vocab.token_bytes(v) == Some(s.as_bytes()) && !vocab.is_special(v)).unwrap()
+    };
     let mut m = Matcher::new(engine.clone());
     m.commit_bytes(b"{\"a\": ").unwrap();
     for s in ["\"", " \"", "{", "[", "true", "1", "-", " [", "null"] {

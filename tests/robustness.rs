@@ -28,7 +28,9 @@ fn json_tables() -> GrammarTables {
 
 #[test]
 fn random_commits_never_panic_and_rejections_change_nothing() {
-    let vocab = synthetic_vocab(&[b"{", b"}", b"\"a\"", b":", b" ", b"1", b"[", b"]", b",", b"\"", b"\\", b"\xff", b"tr", b"ue"]);
+    let vocab = synthetic_vocab(&[
+        b"{", b"}", b"\"a\"", b":", b" ", b"1", b"[", b"]", b",", b"\"", b"\\", b"\xff", b"tr", b"ue",
+    ]);
     let n = vocab.len() as u32;
     let engine = Arc::new(Engine::new(json_tables(), vocab).unwrap());
     let mut rng = Rng(42);

@@ -23,17 +23,32 @@ enum Num {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mode {
     /// A value must come (`first`: also `]` allowed, right after `[`).
-    Value { first_in_array: bool },
+    Value {
+        first_in_array: bool,
+    },
     /// Right after `{`: a key or `}`.
     KeyOrEnd,
     Key,
     Colon,
     After,
-    Str { key: bool, utf8_left: u8, lo: u8, hi: u8 },
-    Escape { key: bool },
-    Hex { key: bool, left: u8 },
+    Str {
+        key: bool,
+        utf8_left: u8,
+        lo: u8,
+        hi: u8,
+    },
+    Escape {
+        key: bool,
+    },
+    Hex {
+        key: bool,
+        left: u8,
+    },
     Number(Num),
-    Literal { word: &'static [u8], at: u8 },
+    Literal {
+        word: &'static [u8],
+        at: u8,
+    },
     Failed,
 }
 

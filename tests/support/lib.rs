@@ -93,7 +93,11 @@ pub fn maskbench_instances() -> Vec<Instance> {
         let Ok(v) = serde_json::from_str::<Value>(&text) else { continue };
         let name = f.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         for t in v["tests"].as_array().into_iter().flatten() {
-            out.push(Instance { file: name.clone(), valid: t["valid"].as_bool().unwrap_or(false), data: t["data"].clone() });
+            out.push(Instance {
+                file: name.clone(),
+                valid: t["valid"].as_bool().unwrap_or(false),
+                data: t["data"].clone(),
+            });
         }
     }
     out

@@ -128,7 +128,15 @@ fn bench(grammar: &str, tok_name: &str, replays: usize, limit: Option<usize>, as
     if as_json {
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
-        println!("{} traces, {} steps, {} replays, grammar {} ({} ms), tokenizer {}", traces.len(), steps, replays, grammar, out["compile_ms"], tok.name());
+        println!(
+            "{} traces, {} steps, {} replays, grammar {} ({} ms), tokenizer {}",
+            traces.len(),
+            steps,
+            replays,
+            grammar,
+            out["compile_ms"],
+            tok.name()
+        );
         for key in ["commit_us", "commit_us_min_of_replays", "is_accepting_us"] {
             let p = &out[key];
             println!(
@@ -141,7 +149,8 @@ fn bench(grammar: &str, tok_name: &str, replays: usize, limit: Option<usize>, as
 }
 
 fn maskbench_jsonl(out: PathBuf, broken: bool) -> Result<()> {
-    let mut f = std::io::BufWriter::new(std::fs::File::create(&out).with_context(|| format!("creating {}", out.display()))?);
+    let mut f =
+        std::io::BufWriter::new(std::fs::File::create(&out).with_context(|| format!("creating {}", out.display()))?);
     let (mut nv, mut nb) = (0, 0);
     for inst in maskbench_instances().into_iter().filter(|i| i.valid) {
         let text = json_dumps(&inst.data);

@@ -18,11 +18,12 @@ use crate::CompileError;
 /// Upper bound on DFA states before minimization (a budget, not a limit of the design).
 pub const MAX_DFA_STATES: usize = 2_000_000;
 
-fn compile_nfa(patterns: &[&str]) -> Result<NFA, regex_automata::nfa::thompson::BuildError> {
+fn compile_nfa(patterns: &[&str]) -> Result<NFA, Box<regex_automata::nfa::thompson::BuildError>> {
     NFA::compiler()
         .syntax(syntax::Config::new().unicode(true).utf8(true))
         .configure(thompson::Config::new().which_captures(WhichCaptures::None).shrink(false))
         .build_many(patterns)
+        .map_err(Box::new)
 }
 
 /// Build the lexer over `terminals`; only terminals with `active[t]` take part
@@ -44,7 +45,10 @@ pub fn build_lexer(terminals: &[Terminal], active: &[bool]) -> Result<LexerTable
             // Name the offending terminal.
             for (p, &t) in pats.iter().zip(&pat_term) {
                 if let Err(e) = compile_nfa(&[p]) {
-                    return Err(CompileError::Regex { terminal: terminals[t as usize].name.clone(), message: e.to_string() });
+                    return Err(CompileError::Regex {
+                        terminal: terminals[t as usize].name.clone(),
+                        message: e.to_string(),
+                    });
                 }
             }
             return Err(CompileError::Regex { terminal: "<all>".into(), message: e.to_string() });
@@ -92,7 +96,8 @@ pub fn build_lexer(terminals: &[Terminal], active: &[bool]) -> Result<LexerTable
     };
 
     let mut acc = Vec::new();
-    let start_set = closure(&[nfa.start_anchored()], &mut acc).map_err(|e| name_look_error(e, terminals, &pat_term, &nfa))?;
+    let start_set =
+        closure(&[nfa.start_anchored()], &mut acc).map_err(|e| name_look_error(e, terminals, &pat_term, &nfa))?;
     if let Some(&t) = acc.first() {
         return Err(CompileError::EmptyMatch { terminal: terminals[t as usize].name.clone() });
     }
@@ -174,15 +179,16 @@ pub fn build_lexer(terminals: &[Terminal], active: &[bool]) -> Result<LexerTable
     drop(sets);
 
     // Minimize (Moore refinement); q0 stays alone in its block.
-    let mut block: Vec<u32> = vec![0; n];
-    {
+    let mut block: Vec<u32> = {
         let mut ids: HashMap<(bool, &[u32]), u32> = HashMap::new();
-        for q in 0..n {
-            let key = (q == 0, accs[q].as_slice());
-            let next = ids.len() as u32;
-            block[q] = *ids.entry(key).or_insert(next);
-        }
-    }
+        accs.iter()
+            .enumerate()
+            .map(|(q, a)| {
+                let next = ids.len() as u32;
+                *ids.entry((q == 0, a.as_slice())).or_insert(next)
+            })
+            .collect()
+    };
     let mut num_blocks = block.iter().max().map_or(0, |&m| m + 1);
     loop {
         let mut ids: HashMap<(u32, Vec<u32>), u32> = HashMap::new();
@@ -205,8 +211,8 @@ pub fn build_lexer(terminals: &[Terminal], active: &[bool]) -> Result<LexerTable
     // Renumber so that q0's block is 0 and the rest follow in first-seen (BFS) order.
     let mut order: Vec<u32> = vec![DEAD; num_blocks as usize];
     let mut reps: Vec<usize> = Vec::new();
-    for q in 0..n {
-        let b = block[q] as usize;
+    for (q, &bq) in block.iter().enumerate() {
+        let b = bq as usize;
         if order[b] == DEAD {
             order[b] = reps.len() as u32;
             reps.push(q);
@@ -302,9 +308,8 @@ fn name_look_error(e: CompileError, terminals: &[Terminal], pat_term: &[u32], _n
     if let CompileError::Regex { message, .. } = &e {
         for &t in pat_term {
             let Ok(single) = compile_nfa(&[terminals[t as usize].regex.as_str()]) else { continue };
-            let has_look = (0..single.states().len()).any(|i| {
-                matches!(single.state(StateID::new(i).unwrap_or(StateID::ZERO)), State::Look { .. })
-            });
+            let has_look = (0..single.states().len())
+                .any(|i| matches!(single.state(StateID::new(i).unwrap_or(StateID::ZERO)), State::Look { .. }));
             if has_look {
                 return CompileError::Regex { terminal: terminals[t as usize].name.clone(), message: message.clone() };
             }

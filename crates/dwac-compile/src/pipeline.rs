@@ -94,11 +94,8 @@ pub fn compile_grammar(g: &Grammar) -> Result<Compiled, CompileError> {
         }
     }
     let lexer = build_lexer(&g.terminals, &active)?;
-    let tables = GrammarTables {
-        lexer,
-        lr: lr.tables,
-        terminal_names: g.terminals.iter().map(|t| t.name.clone()).collect(),
-    };
+    let tables =
+        GrammarTables { lexer, lr: lr.tables, terminal_names: g.terminals.iter().map(|t| t.name.clone()).collect() };
     tables.validate()?;
     let stats = CompileStats {
         terminals: g.terminals.len(),

@@ -28,23 +28,13 @@ impl GrammarError {
         let width = source[start..end].chars().count().max(1);
         let gutter = line.to_string();
         let pad = " ".repeat(gutter.len());
-        let snippet = format!(
-            "{pad} |\n{gutter} | {text}\n{pad} | {}{}",
-            " ".repeat(column - 1),
-            "^".repeat(width)
-        );
+        let snippet = format!("{pad} |\n{gutter} | {text}\n{pad} | {}{}", " ".repeat(column - 1), "^".repeat(width));
         GrammarError { message: message.into(), line, column, snippet, span }
     }
 
     /// An error without a useful location (whole-grammar problems).
     pub fn global(message: impl Into<String>) -> GrammarError {
-        GrammarError {
-            message: message.into(),
-            line: 0,
-            column: 0,
-            snippet: String::new(),
-            span: Span::default(),
-        }
+        GrammarError { message: message.into(), line: 0, column: 0, snippet: String::new(), span: Span::default() }
     }
 }
 

@@ -13,9 +13,7 @@
 //! deduplicated by pattern and named by its source text. An empty literal `""` means ε.
 //! EBNF operators are lowered to left-recursive helper nonterminals like in the Lark front-end.
 
-use crate::lark::{
-    check_terminal_regex, escape_literal, lower_repeat, push_regex_char, Ebnf, Helpers,
-};
+use crate::lark::{check_terminal_regex, escape_literal, lower_repeat, push_regex_char, Ebnf, Helpers};
 use crate::{Grammar, GrammarError, Munch, Span, Symbol, Terminal};
 use std::collections::HashMap;
 
@@ -32,26 +30,14 @@ type Gx = Ebnf<GAtom>;
 
 /// Parse a GBNF grammar whose start rule is `root`.
 pub fn parse(source: &str) -> Result<Grammar, GrammarError> {
-    let rules = P {
-        src: source,
-        b: source.as_bytes(),
-        i: 0,
-        depth: 0,
-    }
-    .parse_file()?;
+    let rules = P { src: source, b: source.as_bytes(), i: 0, depth: 0 }.parse_file()?;
     let mut g = Grammar::default();
     let mut ids: HashMap<String, u32> = HashMap::new();
     let mut helpers = Helpers::default();
     for (name, span, _) in &rules {
         if let Some(&prev) = ids.get(name) {
-            let line = g.nonterminals[prev as usize]
-                .span
-                .map_or(0, |s| GrammarError::at(source, s, "").line);
-            return Err(GrammarError::at(
-                source,
-                *span,
-                format!("rule `{name}` is already defined (line {line})"),
-            ));
+            let line = g.nonterminals[prev as usize].span.map_or(0, |s| GrammarError::at(source, s, "").line);
+            return Err(GrammarError::at(source, *span, format!("rule `{name}` is already defined (line {line})")));
         }
         helpers.reserve(name);
         ids.insert(name.clone(), g.add_nonterminal(name.clone(), Some(*span)));
@@ -60,13 +46,7 @@ pub fn parse(source: &str) -> Result<Grammar, GrammarError> {
         return Err(GrammarError::global("GBNF grammar has no `root` rule"));
     };
     g.start = root;
-    let mut lw = Lower {
-        src: source,
-        g,
-        ids,
-        helpers,
-        terms: HashMap::new(),
-    };
+    let mut lw = Lower { src: source, g, ids, helpers, terms: HashMap::new() };
     for (name, _, body) in &rules {
         let lhs = lw.ids[name];
         for (rhs, span) in lw.alts(body, name)? {
@@ -115,35 +95,14 @@ impl Lower<'_> {
                 }
                 Ok(vec![Symbol::N(h)])
             }
-            Ebnf::Rep {
-                inner,
-                min,
-                max,
-                span,
-            } => {
-                let alts = self
-                    .alts(inner, base)?
-                    .into_iter()
-                    .map(|(r, _)| r)
-                    .collect();
-                lower_repeat(
-                    &mut self.g,
-                    &mut self.helpers,
-                    base,
-                    alts,
-                    *min,
-                    *max,
-                    *span,
-                )
-                .map_err(|m| GrammarError::at(self.src, *span, m))
+            Ebnf::Rep { inner, min, max, span } => {
+                let alts = self.alts(inner, base)?.into_iter().map(|(r, _)| r).collect();
+                lower_repeat(&mut self.g, &mut self.helpers, base, alts, *min, *max, *span)
+                    .map_err(|m| GrammarError::at(self.src, *span, m))
             }
             Ebnf::Atom(GAtom::Ref(name), span) => match self.ids.get(name) {
                 Some(&id) => Ok(vec![Symbol::N(id)]),
-                None => Err(GrammarError::at(
-                    self.src,
-                    *span,
-                    format!("undefined rule `{name}`"),
-                )),
+                None => Err(GrammarError::at(self.src, *span, format!("undefined rule `{name}`"))),
             },
             Ebnf::Atom(GAtom::Term(None), _) => Ok(Vec::new()),
             Ebnf::Atom(GAtom::Term(Some(regex)), span) => {
@@ -151,8 +110,7 @@ impl Lower<'_> {
                     return Ok(vec![Symbol::T(id)]);
                 }
                 let name = self.src[span.start as usize..span.end as usize].to_string();
-                check_terminal_regex(regex, &format!("`{name}`"))
-                    .map_err(|m| GrammarError::at(self.src, *span, m))?;
+                check_terminal_regex(regex, &format!("`{name}`")).map_err(|m| GrammarError::at(self.src, *span, m))?;
                 let id = self.g.add_terminal(Terminal {
                     name,
                     regex: regex.clone(),
@@ -185,10 +143,7 @@ impl P<'_> {
     }
 
     fn ch(&self, i: usize) -> char {
-        self.src
-            .get(i..)
-            .and_then(|s| s.chars().next())
-            .unwrap_or('\0')
+        self.src.get(i..).and_then(|s| s.chars().next()).unwrap_or('\0')
     }
 
     fn peek(&self) -> Option<u8> {
@@ -224,12 +179,7 @@ impl P<'_> {
         if e == self.i {
             return false;
         }
-        let mut p = P {
-            src: self.src,
-            b: self.b,
-            i: e,
-            depth: 0,
-        };
+        let mut p = P { src: self.src, b: self.b, i: e, depth: 0 };
         p.skip_ws();
         self.b[p.i..].starts_with(b"::=")
     }
@@ -298,9 +248,7 @@ impl P<'_> {
         }
         self.depth -= 1;
         if alts.len() == 1 {
-            return Ok(alts
-                .pop()
-                .unwrap_or(Ebnf::Seq(Vec::new(), Span::new(start, start))));
+            return Ok(alts.pop().unwrap_or(Ebnf::Seq(Vec::new(), Span::new(start, start))));
         }
         let end = alts.last().map_or(start, |a| a.span().end as usize);
         Ok(Ebnf::Alt(alts, Span::new(start, end)))
@@ -319,10 +267,7 @@ impl P<'_> {
                 b'[' => items.push(self.parse_class()?),
                 b'.' => {
                     self.i += 1;
-                    items.push(Ebnf::Atom(
-                        GAtom::Term(Some("(?s:.)".to_string())),
-                        Span::new(at, at + 1),
-                    ));
+                    items.push(Ebnf::Atom(GAtom::Term(Some("(?s:.)".to_string())), Span::new(at, at + 1)));
                 }
                 b'(' => {
                     self.i += 1;
@@ -330,18 +275,10 @@ impl P<'_> {
                     self.skip_ws();
                     if self.peek() != Some(b')') {
                         let (s, e, what) = match self.peek() {
-                            None => (
-                                at,
-                                at + 1,
-                                "unclosed `(`: expected `)` before the end of input".to_string(),
-                            ),
+                            None => (at, at + 1, "unclosed `(`: expected `)` before the end of input".to_string()),
                             Some(_) => {
                                 let ch = self.ch(self.i);
-                                (
-                                    self.i,
-                                    self.i + ch.len_utf8(),
-                                    format!("expected `)`, found `{}`", ch.escape_debug()),
-                                )
+                                (self.i, self.i + ch.len_utf8(), format!("expected `)`, found `{}`", ch.escape_debug()))
                             }
                         };
                         return Err(self.err(s, e, what));
@@ -356,11 +293,7 @@ impl P<'_> {
                 }
                 b'*' | b'+' | b'?' | b'{' => {
                     let Some(last) = items.pop() else {
-                        return Err(self.err(
-                            at,
-                            at + 1,
-                            format!("`{}` must follow an item", c as char),
-                        ));
+                        return Err(self.err(at, at + 1, format!("`{}` must follow an item", c as char)));
                     };
                     let (min, max) = match c {
                         b'*' => {
@@ -378,12 +311,7 @@ impl P<'_> {
                         _ => self.parse_braces()?,
                     };
                     let span = Span::new(last.span().start as usize, self.i);
-                    items.push(Ebnf::Rep {
-                        inner: Box::new(last),
-                        min,
-                        max,
-                        span,
-                    });
+                    items.push(Ebnf::Rep { inner: Box::new(last), min, max, span });
                 }
                 b'<' | b'!' => {
                     return Err(self.err(at, at + 1, "token references (`<...>`, `<[id]>`, `!<...>`) are not supported: dwac grammars are over bytes"));
@@ -395,32 +323,19 @@ impl P<'_> {
                     }
                     let end = self.name_end(at);
                     self.i = end;
-                    items.push(Ebnf::Atom(
-                        GAtom::Ref(self.src[at..end].to_string()),
-                        Span::new(at, end),
-                    ));
+                    items.push(Ebnf::Atom(GAtom::Ref(self.src[at..end].to_string()), Span::new(at, end)));
                 }
                 b':' if self.b[at..].starts_with(b"::=") => {
-                    return Err(self.err(
-                        at,
-                        at + 3,
-                        "unexpected `::=` (a rule name must precede it)",
-                    ));
+                    return Err(self.err(at, at + 3, "unexpected `::=` (a rule name must precede it)"));
                 }
                 _ => {
                     let ch = self.ch(at);
-                    return Err(self.err(
-                        at,
-                        at + ch.len_utf8(),
-                        format!("unexpected `{}`", ch.escape_debug()),
-                    ));
+                    return Err(self.err(at, at + ch.len_utf8(), format!("unexpected `{}`", ch.escape_debug())));
                 }
             }
         }
         if items.len() == 1 {
-            return Ok(items
-                .pop()
-                .unwrap_or(Ebnf::Seq(Vec::new(), Span::new(start, start))));
+            return Ok(items.pop().unwrap_or(Ebnf::Seq(Vec::new(), Span::new(start, start))));
         }
         let end = items.last().map_or(start, |a| a.span().end as usize);
         Ok(Ebnf::Seq(items, Span::new(start, end)))
@@ -436,9 +351,7 @@ impl P<'_> {
             let ch = self.ch(s);
             return Err(self.err(s, s + ch.len_utf8().max(1), "expected a number"));
         }
-        self.src[s..self.i]
-            .parse()
-            .map_err(|_| self.err(s, self.i, "number too large"))
+        self.src[s..self.i].parse().map_err(|_| self.err(s, self.i, "number too large"))
     }
 
     /// `{m}`, `{m,}`, `{m,n}`.
@@ -451,19 +364,11 @@ impl P<'_> {
         if self.peek() == Some(b',') {
             self.i += 1;
             self.skip_ws();
-            max = if self.peek().is_some_and(|c| c.is_ascii_digit()) {
-                Some(self.parse_int()?)
-            } else {
-                None
-            };
+            max = if self.peek().is_some_and(|c| c.is_ascii_digit()) { Some(self.parse_int()?) } else { None };
             self.skip_ws();
         }
         if self.peek() != Some(b'}') {
-            return Err(self.err(
-                open,
-                open + 1,
-                "unclosed `{`: expected `{m}`, `{m,}` or `{m,n}`",
-            ));
+            return Err(self.err(open, open + 1, "unclosed `{`: expected `{m}`, `{m,}` or `{m,n}`"));
         }
         self.i += 1;
         if let Some(m) = max {
@@ -482,9 +387,7 @@ impl P<'_> {
     fn parse_char(&mut self, open: usize, what: &str) -> Result<char, GrammarError> {
         let at = self.i;
         let c = match self.peek() {
-            None | Some(b'\n') => {
-                return Err(self.err(open, open + 1, format!("unterminated {what}")))
-            }
+            None | Some(b'\n') => return Err(self.err(open, open + 1, format!("unterminated {what}"))),
             Some(_) => self.ch(at),
         };
         if c != '\\' {
@@ -504,39 +407,22 @@ impl P<'_> {
                     _ => '\t',
                 });
             }
-            '\0' if at + 1 >= self.b.len() => {
-                return Err(self.err(open, open + 1, format!("unterminated {what}")))
-            }
+            '\0' if at + 1 >= self.b.len() => return Err(self.err(open, open + 1, format!("unterminated {what}"))),
             e if e.is_ascii_punctuation() => {
                 self.i += 2;
                 return Ok(e);
             }
             e => {
-                return Err(self.err(
-                    at,
-                    at + 1 + e.len_utf8(),
-                    format!("unknown escape `\\{}`", e.escape_debug()),
-                ));
+                return Err(self.err(at, at + 1 + e.len_utf8(), format!("unknown escape `\\{}`", e.escape_debug())));
             }
         };
-        let digits = self
-            .src
-            .get(at + 2..at + 2 + hex)
-            .filter(|d| d.bytes().all(|b| b.is_ascii_hexdigit()));
+        let digits = self.src.get(at + 2..at + 2 + hex).filter(|d| d.bytes().all(|b| b.is_ascii_hexdigit()));
         let Some(digits) = digits else {
-            return Err(self.err(
-                at,
-                at + 2,
-                format!("invalid escape: `\\{e}` needs {hex} hex digits"),
-            ));
+            return Err(self.err(at, at + 2, format!("invalid escape: `\\{e}` needs {hex} hex digits")));
         };
         let v = u32::from_str_radix(digits, 16).unwrap_or(u32::MAX);
         let Some(ch) = char::from_u32(v) else {
-            return Err(self.err(
-                at,
-                at + 2 + hex,
-                format!("invalid escape: U+{v:X} is not a Unicode scalar value"),
-            ));
+            return Err(self.err(at, at + 2 + hex, format!("invalid escape: U+{v:X} is not a Unicode scalar value")));
         };
         self.i = at + 2 + hex;
         Ok(ch)
@@ -551,10 +437,7 @@ impl P<'_> {
         }
         self.i += 1;
         let span = Span::new(open, self.i);
-        Ok(Ebnf::Atom(
-            GAtom::Term((!s.is_empty()).then(|| escape_literal(&s))),
-            span,
-        ))
+        Ok(Ebnf::Atom(GAtom::Term((!s.is_empty()).then(|| escape_literal(&s))), span))
     }
 
     fn parse_class(&mut self) -> Result<Gx, GrammarError> {
@@ -573,11 +456,7 @@ impl P<'_> {
                 self.i += 1;
                 hi = self.parse_char(open, "character class")?;
                 if hi < lo {
-                    return Err(self.err(
-                        item,
-                        self.i,
-                        format!("invalid range: {lo:?} comes after {hi:?}"),
-                    ));
+                    return Err(self.err(item, self.i, format!("invalid range: {lo:?} comes after {hi:?}")));
                 }
             }
             ranges.push((lo, hi));
@@ -585,9 +464,7 @@ impl P<'_> {
         self.i += 1;
         let span = Span::new(open, self.i);
         let regex = match (negated, ranges.as_slice()) {
-            (false, []) => {
-                return Err(self.err(open, self.i, "empty character class matches nothing"))
-            }
+            (false, []) => return Err(self.err(open, self.i, "empty character class matches nothing")),
             (true, []) => "(?s:.)".to_string(),
             (false, [(a, b)]) if a == b => escape_literal(&a.to_string()),
             _ => {

@@ -93,12 +93,7 @@ pub fn parse_with_options(source: &str, options: &LarkOptions) -> Result<Grammar
 pub(crate) enum Ebnf<A> {
     Alt(Vec<Ebnf<A>>, Span),
     Seq(Vec<Ebnf<A>>, Span),
-    Rep {
-        inner: Box<Ebnf<A>>,
-        min: u32,
-        max: Option<u32>,
-        span: Span,
-    },
+    Rep { inner: Box<Ebnf<A>>, min: u32, max: Option<u32>, span: Span },
     Atom(A, Span),
 }
 
@@ -149,25 +144,16 @@ pub(crate) fn lower_repeat(
 ) -> Result<Vec<Symbol>, String> {
     if let Some(m) = max {
         if m < min {
-            return Err(format!(
-                "repetition minimum {min} is greater than its maximum {m}"
-            ));
+            return Err(format!("repetition minimum {min} is greater than its maximum {m}"));
         }
     }
     let biggest = max.unwrap_or(min);
     if biggest > MAX_REPEAT {
-        return Err(format!(
-            "repetition count {biggest} is too large (the limit is {MAX_REPEAT})"
-        ));
+        return Err(format!("repetition count {biggest} is too large (the limit is {MAX_REPEAT})"));
     }
     // (ε | x){n,m} = x{0,m}: drop empty alternatives so that no unit cycle `R → R` appears.
     let (alts, min) = if alts.iter().any(Vec::is_empty) {
-        (
-            alts.into_iter()
-                .filter(|a| !a.is_empty())
-                .collect::<Vec<_>>(),
-            0,
-        )
+        (alts.into_iter().filter(|a| !a.is_empty()).collect::<Vec<_>>(), 0)
     } else {
         (alts, min)
     };
@@ -274,12 +260,9 @@ pub(crate) fn escape_literal(s: &str) -> String {
 /// Validate a terminal's final regex: it must parse, match something non-empty and use no
 /// look-around. `what` names the terminal in messages.
 pub(crate) fn check_terminal_regex(regex: &str, what: &str) -> Result<(), String> {
-    let hir = regex_syntax::Parser::new().parse(regex).map_err(|e| {
-        format!(
-            "terminal {what} has an invalid regex: {}",
-            regex_error_kind(&e)
-        )
-    })?;
+    let hir = regex_syntax::Parser::new()
+        .parse(regex)
+        .map_err(|e| format!("terminal {what} has an invalid regex: {}", regex_error_kind(&e)))?;
     let props = hir.properties();
     if !props.look_set().is_empty() {
         return Err(format!(
@@ -375,21 +358,13 @@ fn lex(src: &str) -> Result<Vec<Tok>, GrammarError> {
     while i < n {
         let c = b[i];
         let start = i;
-        let single = |kind| Tok {
-            kind,
-            start,
-            end: start + 1,
-        };
+        let single = |kind| Tok { kind, start, end: start + 1 };
         match c {
             b' ' | b'\t' | b'\r' | b'\x0c' => i += 1,
             b'\n' => {
                 i += 1;
                 if !out.is_empty() && out.last().map(|t| t.kind) != Some(Tk::Newline) {
-                    out.push(Tok {
-                        kind: Tk::Newline,
-                        start,
-                        end: start + 1,
-                    });
+                    out.push(Tok { kind: Tk::Newline, start, end: start + 1 });
                 }
             }
             b'/' if b.get(i + 1) == Some(&b'/') => i = skip_to_eol(i),
@@ -402,12 +377,7 @@ fn lex(src: &str) -> Result<Vec<Tok>, GrammarError> {
                 if j < n && b[j] == b'\n' {
                     i = j + 1;
                 } else {
-                    return Err(err(
-                        src,
-                        i,
-                        i + 1,
-                        "unexpected `\\` (a line continuation must end its line)",
-                    ));
+                    return Err(err(src, i, i + 1, "unexpected `\\` (a line continuation must end its line)"));
                 }
             }
             b'"' => {
@@ -426,11 +396,7 @@ fn lex(src: &str) -> Result<Vec<Tok>, GrammarError> {
                 if b.get(j) == Some(&b'i') {
                     j += 1;
                 }
-                out.push(Tok {
-                    kind: Tk::Str,
-                    start,
-                    end: j,
-                });
+                out.push(Tok { kind: Tk::Str, start, end: j });
                 i = j;
             }
             b'/' => {
@@ -465,11 +431,7 @@ fn lex(src: &str) -> Result<Vec<Tok>, GrammarError> {
                         ));
                     }
                 }
-                out.push(Tok {
-                    kind: Tk::Regex,
-                    start,
-                    end: j,
-                });
+                out.push(Tok { kind: Tk::Regex, start, end: j });
                 i = j;
             }
             b'%' => {
@@ -480,11 +442,7 @@ fn lex(src: &str) -> Result<Vec<Tok>, GrammarError> {
                 if j == i + 1 {
                     return Err(err(src, i, i + 1, "expected a directive name after `%`"));
                 }
-                out.push(Tok {
-                    kind: Tk::Directive,
-                    start,
-                    end: j,
-                });
+                out.push(Tok { kind: Tk::Directive, start, end: j });
                 i = j;
             }
             b'0'..=b'9' => {
@@ -492,31 +450,19 @@ fn lex(src: &str) -> Result<Vec<Tok>, GrammarError> {
                 while j < n && b[j].is_ascii_digit() {
                     j += 1;
                 }
-                out.push(Tok {
-                    kind: Tk::Number,
-                    start,
-                    end: j,
-                });
+                out.push(Tok { kind: Tk::Number, start, end: j });
                 i = j;
             }
             b'-' => {
                 if b.get(i + 1) == Some(&b'>') {
-                    out.push(Tok {
-                        kind: Tk::Arrow,
-                        start,
-                        end: i + 2,
-                    });
+                    out.push(Tok { kind: Tk::Arrow, start, end: i + 2 });
                     i += 2;
                 } else if b.get(i + 1).is_some_and(u8::is_ascii_digit) {
                     let mut j = i + 1;
                     while j < n && b[j].is_ascii_digit() {
                         j += 1;
                     }
-                    out.push(Tok {
-                        kind: Tk::Number,
-                        start,
-                        end: j,
-                    });
+                    out.push(Tok { kind: Tk::Number, start, end: j });
                     i = j;
                 } else {
                     return Err(err(src, i, i + 1, "unexpected `-` (did you mean `->`?)"));
@@ -524,11 +470,7 @@ fn lex(src: &str) -> Result<Vec<Tok>, GrammarError> {
             }
             b'.' => {
                 if b.get(i + 1) == Some(&b'.') {
-                    out.push(Tok {
-                        kind: Tk::DotDot,
-                        start,
-                        end: i + 2,
-                    });
+                    out.push(Tok { kind: Tk::DotDot, start, end: i + 2 });
                     i += 2;
                 } else {
                     out.push(single(Tk::Dot));
@@ -540,11 +482,7 @@ fn lex(src: &str) -> Result<Vec<Tok>, GrammarError> {
                 while j < n && (b[j].is_ascii_alphanumeric() || b[j] == b'_') {
                     j += 1;
                 }
-                out.push(Tok {
-                    kind: Tk::Name,
-                    start,
-                    end: j,
-                });
+                out.push(Tok { kind: Tk::Name, start, end: j });
                 i = j;
             }
             _ => {
@@ -578,11 +516,7 @@ fn lex(src: &str) -> Result<Vec<Tok>, GrammarError> {
             }
         }
     }
-    out.push(Tok {
-        kind: Tk::Eof,
-        start: n,
-        end: n,
-    });
+    out.push(Tok { kind: Tk::Eof, start: n, end: n });
     Ok(out)
 }
 
@@ -647,30 +581,20 @@ enum Item {
     Rule(RuleDef, DefKind),
     Term(TermDef, DefKind),
     Ignore(Ex),
-    Import {
-        module: String,
-        module_span: Span,
-        relative: bool,
-        names: Vec<ImportName>,
-    },
-    Munch {
-        mode: Munch,
-        targets: Vec<(Atom, Span)>,
-    },
+    Import { module: String, module_span: Span, relative: bool, names: Vec<ImportName> },
+    Munch { mode: Munch, targets: Vec<(Atom, Span)> },
 }
 
 fn is_rule_name(s: &str) -> bool {
     let t = s.strip_prefix('_').unwrap_or(s);
     t.starts_with(|c: char| c.is_ascii_lowercase())
-        && t.chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && t.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
 }
 
 fn is_term_name(s: &str) -> bool {
     let t = s.strip_prefix('_').unwrap_or(s);
     t.starts_with(|c: char| c.is_ascii_uppercase())
-        && t.chars()
-            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+        && t.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -685,12 +609,7 @@ struct Parser<'s> {
 
 impl<'s> Parser<'s> {
     fn new(src: &'s str) -> Result<Parser<'s>, GrammarError> {
-        Ok(Parser {
-            src,
-            toks: lex(src)?,
-            pos: 0,
-            depth: 0,
-        })
+        Ok(Parser { src, toks: lex(src)?, pos: 0, depth: 0 })
     }
 
     fn peek(&self) -> Tok {
@@ -747,12 +666,7 @@ impl<'s> Parser<'s> {
             let t = self.peek();
             match t.kind {
                 Tk::Newline | Tk::Eof => {}
-                _ => {
-                    return Err(self.error(
-                        t,
-                        format!("expected end of line, found {}", self.describe(t)),
-                    ))
-                }
+                _ => return Err(self.error(t, format!("expected end of line, found {}", self.describe(t)))),
             }
         }
     }
@@ -797,10 +711,7 @@ impl<'s> Parser<'s> {
             Tk::Name | Tk::Bang | Tk::Question => self.parse_definition(DefKind::Define),
             _ => Err(self.error(
                 t,
-                format!(
-                    "expected a rule, a terminal definition or a directive, found {}",
-                    self.describe(t)
-                ),
+                format!("expected a rule, a terminal definition or a directive, found {}", self.describe(t)),
             )),
         }
     }
@@ -813,13 +724,9 @@ impl<'s> Parser<'s> {
         }
         let name_tok = self.peek();
         if name_tok.kind != Tk::Name {
-            return Err(self.error(
-                name_tok,
-                format!(
-                    "expected a rule or terminal name, found {}",
-                    self.describe(name_tok)
-                ),
-            ));
+            return Err(
+                self.error(name_tok, format!("expected a rule or terminal name, found {}", self.describe(name_tok)))
+            );
         }
         self.bump();
         let name = self.text(name_tok).to_string();
@@ -834,10 +741,7 @@ impl<'s> Parser<'s> {
             ));
         }
         if let (Some(m), false) = (modifiers, is_rule) {
-            return Err(self.error(
-                m,
-                format!("rule modifiers `?` and `!` cannot apply to terminal `{name}`"),
-            ));
+            return Err(self.error(m, format!("rule modifiers `?` and `!` cannot apply to terminal `{name}`")));
         }
         let mut params = Vec::new();
         if self.peek().kind == Tk::LBrace {
@@ -849,10 +753,7 @@ impl<'s> Parser<'s> {
                 let p = self.expect(Tk::Name, "a template parameter name")?;
                 let pname = self.text(p).to_string();
                 if !is_rule_name(&pname) {
-                    return Err(self.error(
-                        p,
-                        format!("template parameter `{pname}` must be a lowercase name"),
-                    ));
+                    return Err(self.error(p, format!("template parameter `{pname}` must be a lowercase name")));
                 }
                 params.push((pname, p.span()));
                 match self.peek().kind {
@@ -865,10 +766,7 @@ impl<'s> Parser<'s> {
                     }
                     _ => {
                         let t = self.peek();
-                        return Err(self.error(
-                            t,
-                            format!("expected `,` or `}}`, found {}", self.describe(t)),
-                        ));
+                        return Err(self.error(t, format!("expected `,` or `}}`, found {}", self.describe(t))));
                     }
                 }
             }
@@ -881,37 +779,17 @@ impl<'s> Parser<'s> {
         let colon = self.peek();
         if colon.kind != Tk::Colon {
             let what = if is_rule { "rule" } else { "terminal" };
-            return Err(self.error(
-                colon,
-                format!(
-                    "expected `:` after {what} name `{name}`, found {}",
-                    self.describe(colon)
-                ),
-            ));
+            return Err(
+                self.error(colon, format!("expected `:` after {what} name `{name}`, found {}", self.describe(colon)))
+            );
         }
         self.bump();
         let body = self.parse_expansions()?;
         let name_span = name_tok.span();
         Ok(if is_rule {
-            Item::Rule(
-                RuleDef {
-                    name,
-                    name_span,
-                    params,
-                    body,
-                },
-                kind,
-            )
+            Item::Rule(RuleDef { name, name_span, params, body }, kind)
         } else {
-            Item::Term(
-                TermDef {
-                    name,
-                    name_span,
-                    priority,
-                    body,
-                },
-                kind,
-            )
+            Item::Term(TermDef { name, name_span, priority, body }, kind)
         })
     }
 
@@ -927,14 +805,9 @@ impl<'s> Parser<'s> {
             return Err(self.error(t, format!("expected {what}, found {}", self.describe(t))));
         }
         self.bump();
-        self.text(t).parse::<i32>().map_err(|_| {
-            err(
-                self.src,
-                start,
-                t.end,
-                format!("number `{}` is out of range", self.text(t)),
-            )
-        })
+        self.text(t)
+            .parse::<i32>()
+            .map_err(|_| err(self.src, start, t.end, format!("number `{}` is out of range", self.text(t))))
     }
 
     fn parse_count(&mut self) -> Result<u32, GrammarError> {
@@ -963,11 +836,7 @@ impl<'s> Parser<'s> {
             loop {
                 let t = self.expect(Tk::Name, "a name to import")?;
                 let name = self.text(t).to_string();
-                names.push(ImportName {
-                    alias: name.clone(),
-                    name,
-                    name_span: t.span(),
-                });
+                names.push(ImportName { alias: name.clone(), name, name_span: t.span() });
                 match self.peek().kind {
                     Tk::Comma => {
                         self.bump();
@@ -978,10 +847,7 @@ impl<'s> Parser<'s> {
                     }
                     _ => {
                         let t = self.peek();
-                        return Err(self.error(
-                            t,
-                            format!("expected `,` or `)`, found {}", self.describe(t)),
-                        ));
+                        return Err(self.error(t, format!("expected `,` or `)`, found {}", self.describe(t))));
                     }
                 }
             }
@@ -1004,25 +870,12 @@ impl<'s> Parser<'s> {
                     return Err(self.error(a, format!("cannot import `{name}` as `{alias}`: the alias must be of the same kind (rule or terminal)")));
                 }
             }
-            names.push(ImportName {
-                name,
-                name_span: last.span(),
-                alias,
-            });
+            names.push(ImportName { name, name_span: last.span(), alias });
         }
-        let mstart = if relative {
-            first.start
-        } else {
-            module_toks[0].start
-        };
+        let mstart = if relative { first.start } else { module_toks[0].start };
         let mend = module_toks[module_toks.len() - 1].end;
         let module = self.src[mstart..mend].to_string();
-        Ok(Item::Import {
-            module,
-            module_span: Span::new(mstart, mend),
-            relative,
-            names,
-        })
+        Ok(Item::Import { module, module_span: Span::new(mstart, mend), relative, names })
     }
 
     fn parse_munch(&mut self) -> Result<Item, GrammarError> {
@@ -1032,23 +885,14 @@ impl<'s> Parser<'s> {
             "own" => Munch::Own,
             "none" => Munch::None,
             other => {
-                return Err(self.error(
-                    t,
-                    format!("unknown munch mode `{other}` (expected `global`, `own` or `none`)"),
-                ))
+                return Err(self.error(t, format!("unknown munch mode `{other}` (expected `global`, `own` or `none`)")))
             }
         };
         let mut targets = Vec::new();
         while !matches!(self.peek().kind, Tk::Newline | Tk::Eof) {
             let t = self.peek();
             if !matches!(t.kind, Tk::Name | Tk::Str | Tk::Regex) {
-                return Err(self.error(
-                    t,
-                    format!(
-                        "expected a terminal name or literal, found {}",
-                        self.describe(t)
-                    ),
-                ));
+                return Err(self.error(t, format!("expected a terminal name or literal, found {}", self.describe(t))));
             }
             match self.parse_atom()? {
                 Ebnf::Atom(a, span) => targets.push((a, span)),
@@ -1093,9 +937,7 @@ impl<'s> Parser<'s> {
         }
         self.depth -= 1;
         if alts.len() == 1 {
-            return Ok(alts
-                .pop()
-                .unwrap_or(Ebnf::Seq(Vec::new(), Span::new(start, start))));
+            return Ok(alts.pop().unwrap_or(Ebnf::Seq(Vec::new(), Span::new(start, start))));
         }
         let end = alts.last().map_or(start, |a| a.span().end as usize);
         Ok(Ebnf::Alt(alts, Span::new(start, end)))
@@ -1116,28 +958,25 @@ impl<'s> Parser<'s> {
     fn parse_expansion(&mut self) -> Result<Ex, GrammarError> {
         let start = self.peek().start;
         let mut items = Vec::new();
-        while matches!(
-            self.peek().kind,
-            Tk::Name | Tk::Str | Tk::Regex | Tk::LParen | Tk::LBracket
-        ) {
+        while matches!(self.peek().kind, Tk::Name | Tk::Str | Tk::Regex | Tk::LParen | Tk::LBracket) {
             items.push(self.parse_expr()?);
         }
         if let Tk::Star | Tk::Plus | Tk::Question | Tk::Tilde = self.peek().kind {
             let t = self.peek();
-            let stacked = items
-                .last()
-                .is_some_and(|i| i.span().end as usize == t.start && matches!(i, Ebnf::Rep { .. }));
+            let stacked =
+                items.last().is_some_and(|i| i.span().end as usize == t.start && matches!(i, Ebnf::Rep { .. }));
             let msg = if stacked {
-                format!("unexpected `{}`: repetition operators cannot be stacked; use a group, e.g. `(a*)?`", self.text(t))
+                format!(
+                    "unexpected `{}`: repetition operators cannot be stacked; use a group, e.g. `(a*)?`",
+                    self.text(t)
+                )
             } else {
                 format!("`{}` must follow an item", self.text(t))
             };
             return Err(self.error(t, msg));
         }
         if items.len() == 1 {
-            return Ok(items
-                .pop()
-                .unwrap_or(Ebnf::Seq(Vec::new(), Span::new(start, start))));
+            return Ok(items.pop().unwrap_or(Ebnf::Seq(Vec::new(), Span::new(start, start))));
         }
         let end = items.last().map_or(start, |a| a.span().end as usize);
         Ok(Ebnf::Seq(items, Span::new(start, end)))
@@ -1165,27 +1004,15 @@ impl<'s> Parser<'s> {
                         self.src,
                         t.start,
                         end,
-                        format!(
-                            "repetition range {lo}..{hi} is empty (minimum greater than maximum)"
-                        ),
+                        format!("repetition range {lo}..{hi} is empty (minimum greater than maximum)"),
                     ));
                 }
-                return Ok(Ebnf::Rep {
-                    inner: Box::new(atom),
-                    min: lo,
-                    max: Some(hi),
-                    span: Span::new(s, end),
-                });
+                return Ok(Ebnf::Rep { inner: Box::new(atom), min: lo, max: Some(hi), span: Span::new(s, end) });
             }
             _ => return Ok(atom),
         };
         self.bump();
-        Ok(Ebnf::Rep {
-            inner: Box::new(atom),
-            min,
-            max,
-            span: Span::new(s, end),
-        })
+        Ok(Ebnf::Rep { inner: Box::new(atom), min, max, span: Span::new(s, end) })
     }
 
     fn parse_atom(&mut self) -> Result<Ex, GrammarError> {
@@ -1194,11 +1021,7 @@ impl<'s> Parser<'s> {
             Tk::LParen | Tk::LBracket => {
                 self.bump();
                 let inner = self.parse_expansions()?;
-                let (close, what) = if t.kind == Tk::LParen {
-                    (Tk::RParen, "`)`")
-                } else {
-                    (Tk::RBracket, "`]`")
-                };
+                let (close, what) = if t.kind == Tk::LParen { (Tk::RParen, "`)`") } else { (Tk::RBracket, "`]`") };
                 let c = self.peek();
                 if c.kind != close {
                     let open = GrammarError::at(self.src, t.span(), "");
@@ -1214,12 +1037,7 @@ impl<'s> Parser<'s> {
                 self.bump();
                 let span = Span::new(t.start, c.end);
                 Ok(if t.kind == Tk::LBracket {
-                    Ebnf::Rep {
-                        inner: Box::new(inner),
-                        min: 0,
-                        max: Some(1),
-                        span,
-                    }
+                    Ebnf::Rep { inner: Box::new(inner), min: 0, max: Some(1), span }
                 } else {
                     match inner {
                         Ebnf::Alt(a, _) => Ebnf::Alt(a, span),
@@ -1238,15 +1056,8 @@ impl<'s> Parser<'s> {
                     let span = Span::new(t.start, t2.end);
                     let mut c1 = value.chars();
                     let mut c2 = v2.chars();
-                    let (Some(lo), None, Some(hi), None) =
-                        (c1.next(), c1.next(), c2.next(), c2.next())
-                    else {
-                        return Err(err(
-                            self.src,
-                            t.start,
-                            t2.end,
-                            "range boundaries must be single characters",
-                        ));
+                    let (Some(lo), None, Some(hi), None) = (c1.next(), c1.next(), c2.next(), c2.next()) else {
+                        return Err(err(self.src, t.start, t2.end, "range boundaries must be single characters"));
                     };
                     if lo > hi {
                         return Err(err(
@@ -1266,14 +1077,7 @@ impl<'s> Parser<'s> {
                 let close = raw.rfind('/').unwrap_or(0).max(1);
                 let body = raw[1..close].to_string();
                 let flags = raw[close + 1..].to_string();
-                Ok(Ebnf::Atom(
-                    Atom::Regex {
-                        body,
-                        flags,
-                        body_start: t.start + 1,
-                    },
-                    t.span(),
-                ))
+                Ok(Ebnf::Atom(Atom::Regex { body, flags, body_start: t.start + 1 }, t.span()))
             }
             Tk::Name => {
                 self.bump();
@@ -1320,30 +1124,16 @@ impl<'s> Parser<'s> {
                                 self.bump();
                                 break;
                             }
-                            _ => {
-                                return Err(self.error(
-                                    c,
-                                    format!("expected `,` or `}}`, found {}", self.describe(c)),
-                                ))
-                            }
+                            _ => return Err(self.error(c, format!("expected `,` or `}}`, found {}", self.describe(c)))),
                         }
                     }
                     self.depth -= 1;
                     let end = self.toks[self.pos - 1].end;
-                    return Ok(Ebnf::Atom(
-                        Atom::Template(name, args),
-                        Span::new(t.start, end),
-                    ));
+                    return Ok(Ebnf::Atom(Atom::Template(name, args), Span::new(t.start, end)));
                 }
                 Ok(Ebnf::Atom(Atom::Name(name), t.span()))
             }
-            _ => Err(self.error(
-                t,
-                format!(
-                    "expected a rule, terminal or literal, found {}",
-                    self.describe(t)
-                ),
-            )),
+            _ => Err(self.error(t, format!("expected a rule, terminal or literal, found {}", self.describe(t)))),
         }
     }
 }
@@ -1443,11 +1233,7 @@ fn translate_regex(body: &str) -> Result<(String, Vec<usize>), (usize, usize, St
                     push(&mut out, &mut map, &buf, at);
                 }
                 'Z' => {
-                    return Err((
-                        at,
-                        at + 2,
-                        "`\\Z` (end-of-input anchor) is not supported in terminals".to_string(),
-                    ))
+                    return Err((at, at + 2, "`\\Z` (end-of-input anchor) is not supported in terminals".to_string()))
                 }
                 'b' if in_class => push(&mut out, &mut map, "\\x08", at),
                 'p' | 'P' | 'x' | 'u' | 'U' | 'N' if chars.get(k + 2).map(|x| x.1) == Some('{') => {
@@ -1522,11 +1308,7 @@ fn translate_regex(body: &str) -> Result<(String, Vec<usize>), (usize, usize, St
                 match quant {
                     Some(q) => {
                         let q = q.to_string();
-                        let fixed = if q.starts_with(',') {
-                            format!("{{0{q}}}")
-                        } else {
-                            format!("{{{q}}}")
-                        };
+                        let fixed = if q.starts_with(',') { format!("{{0{q}}}") } else { format!("{{{q}}}") };
                         push(&mut out, &mut map, &fixed, at);
                         k += q.chars().count() + 2;
                     }
@@ -1725,9 +1507,7 @@ impl<'s> Ctx<'s> {
 
     fn define_term(&mut self, name: String, src: TermSrc, span: Span) -> Result<(), GrammarError> {
         if self.rule_index.contains_key(&name) || self.terms.contains_key(&name) {
-            let prev = self
-                .term_span(&name)
-                .or_else(|| self.rule_index.get(&name).map(|&i| self.rules[i].name_span));
+            let prev = self.term_span(&name).or_else(|| self.rule_index.get(&name).map(|&i| self.rules[i].name_span));
             let line = prev.map_or(0, |s| self.line_of(s));
             return Err(self.err(span, format!("`{name}` is already defined (line {line})")));
         }
@@ -1739,36 +1519,22 @@ impl<'s> Ctx<'s> {
     fn collect(&mut self, items: Vec<Item>) -> Result<(), GrammarError> {
         // Imports first, as Lark does.
         for it in &items {
-            let Item::Import {
-                module,
-                module_span,
-                relative,
-                names,
-            } = it
-            else {
+            let Item::Import { module, module_span, relative, names } = it else {
                 continue;
             };
             if *relative || module != "common" {
                 let why = if *relative {
                     format!("cannot import from `{module}`: relative imports (other grammar files) are not supported")
                 } else {
-                    format!(
-                        "cannot import from module `{module}`: only `common` (Lark's common.lark) is available"
-                    )
+                    format!("cannot import from module `{module}`: only `common` (Lark's common.lark) is available")
                 };
                 return Err(self.err(*module_span, why));
             }
             for n in names {
                 if !self.common.terms.contains_key(&n.name) {
-                    return Err(self.err(
-                        n.name_span,
-                        format!("module `common` has no terminal `{}`", n.name),
-                    ));
+                    return Err(self.err(n.name_span, format!("module `common` has no terminal `{}`", n.name)));
                 }
-                let src = TermSrc::Common {
-                    name: n.name.clone(),
-                    span: n.name_span,
-                };
+                let src = TermSrc::Common { name: n.name.clone(), span: n.name_span };
                 self.define_term(n.alias.clone(), src, n.name_span)?;
             }
         }
@@ -1787,17 +1553,16 @@ impl<'s> Ctx<'s> {
                             let line = self.line_of(self.rules[i].name_span);
                             return Err(self.err(
                                 r.name_span,
-                                format!("rule `{}` is already defined (line {line}); use `%override` to replace it", r.name),
+                                format!(
+                                    "rule `{}` is already defined (line {line}); use `%override` to replace it",
+                                    r.name
+                                ),
                             ));
                         }
                         (_, None) => {
                             return Err(self.err(
                                 r.name_span,
-                                format!(
-                                    "cannot {} rule `{}`: it is not defined",
-                                    kind_verb(kind),
-                                    r.name
-                                ),
+                                format!("cannot {} rule `{}`: it is not defined", kind_verb(kind), r.name),
                             ));
                         }
                         (DefKind::Override, Some(i)) => {
@@ -1810,15 +1575,11 @@ impl<'s> Ctx<'s> {
                             if old.params.len() != r.params.len() {
                                 return Err(self.err(
                                     r.name_span,
-                                    format!(
-                                        "`%extend {}` must have the same template parameters",
-                                        r.name
-                                    ),
+                                    format!("`%extend {}` must have the same template parameters", r.name),
                                 ));
                             }
                             let span = r.body.span();
-                            let prev =
-                                std::mem::replace(&mut old.body, Ebnf::Seq(Vec::new(), span));
+                            let prev = std::mem::replace(&mut old.body, Ebnf::Seq(Vec::new(), span));
                             old.body = Ebnf::Alt(vec![prev, r.body], span);
                         }
                     }
@@ -1833,11 +1594,7 @@ impl<'s> Ctx<'s> {
                         (_, false) => {
                             return Err(self.err(
                                 t.name_span,
-                                format!(
-                                    "cannot {} terminal `{}`: it is not defined",
-                                    kind_verb(kind),
-                                    t.name
-                                ),
+                                format!("cannot {} terminal `{}`: it is not defined", kind_verb(kind), t.name),
                             ));
                         }
                         (DefKind::Override, true) => {
@@ -1848,18 +1605,11 @@ impl<'s> Ctx<'s> {
                             let span = t.body.span();
                             let (prev, priority) = match old {
                                 Some(TermSrc::Local(d)) => (d.body, d.priority),
-                                Some(TermSrc::Common { name, span }) => {
-                                    (Ebnf::Atom(Atom::Common(name), span), 0)
-                                }
+                                Some(TermSrc::Common { name, span }) => (Ebnf::Atom(Atom::Common(name), span), 0),
                                 None => (Ebnf::Seq(Vec::new(), span), 0),
                             };
                             let body = Ebnf::Alt(vec![prev, t.body], span);
-                            let def = TermDef {
-                                name: t.name.clone(),
-                                name_span: t.name_span,
-                                priority,
-                                body,
-                            };
+                            let def = TermDef { name: t.name.clone(), name_span: t.name_span, priority, body };
                             self.terms.insert(t.name, TermSrc::Local(def));
                         }
                     }
@@ -1872,10 +1622,7 @@ impl<'s> Ctx<'s> {
                             continue;
                         }
                         if is_rule_name(n) {
-                            return Err(self.err(
-                                *s,
-                                format!("`%ignore` needs a terminal, but `{n}` is a rule"),
-                            ));
+                            return Err(self.err(*s, format!("`%ignore` needs a terminal, but `{n}` is a rule")));
                         }
                     }
                     let name = loop {
@@ -1885,12 +1632,7 @@ impl<'s> Ctx<'s> {
                             break name;
                         }
                     };
-                    let def = TermDef {
-                        name: name.clone(),
-                        name_span: span,
-                        priority: 0,
-                        body: e,
-                    };
+                    let def = TermDef { name: name.clone(), name_span: span, priority: 0, body: e };
                     self.define_term(name.clone(), TermSrc::Local(def), span)?;
                     self.ignore.push((name, span));
                 }
@@ -1921,10 +1663,7 @@ impl<'s> Ctx<'s> {
                 TKey::Local(n) => self.term_span(n).unwrap_or(blame),
                 TKey::Common(_) => blame,
             };
-            return Err(self.err(
-                span,
-                format!("recursive terminal definition: {}", cycle.join(" -> ")),
-            ));
+            return Err(self.err(span, format!("recursive terminal definition: {}", cycle.join(" -> "))));
         }
         if self.stack.len() > MAX_NESTING {
             return Err(self.err(blame, "terminal definitions nested too deeply"));
@@ -1941,9 +1680,7 @@ impl<'s> Ctx<'s> {
             },
             TKey::Common(n) => match self.common.terms.get(n) {
                 Some(d) => (d.body.clone(), Origin::Common, blame),
-                None => {
-                    return Err(self.err(blame, format!("module `common` has no terminal `{n}`")))
-                }
+                None => return Err(self.err(blame, format!("module `common` has no terminal `{n}`"))),
             },
         };
         self.stack.push((key.clone(), name));
@@ -1954,12 +1691,7 @@ impl<'s> Ctx<'s> {
         Ok(c)
     }
 
-    fn compile_expr(
-        &mut self,
-        e: &Ex,
-        origin: Origin,
-        blame: Span,
-    ) -> Result<Compiled, GrammarError> {
+    fn compile_expr(&mut self, e: &Ex, origin: Origin, blame: Span) -> Result<Compiled, GrammarError> {
         let at = |s: Span| if origin == Origin::Local { s } else { blame };
         Ok(match e {
             Ebnf::Alt(alts, _) => {
@@ -1967,10 +1699,7 @@ impl<'s> Ctx<'s> {
                 for a in alts {
                     parts.push(self.compile_expr(a, origin, blame)?.regex);
                 }
-                Compiled {
-                    regex: parts.join("|"),
-                    prec: Prec::Alt,
-                }
+                Compiled { regex: parts.join("|"), prec: Prec::Alt }
             }
             Ebnf::Seq(items, _) => {
                 if items.len() == 1 {
@@ -1981,14 +1710,9 @@ impl<'s> Ctx<'s> {
                     let c = self.compile_expr(it, origin, blame)?;
                     s.push_str(&group(&c, Prec::Concat));
                 }
-                Compiled {
-                    regex: s,
-                    prec: Prec::Concat,
-                }
+                Compiled { regex: s, prec: Prec::Concat }
             }
-            Ebnf::Rep {
-                inner, min, max, ..
-            } => {
+            Ebnf::Rep { inner, min, max, .. } => {
                 let c = self.compile_expr(inner, origin, blame)?;
                 let base = group(&c, Prec::Atom);
                 let op = match (min, max) {
@@ -1999,24 +1723,17 @@ impl<'s> Ctx<'s> {
                     (n, Some(m)) if n == m => format!("{{{n}}}"),
                     (n, Some(m)) => format!("{{{n},{m}}}"),
                 };
-                Compiled {
-                    regex: base + &op,
-                    prec: Prec::Concat,
-                }
+                Compiled { regex: base + &op, prec: Prec::Concat }
             }
             Ebnf::Atom(a, span) => match a {
                 Atom::Name(n) => {
                     if origin == Origin::Local && self.rule_index.contains_key(n) {
-                        return Err(self.err(
-                            *span,
-                            format!("terminals cannot refer to rules, and `{n}` is a rule"),
-                        ));
+                        return Err(self.err(*span, format!("terminals cannot refer to rules, and `{n}` is a rule")));
                     }
                     if is_rule_name(n) {
-                        return Err(self.err(
-                            at(*span),
-                            format!("terminals cannot refer to rules: undefined terminal `{n}`"),
-                        ));
+                        return Err(
+                            self.err(at(*span), format!("terminals cannot refer to rules: undefined terminal `{n}`"))
+                        );
                     }
                     let key = match origin {
                         Origin::Local => TKey::Local(n.clone()),
@@ -2029,10 +1746,7 @@ impl<'s> Ctx<'s> {
                 }
                 Atom::Common(n) => self.compile_term(&TKey::Common(n.clone()), *span)?,
                 Atom::Template(n, _) => {
-                    return Err(self.err(
-                        at(*span),
-                        format!("terminals cannot use templates (`{n}{{...}}`)"),
-                    ));
+                    return Err(self.err(at(*span), format!("terminals cannot use templates (`{n}{{...}}`)")));
                 }
                 lit => self.compile_literal(lit, at(*span), origin == Origin::Local)?,
             },
@@ -2041,30 +1755,16 @@ impl<'s> Ctx<'s> {
 
     /// Compile a string, regex or range literal. `exact_span`: `span` is the literal itself
     /// (so regex errors can point inside it).
-    fn compile_literal(
-        &self,
-        a: &Atom,
-        span: Span,
-        exact_span: bool,
-    ) -> Result<Compiled, GrammarError> {
+    fn compile_literal(&self, a: &Atom, span: Span, exact_span: bool) -> Result<Compiled, GrammarError> {
         match a {
             Atom::Str { value, ci } => {
                 let esc = escape_literal(value);
-                Ok(
-                    if *ci && value.chars().any(|c| c.to_lowercase().ne(c.to_uppercase())) {
-                        Compiled {
-                            regex: format!("(?i:{esc})"),
-                            prec: Prec::Atom,
-                        }
-                    } else {
-                        let prec = if value.chars().count() == 1 {
-                            Prec::Atom
-                        } else {
-                            Prec::Concat
-                        };
-                        Compiled { regex: esc, prec }
-                    },
-                )
+                Ok(if *ci && value.chars().any(|c| c.to_lowercase().ne(c.to_uppercase())) {
+                    Compiled { regex: format!("(?i:{esc})"), prec: Prec::Atom }
+                } else {
+                    let prec = if value.chars().count() == 1 { Prec::Atom } else { Prec::Concat };
+                    Compiled { regex: esc, prec }
+                })
             }
             Atom::Range(lo, hi) => {
                 let mut s = String::from("[");
@@ -2074,16 +1774,9 @@ impl<'s> Ctx<'s> {
                     push_regex_char(&mut s, *hi);
                 }
                 s.push(']');
-                Ok(Compiled {
-                    regex: s,
-                    prec: Prec::Atom,
-                })
+                Ok(Compiled { regex: s, prec: Prec::Atom })
             }
-            Atom::Regex {
-                body,
-                flags,
-                body_start,
-            } => {
+            Atom::Regex { body, flags, body_start } => {
                 let locate = |a: usize, b: usize, map: Option<&Vec<usize>>| -> Span {
                     if !exact_span {
                         return span;
@@ -2092,8 +1785,7 @@ impl<'s> Ctx<'s> {
                     let (s, e) = (body_start + m(a), body_start + m(b));
                     Span::new(s, e.max(s))
                 };
-                let (t, map) = translate_regex(body)
-                    .map_err(|(a, b, msg)| self.err(locate(a, b, None), msg))?;
+                let (t, map) = translate_regex(body).map_err(|(a, b, msg)| self.err(locate(a, b, None), msg))?;
                 let fl = |c| flags.contains(c);
                 let parsed = regex_syntax::ParserBuilder::new()
                     .case_insensitive(fl('i'))
@@ -2107,14 +1799,14 @@ impl<'s> Ctx<'s> {
                     Err(e) => {
                         let kind = regex_error_kind(&e);
                         let msg = if kind.contains("look-around") {
-                            "look-around assertions (`(?=`, `(?!`, `(?<=`, `(?<!`) are not supported in terminals".to_string()
+                            "look-around assertions (`(?=`, `(?!`, `(?<=`, `(?<!`) are not supported in terminals"
+                                .to_string()
                         } else if kind.contains("backreference") {
                             "back-references are not supported in terminals".to_string()
                         } else {
                             format!("invalid regex: {kind}")
                         };
-                        let sp =
-                            regex_error_span(&e).map_or(span, |(a, b)| locate(a, b, Some(&map)));
+                        let sp = regex_error_span(&e).map_or(span, |(a, b)| locate(a, b, Some(&map)));
                         return Err(self.err(sp, msg));
                     }
                 };
@@ -2142,10 +1834,7 @@ impl<'s> Ctx<'s> {
                     Ok(Compiled { regex: t, prec })
                 } else {
                     let nl = if flagset.contains('x') { "\n" } else { "" };
-                    Ok(Compiled {
-                        regex: format!("(?{flagset}:{t}{nl})"),
-                        prec: Prec::Atom,
-                    })
+                    Ok(Compiled { regex: format!("(?{flagset}:{t}{nl})"), prec: Prec::Atom })
                 }
             }
             _ => Err(self.err(span, "internal error: not a literal")),
@@ -2166,9 +1855,7 @@ impl<'s> Ctx<'s> {
         for name in &self.term_order {
             let key = match self.terms.get(name) {
                 Some(TermSrc::Local(d)) => def_key(&d.body),
-                Some(TermSrc::Common { name: cn, .. }) => {
-                    self.common.terms.get(cn).and_then(|d| def_key(&d.body))
-                }
+                Some(TermSrc::Common { name: cn, .. }) => self.common.terms.get(cn).and_then(|d| def_key(&d.body)),
                 None => None,
             };
             if let Some(k) = key {
@@ -2197,13 +1884,9 @@ impl<'s> Ctx<'s> {
         }
         let Some(&start_id) = lw.rule_nt.get(start) else {
             let msg = if let Some(&i) = self.rule_index.get(start) {
-                return Err(self.err(
-                    self.rules[i].name_span,
-                    format!("the start rule `{start}` cannot be a template"),
-                ));
+                return Err(self.err(self.rules[i].name_span, format!("the start rule `{start}` cannot be a template")));
             } else if start == "start" {
-                "grammar has no `start` rule (Lark grammars begin at the rule named `start`)"
-                    .to_string()
+                "grammar has no `start` rule (Lark grammars begin at the rule named `start`)".to_string()
             } else {
                 format!("start rule `{start}` is not defined")
             };
@@ -2248,12 +1931,7 @@ impl<'s> Ctx<'s> {
         Ok(lw.g)
     }
 
-    fn intern_named(
-        &mut self,
-        lw: &mut Lowering,
-        name: &str,
-        use_span: Span,
-    ) -> Result<u32, GrammarError> {
+    fn intern_named(&mut self, lw: &mut Lowering, name: &str, use_span: Span) -> Result<u32, GrammarError> {
         if let Some(&id) = lw.named_terms.get(name) {
             return Ok(id);
         }
@@ -2306,10 +1984,7 @@ impl<'s> Ctx<'s> {
                 let what = if is_rule_name(n) { "rule" } else { "terminal" };
                 Err(self.err(span, format!("undefined {what} `{n}`")))
             }
-            Atom::Common(n) => Err(self.err(
-                span,
-                format!("internal error: unexpected reference to common.{n}"),
-            )),
+            Atom::Common(n) => Err(self.err(span, format!("internal error: unexpected reference to common.{n}"))),
             Atom::Str { value, .. } if value.is_empty() => Ok(None),
             Atom::Template(name, args) => {
                 let Some(&ri) = self.rule_index.get(name) else {
@@ -2317,37 +1992,28 @@ impl<'s> Ctx<'s> {
                 };
                 let params = self.rules[ri].params.clone();
                 if params.is_empty() {
-                    return Err(self.err(
-                        span,
-                        format!("`{name}` is not a template (it has no parameters)"),
-                    ));
+                    return Err(self.err(span, format!("`{name}` is not a template (it has no parameters)")));
                 }
                 if params.len() != args.len() {
                     return Err(self.err(
                         span,
-                        format!(
-                            "template `{name}` expects {} argument(s), got {}",
-                            params.len(),
-                            args.len()
-                        ),
+                        format!("template `{name}` expects {} argument(s), got {}", params.len(), args.len()),
                     ));
                 }
                 let mut syms = Vec::new();
                 for (a, s) in args {
                     match self.lower_atom(lw, a, *s, env)? {
                         Some(sym) => syms.push(sym),
-                        None => {
-                            return Err(
-                                self.err(*s, "an empty string cannot be a template argument")
-                            )
-                        }
+                        None => return Err(self.err(*s, "an empty string cannot be a template argument")),
                     }
                 }
                 if let Some(&id) = lw.instances.get(&(name.clone(), syms.clone())) {
                     return Ok(Some(Symbol::N(id)));
                 }
                 if lw.instances.len() >= 10_000 || lw.depth > MAX_NESTING {
-                    return Err(self.err(span, "too many template instantiations (is a template expanding itself forever?)"));
+                    return Err(
+                        self.err(span, "too many template instantiations (is a template expanding itself forever?)")
+                    );
                 }
                 let arg_names: Vec<&str> = syms.iter().map(|s| lw.g.symbol_name(*s)).collect();
                 let inst_name = format!("{name}{{{}}}", arg_names.join(","));
@@ -2384,8 +2050,7 @@ impl<'s> Ctx<'s> {
                     return Ok(Some(Symbol::T(id)));
                 }
                 let name = self.src[span.start as usize..span.end as usize].to_string();
-                check_terminal_regex(&c.regex, &format!("`{name}`"))
-                    .map_err(|m| self.err(span, m))?;
+                check_terminal_regex(&c.regex, &format!("`{name}`")).map_err(|m| self.err(span, m))?;
                 let id = lw.g.add_terminal(Terminal {
                     name,
                     regex: c.regex,
@@ -2395,8 +2060,7 @@ impl<'s> Ctx<'s> {
                     span: Some(span),
                 });
                 lw.anon_terms.insert(key, id);
-                lw.anon_by_regex
-                    .insert(lw.g.terminals[id as usize].regex.clone(), id);
+                lw.anon_by_regex.insert(lw.g.terminals[id as usize].regex.clone(), id);
                 Ok(Some(Symbol::T(id)))
             }
         }
@@ -2421,13 +2085,7 @@ impl<'s> Ctx<'s> {
         }
     }
 
-    fn lower_seq(
-        &mut self,
-        lw: &mut Lowering,
-        e: &Ex,
-        base: &str,
-        env: &Env,
-    ) -> Result<Vec<Symbol>, GrammarError> {
+    fn lower_seq(&mut self, lw: &mut Lowering, e: &Ex, base: &str, env: &Env) -> Result<Vec<Symbol>, GrammarError> {
         match e {
             Ebnf::Seq(items, _) => {
                 let mut out = Vec::new();
@@ -2444,19 +2102,10 @@ impl<'s> Ctx<'s> {
                 }
                 Ok(vec![Symbol::N(h)])
             }
-            Ebnf::Rep {
-                inner,
-                min,
-                max,
-                span,
-            } => {
-                let alts: Vec<Vec<Symbol>> = self
-                    .lower_alts(lw, inner, base, env)?
-                    .into_iter()
-                    .map(|(r, _)| r)
-                    .collect();
-                lower_repeat(&mut lw.g, &mut lw.helpers, base, alts, *min, *max, *span)
-                    .map_err(|m| self.err(*span, m))
+            Ebnf::Rep { inner, min, max, span } => {
+                let alts: Vec<Vec<Symbol>> =
+                    self.lower_alts(lw, inner, base, env)?.into_iter().map(|(r, _)| r).collect();
+                lower_repeat(&mut lw.g, &mut lw.helpers, base, alts, *min, *max, *span).map_err(|m| self.err(*span, m))
             }
             Ebnf::Atom(a, span) => Ok(self.lower_atom(lw, a, *span, env)?.into_iter().collect()),
         }

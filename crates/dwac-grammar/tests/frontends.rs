@@ -5,9 +5,7 @@ use dwac_grammar::{gbnf, lark, Grammar, GrammarError, LarkOptions, Munch, Symbol
 use std::path::{Path, PathBuf};
 
 fn data(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(rel)
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(rel)
 }
 
 fn parse_file(path: &Path) -> Result<Grammar, GrammarError> {
@@ -41,10 +39,7 @@ fn lark_err(src: &str) -> GrammarError {
 }
 
 fn term<'g>(g: &'g Grammar, name: &str) -> &'g dwac_grammar::Terminal {
-    g.terminals
-        .iter()
-        .find(|t| t.name == name)
-        .unwrap_or_else(|| panic!("no terminal {name} in\n{g}"))
+    g.terminals.iter().find(|t| t.name == name).unwrap_or_else(|| panic!("no terminal {name} in\n{g}"))
 }
 
 /// A regex matching a whole lexeme.
@@ -57,11 +52,7 @@ fn whole(re: &str) -> regex::Regex {
 #[test]
 fn snapshot_valid_grammars() {
     for path in files_in(&data("valid")) {
-        let name = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or_default()
-            .replace('.', "_");
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().replace('.', "_");
         let g = parse_file(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         insta::assert_snapshot!(format!("valid__{name}"), g.to_string());
     }
@@ -73,11 +64,7 @@ fn snapshot_broken_grammars() {
     assert!(files.len() >= 15);
     for path in files {
         let src = std::fs::read_to_string(&path).expect("readable");
-        let name = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or_default()
-            .replace('.', "_");
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().replace('.', "_");
         let e = match parse_file(&path) {
             Ok(g) => panic!("{} should fail, got:\n{g}", path.display()),
             Err(e) => e,
@@ -94,48 +81,23 @@ fn snapshot_broken_grammars() {
 fn lark_basic_lowering_is_left_recursive() {
     let g = lark_ok("start: a* b+ c?\na: \"a\"\nb: \"b\"\nc: \"c\"\n");
     let text = g.to_string();
-    assert!(
-        text.contains("start__star1 ::= ε\nstart__star1 ::= start__star1 a\n"),
-        "{text}"
-    );
-    assert!(
-        text.contains("start__plus2 ::= b\nstart__plus2 ::= start__plus2 b\n"),
-        "{text}"
-    );
-    assert!(
-        text.contains("start__opt3 ::= ε\nstart__opt3 ::= c\n"),
-        "{text}"
-    );
-    assert!(
-        text.contains("start ::= start__star1 start__plus2 start__opt3\n"),
-        "{text}"
-    );
+    assert!(text.contains("start__star1 ::= ε\nstart__star1 ::= start__star1 a\n"), "{text}");
+    assert!(text.contains("start__plus2 ::= b\nstart__plus2 ::= start__plus2 b\n"), "{text}");
+    assert!(text.contains("start__opt3 ::= ε\nstart__opt3 ::= c\n"), "{text}");
+    assert!(text.contains("start ::= start__star1 start__plus2 start__opt3\n"), "{text}");
     assert_eq!(g.nonterminals[g.start as usize].name, "start");
     // Spans point at the source.
-    let star = g
-        .nonterminals
-        .iter()
-        .find(|n| n.name == "start__star1")
-        .expect("helper");
+    let star = g.nonterminals.iter().find(|n| n.name == "start__star1").expect("helper");
     let span = star.span.expect("helper span");
-    assert_eq!(
-        &"start: a* b+ c?"[span.start as usize..span.end as usize],
-        "a*"
-    );
+    assert_eq!(&"start: a* b+ c?"[span.start as usize..span.end as usize], "a*");
 }
 
 #[test]
 fn lark_anonymous_terminals_are_deduplicated_and_reuse_named_ones() {
     let g = lark_ok("start: \"(\" x \")\" \"(\" COMMA \",\" /[0-9]+/ /[0-9]+/ /[0-9]+/i\nx: \"x\"\nCOMMA: \",\"\n");
     let names: Vec<&str> = g.terminals.iter().map(|t| t.name.as_str()).collect();
-    assert_eq!(
-        names,
-        ["\"(\"", "\")\"", "COMMA", "/[0-9]+/", "/[0-9]+/i", "\"x\""]
-    );
-    assert!(g
-        .terminals
-        .iter()
-        .all(|t| t.munch == Munch::Global && !t.ignored));
+    assert_eq!(names, ["\"(\"", "\")\"", "COMMA", "/[0-9]+/", "/[0-9]+/i", "\"x\""]);
+    assert!(g.terminals.iter().all(|t| t.munch == Munch::Global && !t.ignored));
     assert_eq!(term(&g, "/[0-9]+/i").regex, "(?i:[0-9]+)");
     // Same pattern, different spelling: one terminal.
     let g = lark_ok("start: \"a\" /a/ \"*\"i \"*\"\n");
@@ -161,11 +123,7 @@ fn lark_case_insensitive_strings_and_flags() {
     assert_eq!(term(&g, "\"select\"i").regex, "(?i:select)");
     assert_eq!(term(&g, "\"*\"i").regex, "\\*");
     assert_eq!(term(&g, "/a.b/s").regex, "(?s:a.b)");
-    let x = g
-        .terminals
-        .iter()
-        .find(|t| t.name.ends_with("/x"))
-        .expect("x-flag terminal");
+    let x = g.terminals.iter().find(|t| t.name.ends_with("/x")).expect("x-flag terminal");
     assert!(whole(&x.regex).is_match("ab"));
     assert!(whole(&term(&g, "\"select\"i").regex).is_match("SeLeCt"));
 }
@@ -180,25 +138,12 @@ fn lark_string_escapes_follow_lark() {
 #[test]
 fn lark_python_regex_isms_are_translated() {
     let g = lark_ok(r#"start: /a\/b/ /[[a]/ /x{/ /y{,2}z/ /\<\>/ /[&&]/"#);
-    for (t, yes, no) in [
-        (0, "a/b", "ab"),
-        (1, "[", "]"),
-        (2, "x{", "x"),
-        (3, "yyz", "yyyz"),
-        (4, "<>", "x"),
-        (5, "&", "&&"),
-    ] {
+    for (t, yes, no) in
+        [(0, "a/b", "ab"), (1, "[", "]"), (2, "x{", "x"), (3, "yyz", "yyyz"), (4, "<>", "x"), (5, "&", "&&")]
+    {
         let re = whole(&g.terminals[t].regex);
-        assert!(
-            re.is_match(yes),
-            "{} should match {yes:?}",
-            g.terminals[t].regex
-        );
-        assert!(
-            !re.is_match(no),
-            "{} should not match {no:?}",
-            g.terminals[t].regex
-        );
+        assert!(re.is_match(yes), "{} should match {yes:?}", g.terminals[t].regex);
+        assert!(!re.is_match(no), "{} should not match {no:?}", g.terminals[t].regex);
     }
 }
 
@@ -215,12 +160,7 @@ fn lark_terminal_composition() {
         assert!(!num.is_match(bad), "{bad}");
     }
     let word = whole(&term(&g, "WORD").regex);
-    assert!(
-        word.is_match("ab")
-            && word.is_match("a_c!")
-            && !word.is_match("a")
-            && !word.is_match("abcd")
-    );
+    assert!(word.is_match("ab") && word.is_match("a_c!") && !word.is_match("a") && !word.is_match("abcd"));
     // INT is only a fragment: not a terminal of the grammar.
     assert!(g.terminals.iter().all(|t| t.name != "INT"));
 }
@@ -268,24 +208,21 @@ fn lark_imports_resolve_in_common_namespace() {
 
 #[test]
 fn lark_templates_instantiate_once_per_argument_list() {
-    let g = lark_ok("start: sep{item, \",\"} sep{item, \",\"} sep{ID, \";\"}\nsep{x, d}: x (d x)*\nitem: \"i\"\nID: /[a-z]+/\n");
-    let inst: Vec<&str> = g
-        .nonterminals
-        .iter()
-        .map(|n| n.name.as_str())
-        .filter(|n| n.starts_with("sep{") && !n.contains("__"))
-        .collect();
+    let g = lark_ok(
+        "start: sep{item, \",\"} sep{item, \",\"} sep{ID, \";\"}\nsep{x, d}: x (d x)*\nitem: \"i\"\nID: /[a-z]+/\n",
+    );
+    let inst: Vec<&str> =
+        g.nonterminals.iter().map(|n| n.name.as_str()).filter(|n| n.starts_with("sep{") && !n.contains("__")).collect();
     assert_eq!(inst, ["sep{item,\",\"}", "sep{ID,\";\"}"]);
     let e = lark_err("start: sep\nsep{x}: x\n");
-    assert!(
-        e.message.contains("template `sep` used without arguments"),
-        "{e}"
-    );
+    assert!(e.message.contains("template `sep` used without arguments"), "{e}");
 }
 
 #[test]
 fn lark_override_and_extend() {
-    let g = lark_ok("start: a\na: \"x\"\n%override a: \"y\"\n%extend a: \"z\"\nT: \"t\"\n%extend T: \"u\"\n%extend start: T\n");
+    let g = lark_ok(
+        "start: a\na: \"x\"\n%override a: \"y\"\n%extend a: \"z\"\nT: \"t\"\n%extend T: \"u\"\n%extend start: T\n",
+    );
     let text = g.to_string();
     assert!(text.contains("a ::= \"y\"\na ::= \"z\"\n"), "{text}");
     assert!(!text.contains("\"x\""), "{text}");
@@ -300,8 +237,7 @@ fn lark_bounded_repetition_and_empty_literals() {
     let g = lark_ok("start: \"a\" ~ 2 (\"b\" | \"\") ~ 1..3 \"\"\n");
     let text = g.to_string();
     assert!(
-        text.contains("start ::= \"a\" \"a\" start__rep1\n")
-            || text.contains("start ::= \"a\" \"a\" start__rep3\n"),
+        text.contains("start ::= \"a\" \"a\" start__rep1\n") || text.contains("start ::= \"a\" \"a\" start__rep3\n"),
         "{text}"
     );
     // (ε | "b") ~ 1..3 is "b" ~ 0..3: no empty alternative is repeated.
@@ -315,13 +251,7 @@ fn lark_start_option_and_missing_start() {
     let e = lark_err(src);
     assert_eq!(e.line, 0);
     assert!(e.message.contains("no `start` rule"));
-    let g = lark::parse_with_options(
-        src,
-        &LarkOptions {
-            start: Some("expr".into()),
-        },
-    )
-    .expect("loads");
+    let g = lark::parse_with_options(src, &LarkOptions { start: Some("expr".into()) }).expect("loads");
     assert_eq!(g.nonterminals[g.start as usize].name, "expr");
 }
 
@@ -355,14 +285,7 @@ fn gbnf_terminals_are_character_level_and_deduplicated() {
     assert_eq!(g.rules.len(), 1);
     assert_eq!(
         g.rules[0].rhs,
-        vec![
-            Symbol::T(0),
-            Symbol::T(0),
-            Symbol::T(0),
-            Symbol::T(1),
-            Symbol::T(2),
-            Symbol::T(3)
-        ]
+        vec![Symbol::T(0), Symbol::T(0), Symbol::T(0), Symbol::T(1), Symbol::T(2), Symbol::T(3)]
     );
     assert!(whole(&term(&g, ".").regex).is_match("\n"));
     assert!(!whole(&term(&g, "[^\\n]").regex).is_match("\n"));
@@ -370,9 +293,7 @@ fn gbnf_terminals_are_character_level_and_deduplicated() {
 
 #[test]
 fn gbnf_rules_span_lines_until_the_next_definition() {
-    let g =
-        gbnf::parse("root ::= a\n  b # comment\n  | c\na ::= \"a\"\nb ::=\n  \"b\"\nc ::= \"c\"")
-            .expect("loads");
+    let g = gbnf::parse("root ::= a\n  b # comment\n  | c\na ::= \"a\"\nb ::=\n  \"b\"\nc ::= \"c\"").expect("loads");
     let text = g.to_string();
     assert!(text.contains("root ::= a b\nroot ::= c\n"), "{text}");
     assert!(text.contains("b ::= \"b\"\n"), "{text}");
@@ -382,10 +303,7 @@ fn gbnf_rules_span_lines_until_the_next_definition() {
 fn gbnf_counted_repetitions() {
     let g = gbnf::parse("root ::= \"a\"{2} \"b\"{1,} \"c\"{0,2} \"d\"{ 1 , 2 }\n").expect("loads");
     let text = g.to_string();
-    assert!(
-        text.contains("root ::= \"a\" \"a\" root__plus1 root__rep3 \"d\" root__rep4\n"),
-        "{text}"
-    );
+    assert!(text.contains("root ::= \"a\" \"a\" root__plus1 root__rep3 \"d\" root__rep4\n"), "{text}");
     assert!(text.contains("root__rep3 ::= root__rep2 \"c\"\n"), "{text}");
 }
 
@@ -394,9 +312,7 @@ fn gbnf_error_locations() {
     let e = gbnf::parse("root ::= item\nitem ::= \"a\" | missing-rule\n").unwrap_err();
     assert_eq!((e.line, e.column), (2, 16));
     assert!(e.message.contains("undefined rule `missing-rule`"));
-    let e = gbnf::parse("root ::= \"a\"\n")
-        .map(|_| ())
-        .and_then(|_| gbnf::parse("x ::= \"a\""));
+    let e = gbnf::parse("root ::= \"a\"\n").map(|_| ()).and_then(|_| gbnf::parse("x ::= \"a\""));
     assert!(e.unwrap_err().message.contains("no `root` rule"));
 }
 
@@ -417,10 +333,7 @@ fn all_test_grammars() -> Vec<PathBuf> {
             let p = e.path();
             if p.is_dir() {
                 stack.push(p);
-            } else if matches!(
-                p.extension().and_then(|e| e.to_str()),
-                Some("lark" | "gbnf")
-            ) {
+            } else if matches!(p.extension().and_then(|e| e.to_str()), Some("lark" | "gbnf")) {
                 v.push(p);
             }
         }
@@ -461,10 +374,8 @@ fn no_panic_on_truncated_grammars() {
 fn no_panic_on_odd_inputs() {
     let deep = format!("start: {}\"a\"{}\n", "(".repeat(5000), ")".repeat(5000));
     let deep_gbnf = format!("root ::= {}\"a\"{}\n", "(".repeat(5000), ")".repeat(5000));
-    let chain: String = (0..3000)
-        .map(|i| format!("T{i}: T{}\n", i + 1))
-        .collect::<String>()
-        + "T3000: \"a\"\nstart: T0\n";
+    let chain: String =
+        (0..3000).map(|i| format!("T{i}: T{}\n", i + 1)).collect::<String>() + "T3000: \"a\"\nstart: T0\n";
     let inputs = [
         "",
         "\n\n",
@@ -490,11 +401,7 @@ fn no_panic_on_odd_inputs() {
         "start: T{x}\n",
         "start: t{\"a\"}\nt{x}: x | t{t{x}}\n",
     ];
-    for s in inputs
-        .iter()
-        .copied()
-        .chain([deep.as_str(), deep_gbnf.as_str(), chain.as_str()])
-    {
+    for s in inputs.iter().copied().chain([deep.as_str(), deep_gbnf.as_str(), chain.as_str()]) {
         let _ = lark::parse(s).map_err(|e| e.to_string());
         let _ = gbnf::parse(s).map_err(|e| e.to_string());
     }

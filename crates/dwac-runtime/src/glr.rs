@@ -146,9 +146,7 @@ impl Closure {
     /// After [`run`](Self::run): does some node shift (or accept) `t`?
     pub(crate) fn can_shift(&self, lr: &LrTables, t: u32) -> bool {
         self.locals.iter().any(|l| {
-            lr.actions(l.state, t)
-                .iter()
-                .any(|&a| matches!(Action::unpack(a), Action::Shift(_) | Action::Accept))
+            lr.actions(l.state, t).iter().any(|&a| matches!(Action::unpack(a), Action::Shift(_) | Action::Accept))
         })
     }
 }

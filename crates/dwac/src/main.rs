@@ -85,11 +85,9 @@ fn load(src: &SourceArgs) -> Result<Loaded> {
     let grammar = match (&src.input, &src.regex) {
         (_, Some(re)) => regex_grammar(re),
         (Some(path), None) => {
-            let kind = SourceKind::from_path(path).with_context(|| {
-                format!("{}: unknown input kind (expected .lark or .gbnf)", path.display())
-            })?;
-            let text =
-                std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+            let kind = SourceKind::from_path(path)
+                .with_context(|| format!("{}: unknown input kind (expected .lark or .gbnf)", path.display()))?;
+            let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
             parse_source(kind, &text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?
         }
         (None, None) => bail!("give a grammar file or --regex PATTERN"),
@@ -139,7 +137,10 @@ fn check(args: CheckArgs) -> Result<u8> {
     let l = load(&args.source)?;
     let eos = l.engine.vocab().eos.first().copied();
     let bar = indicatif::ProgressBar::new(items.len() as u64);
-    bar.set_style(indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} {elapsed}").unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()));
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} {elapsed}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
     if args.json {
         bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
     }
@@ -301,4 +302,3 @@ fn main() -> ExitCode {
         }
     }
 }
-
