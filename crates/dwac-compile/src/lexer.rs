@@ -15,6 +15,13 @@ use regex_automata::util::syntax;
 
 use crate::CompileError;
 
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Main,
+    Also,
+    Except,
+}
+
 /// Upper bound on DFA states before minimization (a budget, not a limit of the design).
 pub const MAX_DFA_STATES: usize = 2_000_000;
 
@@ -31,24 +38,32 @@ fn compile_nfa(patterns: &[&str]) -> Result<NFA, Box<regex_automata::nfa::thomps
 pub fn build_lexer(terminals: &[Terminal], active: &[bool]) -> Result<LexerTables, CompileError> {
     let nt = terminals.len();
     let words = nt.div_ceil(64);
+    // Patterns: each active terminal's main regex, plus its `also` (must match too) and
+    // `except` (must not match) regexes as hidden patterns.
     let mut pats: Vec<&str> = Vec::new();
-    let mut pat_term: Vec<u32> = Vec::new();
+    let mut pat_role: Vec<(u32, Role)> = Vec::new();
     for (i, t) in terminals.iter().enumerate() {
         if active.get(i).copied().unwrap_or(true) {
             pats.push(&t.regex);
-            pat_term.push(i as u32);
+            pat_role.push((i as u32, Role::Main));
+            for a in &t.also {
+                pats.push(a);
+                pat_role.push((i as u32, Role::Also));
+            }
+            for e in &t.except {
+                pats.push(e);
+                pat_role.push((i as u32, Role::Except));
+            }
         }
     }
+    let pat_term: Vec<u32> = pat_role.iter().map(|r| r.0).collect();
     let nfa = match compile_nfa(&pats) {
         Ok(n) => n,
         Err(e) => {
             // Name the offending terminal.
             for (p, &t) in pats.iter().zip(&pat_term) {
                 if let Err(e) = compile_nfa(&[p]) {
-                    return Err(CompileError::Regex {
-                        terminal: terminals[t as usize].name.clone(),
-                        message: e.to_string(),
-                    });
+                    return Err(CompileError::Regex { terminal: terminals[t as usize].name.clone(), message: e.to_string() });
                 }
             }
             return Err(CompileError::Regex { terminal: "<all>".into(), message: e.to_string() });
@@ -76,7 +91,7 @@ pub fn build_lexer(terminals: &[Terminal], active: &[bool]) -> Result<LexerTable
                 }
                 State::Capture { next, .. } => stack.push(*next),
                 State::Fail => {}
-                State::Match { pattern_id } => acc.push(pat_term[pattern_id.as_usize()]),
+                State::Match { pattern_id } => acc.push(pattern_id.as_usize() as u32),
                 State::Look { .. } => {
                     return Err(CompileError::Regex {
                         terminal: String::from("?"),
@@ -89,16 +104,40 @@ pub fn build_lexer(terminals: &[Terminal], active: &[bool]) -> Result<LexerTable
         set.dedup();
         acc.sort_unstable();
         acc.dedup();
-        if let Some(best) = acc.iter().map(|&t| prio[t as usize]).max() {
-            acc.retain(|&t| prio[t as usize] == best);
-        }
         Ok(set)
+    };
+    // Matched patterns → accepted terminals: main matched, every `also` matched, no `except`
+    // matched; then only the highest priority survives.
+    let finalize = |raw: &[u32]| -> Vec<u32> {
+        let mut out: Vec<u32> = Vec::new();
+        let mut i = 0;
+        while i < pat_role.len() {
+            let t = pat_role[i].0;
+            let mut j = i;
+            let mut ok = true;
+            while j < pat_role.len() && pat_role[j].0 == t {
+                let hit = raw.binary_search(&(j as u32)).is_ok();
+                ok &= match pat_role[j].1 {
+                    Role::Main | Role::Also => hit,
+                    Role::Except => !hit,
+                };
+                j += 1;
+            }
+            if ok {
+                out.push(t);
+            }
+            i = j;
+        }
+        if let Some(best) = out.iter().map(|&t| prio[t as usize]).max() {
+            out.retain(|&t| prio[t as usize] == best);
+        }
+        out
     };
 
     let mut acc = Vec::new();
     let start_set =
         closure(&[nfa.start_anchored()], &mut acc).map_err(|e| name_look_error(e, terminals, &pat_term, &nfa))?;
-    if let Some(&t) = acc.first() {
+    if let Some(&t) = finalize(&acc).first() {
         return Err(CompileError::EmptyMatch { terminal: terminals[t as usize].name.clone() });
     }
     let mut sets: Vec<Vec<StateID>> = vec![start_set];
@@ -161,7 +200,7 @@ pub fn build_lexer(terminals: &[Terminal], active: &[bool]) -> Result<LexerTable
                 }
                 index.insert((set.clone(), acc.clone()), id);
                 sets.push(set);
-                accs.push(acc.clone());
+                accs.push(finalize(&acc));
                 queue.push_back(id);
                 id
             };

@@ -44,7 +44,7 @@ pub fn regex_grammar(pattern: &str) -> Grammar {
         priority: 0,
         ignored: false,
         munch: Munch::Own,
-        span: None,
+        span: None, also: Vec::new(), except: Vec::new(),
     });
     let s = g.add_nonterminal("start", None);
     g.add_rule(s, vec![Symbol::T(t)], None);

@@ -74,7 +74,7 @@ fn lexing_vectors_reproduce_exactly() {
                     name,
                     priority: 0,
                     munch: mode,
-                    span: None,
+                    span: None, also: Vec::new(), except: Vec::new(),
                 }
             })
             .collect();
@@ -103,7 +103,7 @@ fn start_state_has_no_incoming_edges_and_dfa_is_minimal_enough() {
             priority: 0,
             ignored: false,
             munch: Munch::Global,
-            span: None,
+            span: None, also: Vec::new(), except: Vec::new(),
         })
         .collect();
     let lex = build_lexer(&terms, &[true, true]).unwrap();
@@ -122,8 +122,34 @@ fn empty_matching_terminal_is_refused() {
         priority: 0,
         ignored: false,
         munch: Munch::Global,
-        span: None,
+        span: None, also: Vec::new(), except: Vec::new(),
     };
     let err = build_lexer(&[t], &[true]).unwrap_err();
     assert!(err.to_string().contains("empty string"), "{err}");
+}
+
+#[test]
+fn intersection_and_difference_terminals() {
+    let mut other = Terminal::new("OTHER", "[a-z]+");
+    other.except = vec!["name|age".into()];
+    let mut short = Terminal::new("SHORT", "[a-z]+");
+    short.also = vec![".{2,3}".into()];
+    let name = Terminal::new("NAME", "name");
+    let terms = vec![other, short, name];
+    let lex = build_lexer(&terms, &[true, true, true]).unwrap();
+    lex.validate().unwrap();
+    let accepted = |s: &str| {
+        let mut q = lex.start;
+        for &b in s.as_bytes() {
+            q = lex.step(q, b);
+            assert_ne!(q, DEAD, "{s}");
+        }
+        lex.accepts(q).iter().map(|&t| terms[t as usize].name.as_str()).collect::<Vec<_>>()
+    };
+    assert_eq!(accepted("name"), ["NAME"]);
+    assert_eq!(accepted("age"), ["SHORT"]);
+    assert_eq!(accepted("ag"), ["OTHER", "SHORT"]);
+    assert_eq!(accepted("a"), ["OTHER"]);
+    assert_eq!(accepted("names"), ["OTHER"]);
+    assert_eq!(accepted("nam"), ["OTHER", "SHORT"]);
 }

@@ -43,6 +43,28 @@ pub struct Terminal {
     pub ignored: bool,
     pub munch: Munch,
     pub span: Option<Span>,
+    /// The lexeme must also match each of these patterns (intersection), e.g. a JSON string
+    /// that satisfies a `pattern` and a length bound at once.
+    pub also: Vec<String>,
+    /// The lexeme must match none of these patterns (difference), e.g. a property name that is
+    /// not one of the named properties.
+    pub except: Vec<String>,
+}
+
+impl Terminal {
+    /// A plain terminal: priority 0, not ignored, global munch, no intersections.
+    pub fn new(name: impl Into<String>, regex: impl Into<String>) -> Terminal {
+        Terminal {
+            name: name.into(),
+            regex: regex.into(),
+            priority: 0,
+            ignored: false,
+            munch: Munch::Global,
+            span: None,
+            also: Vec::new(),
+            except: Vec::new(),
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -117,6 +139,12 @@ impl fmt::Display for Grammar {
             }
             if t.ignored {
                 write!(f, " ignored")?;
+            }
+            for a in &t.also {
+                write!(f, " &/{a}/")?;
+            }
+            for e in &t.except {
+                write!(f, " -/{e}/")?;
             }
             match t.munch {
                 Munch::Global => {}

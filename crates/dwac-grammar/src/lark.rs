@@ -1953,7 +1953,7 @@ impl<'s> Ctx<'s> {
             priority,
             ignored: false,
             munch: Munch::Global,
-            span: Some(def_span),
+            span: Some(def_span), also: Vec::new(), except: Vec::new(),
         });
         lw.named_terms.insert(name.to_string(), id);
         Ok(id)
@@ -2057,7 +2057,7 @@ impl<'s> Ctx<'s> {
                     priority: 0,
                     ignored: false,
                     munch: Munch::Global,
-                    span: Some(span),
+                    span: Some(span), also: Vec::new(), except: Vec::new(),
                 });
                 lw.anon_terms.insert(key, id);
                 lw.anon_by_regex.insert(lw.g.terminals[id as usize].regex.clone(), id);

@@ -3,7 +3,7 @@
 //! Shared with `dwac-lr`'s tests through `#[path]`.
 #![allow(dead_code)]
 
-use dwac_grammar::{Grammar, Munch, Symbol, Terminal};
+use dwac_grammar::{Grammar, Symbol, Terminal};
 use std::collections::{BTreeSet, HashMap};
 
 /// A terminal whose regex matches its name literally.
@@ -15,7 +15,7 @@ pub fn terminal(name: &str) -> Terminal {
         }
         regex.push(c);
     }
-    Terminal { name: name.to_string(), regex, priority: 0, ignored: false, munch: Munch::Global, span: None }
+    Terminal::new(name, regex)
 }
 
 /// Parse `"S -> a S b | ; A -> x"`: rules separated by `;` or newlines, alternatives by
