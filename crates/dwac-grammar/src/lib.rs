@@ -7,6 +7,7 @@ pub mod gbnf;
 pub mod ir;
 pub mod lark;
 pub mod normalize;
+pub mod schema;
 
 pub use diag::GrammarError;
 pub use ir::{Grammar, Munch, Nonterminal, Rule, Span, Symbol, Terminal};

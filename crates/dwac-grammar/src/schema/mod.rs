@@ -1,0 +1,4 @@
+//! JSON Schema → grammar IR.
+
+pub mod numbers;
+pub mod strings;

@@ -1,0 +1,1 @@
+//! Numeric constraints (bounds, multipleOf) compiled to regexes over JSON number lexemes.

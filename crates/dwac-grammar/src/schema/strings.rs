@@ -1,0 +1,1 @@
+//! String constraints (pattern, format, length, literals) compiled to regexes over JSON string lexemes.
