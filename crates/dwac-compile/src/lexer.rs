@@ -217,8 +217,8 @@ pub fn build_lexer(terminals: &[Terminal], active: &[bool]) -> Result<LexerTable
     let n = sets.len();
     drop(sets);
 
-    // Minimize (Moore refinement); q0 stays alone in its block.
-    let mut block: Vec<u32> = {
+    // Minimize (Hopcroft); q0 stays alone in its block.
+    let initial: Vec<u32> = {
         let mut ids: HashMap<(bool, &[u32]), u32> = HashMap::new();
         accs.iter()
             .enumerate()
@@ -228,25 +228,8 @@ pub fn build_lexer(terminals: &[Terminal], active: &[bool]) -> Result<LexerTable
             })
             .collect()
     };
-    let mut num_blocks = block.iter().max().map_or(0, |&m| m + 1);
-    loop {
-        let mut ids: HashMap<(u32, Vec<u32>), u32> = HashMap::new();
-        let mut nb = vec![0u32; n];
-        for q in 0..n {
-            let sig: Vec<u32> = trans[q * 256..q * 256 + 256]
-                .iter()
-                .map(|&t| if t == DEAD { DEAD } else { block[t as usize] })
-                .collect();
-            let next = ids.len() as u32;
-            nb[q] = *ids.entry((block[q], sig)).or_insert(next);
-        }
-        let count = ids.len() as u32;
-        block = nb;
-        if count == num_blocks {
-            break;
-        }
-        num_blocks = count;
-    }
+    let block = crate::minimize::minimize(n, &trans, &initial);
+    let num_blocks = block.iter().max().map_or(0, |&m| m + 1);
     // Renumber so that q0's block is 0 and the rest follow in first-seen (BFS) order.
     let mut order: Vec<u32> = vec![DEAD; num_blocks as usize];
     let mut reps: Vec<usize> = Vec::new();

@@ -3,6 +3,7 @@
 //! then the tables are handed to the runtime in memory — the same types.)
 
 pub mod lexer;
+mod minimize;
 pub mod pipeline;
 
 pub use lexer::build_lexer;

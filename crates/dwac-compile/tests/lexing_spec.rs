@@ -153,3 +153,78 @@ fn intersection_and_difference_terminals() {
     assert_eq!(accepted("names"), ["OTHER"]);
     assert_eq!(accepted("nam"), ["OTHER", "SHORT"]);
 }
+
+/// The minimized DFA agrees with the `regex` crate on every terminal, for random strings over
+/// a small alphabet, and no two of its states are equivalent.
+#[test]
+fn lexer_dfa_matches_regex_crate_and_is_minimal() {
+    let sets: &[&[&str]] = &[
+        &["a+", "ab", "(ab)*c", "[a-c]{2,4}"],
+        &["x(yx)*", "(xy)+", "y", "[xy]{3}"],
+        &["[0-9]+(\\.[0-9]+)?", "\\.\\.", "\\.", "-?[0-9]{1,3}"],
+        &["\"([^\"\\\\]|\\\\.){0,5}\"", "\"a\"", "\"[ab]*\""],
+    ];
+    let mut seed = 12345u64;
+    let mut rnd = || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for set in sets {
+        let terms: Vec<Terminal> = set.iter().enumerate().map(|(i, r)| Terminal::new(format!("T{i}"), *r)).collect();
+        let lex = build_lexer(&terms, &vec![true; terms.len()]).unwrap();
+        lex.validate().unwrap();
+        let res: Vec<regex::Regex> = set.iter().map(|r| regex::Regex::new(&format!("^(?:{r})$")).unwrap()).collect();
+        let alphabet: Vec<char> = set.join("").chars().filter(|c| c.is_ascii_alphanumeric() || "\".\\-".contains(*c)).collect();
+        for _ in 0..3000 {
+            let len = (rnd() % 8) as usize + 1;
+            let s: String = (0..len).map(|_| alphabet[(rnd() % alphabet.len() as u64) as usize]).collect();
+            let mut q = lex.start;
+            for &b in s.as_bytes() {
+                if q != DEAD {
+                    q = lex.step(q, b);
+                }
+            }
+            let got: Vec<u32> = if q == DEAD { vec![] } else { lex.accepts(q).to_vec() };
+            let want: Vec<u32> = (0..res.len() as u32).filter(|&i| res[i as usize].is_match(&s)).collect();
+            assert_eq!(got, want, "{set:?} on {s:?}");
+        }
+        // Minimality: distinguish every pair of states by a fixpoint over (acc, successors).
+        let n = lex.num_states as usize;
+        let mut diff = vec![vec![false; n]; n];
+        for p in 0..n {
+            for q in 0..n {
+                diff[p][q] = lex.accepts(p as u32) != lex.accepts(q as u32) || (p == 0) != (q == 0);
+            }
+        }
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for p in 0..n {
+                for q in 0..n {
+                    if diff[p][q] {
+                        continue;
+                    }
+                    let d = (0..=255u8).any(|b| {
+                        let (a, c) = (lex.step(p as u32, b), lex.step(q as u32, b));
+                        match (a == DEAD, c == DEAD) {
+                            (true, true) => false,
+                            (false, false) => diff[a as usize][c as usize],
+                            _ => true,
+                        }
+                    });
+                    if d {
+                        diff[p][q] = true;
+                        changed = true;
+                    }
+                }
+            }
+        }
+        for p in 0..n {
+            for q in p + 1..n {
+                assert!(diff[p][q], "{set:?}: states {p} and {q} are equivalent");
+            }
+        }
+    }
+}
