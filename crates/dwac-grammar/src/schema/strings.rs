@@ -61,6 +61,11 @@
 //!
 //! # Formats
 //!
+//! Format regexes accept raw characters and the short escapes, but `\uXXXX` only for characters
+//! that cannot appear raw (**stricter**: `"\u0032020-01-01"` is rejected): escaping a digit is
+//! never produced by JSON serializers, and accepting it multiplies automaton sizes (a date-time
+//! went from 138k to a few thousand lexer states).
+//!
 //! [`is_supported_format`] lists the enforced formats; [`string_regexes`] refuses any other format
 //! (the caller decides whether an unknown/unsupported format is an annotation). Exact (RFC ABNF and
 //! the JSON-Schema-Test-Suite expectations) unless noted:
@@ -352,6 +357,20 @@ fn hex_set(ranges: &[(u32, u32)], n: u32) -> String {
 
 /// A concatenation-safe regex matching every JSON encoding of every scalar value in `ranges`.
 fn enc_class(ranges: &[(u32, u32)]) -> String {
+    enc_class_mode(ranges, Encodings::All)
+}
+
+/// Which encodings of each character a regex accepts.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Encodings {
+    /// Raw, short escapes and `\uXXXX` (patterns, lengths, literals).
+    All,
+    /// Raw where allowed, short escapes, and `\uXXXX` only for characters that cannot be raw
+    /// (formats: an escaped digit in a date is never produced and multiplies automaton sizes).
+    Plain,
+}
+
+fn enc_class_mode(ranges: &[(u32, u32)], mode: Encodings) -> String {
     let mut alts: Vec<String> = Vec::new();
     // Raw characters.
     let raw = subtract(&subtract(&subtract(ranges, 0, 0x1F), 0x22, 0x22), 0x5C, 0x5C);
@@ -370,14 +389,17 @@ fn enc_class(ranges: &[(u32, u32)]) -> String {
         }
         alts.push(format!(r"\\{}", class_str(&lr)));
     }
-    // \uXXXX for BMP characters.
-    let bmp = subtract(&intersect(ranges, 0, 0xFFFF), 0xD800, 0xDFFF);
+    // \uXXXX for BMP characters (in `Plain` mode only for those that cannot appear raw).
+    let mut bmp = subtract(&intersect(ranges, 0, 0xFFFF), 0xD800, 0xDFFF);
+    if mode == Encodings::Plain {
+        bmp = intersect(&bmp, 0, 0x1F);
+    }
     if !bmp.is_empty() {
         alts.push(format!(r"\\u{}", hex_set(&bmp, 4)));
     }
     // Surrogate pairs for supplementary characters, grouped by identical low-surrogate sets.
     let astral = intersect(ranges, 0x10000, 0x10FFFF);
-    if !astral.is_empty() {
+    if !astral.is_empty() && mode == Encodings::All {
         let split = |c: u32| (0xD800 + ((c - 0x10000) >> 10), 0xDC00 + ((c - 0x10000) & 0x3FF));
         let mut per_hi: BTreeMap<u32, Ranges> = BTreeMap::new();
         for &(a, b) in &astral {
@@ -405,23 +427,27 @@ fn enc_class(ranges: &[(u32, u32)]) -> String {
 
 /// Encodes a look-free HIR over decoded values as a regex over encoded literal content (no quotes).
 fn enc_hir(h: &Hir, out: &mut String) -> Result<(), StringError> {
+    enc_hir_mode(h, out, Encodings::All)
+}
+
+fn enc_hir_mode(h: &Hir, out: &mut String, mode: Encodings) -> Result<(), StringError> {
     match h.kind() {
         HirKind::Empty => {}
         HirKind::Literal(lit) => {
             let s = std::str::from_utf8(&lit.0).map_err(|_| unsupported("non-UTF-8 literal in pattern"))?;
             for c in s.chars() {
-                out.push_str(&enc_class(&[(c as u32, c as u32)]));
+                out.push_str(&enc_class_mode(&[(c as u32, c as u32)], mode));
             }
         }
         HirKind::Class(Class::Unicode(cls)) => {
             let ranges: Ranges = cls.ranges().iter().map(|r| (r.start() as u32, r.end() as u32)).collect();
-            out.push_str(&enc_class(&ranges));
+            out.push_str(&enc_class_mode(&ranges, mode));
         }
         HirKind::Class(Class::Bytes(_)) => return Err(unsupported("byte-oriented class in pattern")),
         HirKind::Look(look) => return Err(unsupported(format!("assertion {look:?} in pattern"))),
         HirKind::Repetition(rep) => {
             out.push_str("(?:");
-            enc_hir(&rep.sub, out)?;
+            enc_hir_mode(&rep.sub, out, mode)?;
             out.push(')');
             match (rep.min, rep.max) {
                 (0, None) => out.push('*'),
@@ -438,10 +464,10 @@ fn enc_hir(h: &Hir, out: &mut String) -> Result<(), StringError> {
                 }
             }
         }
-        HirKind::Capture(cap) => enc_hir(&cap.sub, out)?,
+        HirKind::Capture(cap) => enc_hir_mode(&cap.sub, out, mode)?,
         HirKind::Concat(hs) => {
             for h in hs {
-                enc_hir(h, out)?;
+                enc_hir_mode(h, out, mode)?;
             }
         }
         HirKind::Alternation(hs) => {
@@ -450,7 +476,7 @@ fn enc_hir(h: &Hir, out: &mut String) -> Result<(), StringError> {
                 if i > 0 {
                     out.push('|');
                 }
-                enc_hir(h, out)?;
+                enc_hir_mode(h, out, mode)?;
             }
             out.push(')');
         }
@@ -993,7 +1019,7 @@ fn value_literal(value_regex: &str, what: &str) -> Result<String, StringError> {
         return Err(unsupported(format!("assertion in {what}")));
     }
     let mut s = String::from("\"");
-    enc_hir(&hir, &mut s)?;
+    enc_hir_mode(&hir, &mut s, Encodings::Plain)?;
     s.push('"');
     Ok(s)
 }
@@ -1013,7 +1039,8 @@ fn format_regexes(name: &str) -> Result<Vec<String>, StringError> {
         }
         "duration" => vec![duration_src()],
         "email" => vec![email_src()],
-        "hostname" => return Ok(vec![value_literal(&hostname_src(), &what)?, length_regex(1, Some(253))?]),
+        // The total-length regex only needs LDH characters and dots: the label regex allows no others.
+        "hostname" => return Ok(vec![value_literal(&hostname_src(), &what)?, "\"[-.0-9A-Za-z]{1,253}\"".to_string()]),
         "ipv4" => vec![ipv4_src()],
         "ipv6" => vec![ipv6_src()],
         "uuid" => vec![format!("{HEX}{{8}}-{HEX}{{4}}-{HEX}{{4}}-{HEX}{{4}}-{HEX}{{12}}")],
