@@ -7,7 +7,9 @@ mod minimize;
 pub mod pipeline;
 
 pub use lexer::build_lexer;
-pub use pipeline::{compile_engine, compile_grammar, parse_source, regex_grammar, CompileStats, Compiled, SourceKind};
+pub use pipeline::{
+    compile_engine, compile_grammar, parse_source, parse_source_with, regex_grammar, CompileStats, Compiled, SourceKind,
+};
 
 /// Why a grammar could not be compiled.
 #[derive(Debug, thiserror::Error)]
@@ -24,4 +26,8 @@ pub enum CompileError {
     Lr(String),
     #[error(transparent)]
     Tables(#[from] dwac_runtime::TableError),
+    #[error("{0}")]
+    Schema(#[from] dwac_grammar::schema::SchemaError),
+    #[error("not valid JSON: {0}")]
+    Json(String),
 }

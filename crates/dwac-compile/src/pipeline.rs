@@ -4,6 +4,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use dwac_grammar::normalize::{normalize, Normalized};
+use dwac_grammar::schema::{compile_schema, SchemaOptions};
 use dwac_grammar::{Grammar, Munch, Symbol, Terminal};
 use dwac_runtime::{Engine, GrammarTables, Vocabulary};
 
@@ -14,24 +15,42 @@ use crate::{build_lexer, CompileError};
 pub enum SourceKind {
     Lark,
     Gbnf,
+    /// A JSON Schema (`.json`).
+    JsonSchema,
 }
 
 impl SourceKind {
-    /// `.lark` or `.gbnf`; anything else is `None`.
+    /// `.lark`, `.gbnf` or `.json`; anything else is `None`.
     pub fn from_path(path: &Path) -> Option<SourceKind> {
         match path.extension()?.to_str()? {
             "lark" => Some(SourceKind::Lark),
             "gbnf" => Some(SourceKind::Gbnf),
+            "json" => Some(SourceKind::JsonSchema),
             _ => None,
         }
     }
 }
 
-/// Parse a grammar source of the given kind into the IR.
+/// Parse a grammar source of the given kind into the IR (JSON Schemas with default options).
 pub fn parse_source(kind: SourceKind, text: &str) -> Result<Grammar, CompileError> {
+    Ok(parse_source_with(kind, text, &SchemaOptions::default())?.0)
+}
+
+/// Parse a grammar source; for JSON Schemas with `opts`, also returning the schema compiler's
+/// warnings (dropped keywords in lenient mode, unenforced formats).
+pub fn parse_source_with(
+    kind: SourceKind,
+    text: &str,
+    opts: &SchemaOptions,
+) -> Result<(Grammar, Vec<String>), CompileError> {
     Ok(match kind {
-        SourceKind::Lark => dwac_grammar::lark::parse(text)?,
-        SourceKind::Gbnf => dwac_grammar::gbnf::parse(text)?,
+        SourceKind::Lark => (dwac_grammar::lark::parse(text)?, Vec::new()),
+        SourceKind::Gbnf => (dwac_grammar::gbnf::parse(text)?, Vec::new()),
+        SourceKind::JsonSchema => {
+            let value: serde_json::Value = serde_json::from_str(text).map_err(|e| CompileError::Json(e.to_string()))?;
+            let sg = compile_schema(&value, opts)?;
+            (sg.grammar, sg.warnings)
+        }
     })
 }
 

@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
-use dwac_compile::{compile_engine, parse_source, regex_grammar, CompileStats, SourceKind};
+use dwac_compile::{compile_engine, parse_source_with, regex_grammar, CompileStats, SourceKind};
+use dwac_grammar::schema::{Draft, SchemaOptions, Whitespace};
 use dwac_runtime::{CommitError, Engine, Matcher};
 use dwac_vocab::Tokenizer;
 use serde_json::json;
@@ -37,6 +38,16 @@ struct SourceArgs {
     /// HF `tokenizer.json`; default: the embedded GPT-2 tokenizer.
     #[arg(long)]
     tokenizer: Option<PathBuf>,
+    /// JSON Schema: drop keywords that cannot be honoured exactly (each one is listed as a
+    /// warning) instead of refusing the schema. The mask is then looser than the schema.
+    #[arg(long)]
+    lenient: bool,
+    /// JSON Schema: no whitespace between tokens (default: any RFC 8259 whitespace).
+    #[arg(long)]
+    compact: bool,
+    /// JSON Schema: the dialect when `$schema` names none (default 2020-12).
+    #[arg(long, value_parser = ["draft4", "draft6", "draft7", "2019-09", "2020-12"])]
+    draft: Option<String>,
 }
 
 #[derive(Args)]
@@ -85,10 +96,27 @@ fn load(src: &SourceArgs) -> Result<Loaded> {
     let grammar = match (&src.input, &src.regex) {
         (_, Some(re)) => regex_grammar(re),
         (Some(path), None) => {
-            let kind = SourceKind::from_path(path)
-                .with_context(|| format!("{}: unknown input kind (expected .lark or .gbnf)", path.display()))?;
+            let kind = SourceKind::from_path(path).with_context(|| {
+                format!("{}: unknown input kind (expected .lark, .gbnf or a .json schema)", path.display())
+            })?;
             let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-            parse_source(kind, &text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?
+            let opts = SchemaOptions {
+                whitespace: if src.compact { Whitespace::Compact } else { Whitespace::Flexible },
+                lenient: src.lenient,
+                default_draft: src.draft.as_deref().map(|d| match d {
+                    "draft4" => Draft::Draft4,
+                    "draft6" => Draft::Draft6,
+                    "draft7" => Draft::Draft7,
+                    "2019-09" => Draft::Draft2019,
+                    _ => Draft::Draft2020,
+                }),
+            };
+            let (g, warnings) =
+                parse_source_with(kind, &text, &opts).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+            for w in warnings {
+                eprintln!("warning: {}: {w}", path.display());
+            }
+            g
         }
         (None, None) => bail!("give a grammar file or --regex PATTERN"),
     };

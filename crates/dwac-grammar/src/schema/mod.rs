@@ -1,4 +1,137 @@
 //! JSON Schema → grammar IR.
+//!
+//! A schema compiles to the same IR as a Lark grammar: JSON punctuation, string and number
+//! terminals (regexes over the lexemes, built by [`strings`] and [`numbers`]), and one
+//! nonterminal per *conjunction* of subschemas (so `allOf`, `$ref` with siblings and
+//! `anyOf` distributed over sibling keywords are intersections, and recursive `$ref`s are
+//! recursive nonterminals). Everything downstream (lexer, LR tables, GLR commit, the
+//! reference mask) applies unchanged.
+//!
+//! Policies (part of the compiled grammar's identity):
+//! - Whitespace: flexible (RFC 8259: any `[ \t\n\r]*` between tokens, default) or compact.
+//! - Property order: fixed to definition order: a schema's `properties` in order, then
+//!   `required` names it does not list; keys the schema does not name (additional and
+//!   pattern properties) come after them. [`order_instance`] serializes instances the same way.
+//! - No nesting limit is needed: recursion is grammar recursion.
+//!
+//! Refusals are loud: a keyword we cannot honour exactly (`not`, `if`/`then`/`else`,
+//! `uniqueItems: true`, `contains`, `dependentSchemas`, `unevaluated*`, remote `$ref`, `oneOf`
+//! whose branches may overlap, …) is a [`SchemaError`] naming the keyword and its JSON pointer.
+//! With `lenient`, such keywords are dropped and each drop is listed in the warnings.
+//! Unknown formats are annotations (as the specification says) and produce a warning.
 
+mod build;
+mod doc;
+mod flat;
 pub mod numbers;
 pub mod strings;
+mod validate;
+
+use std::fmt;
+
+use serde_json::Value;
+
+use crate::ir::Grammar;
+
+pub use build::compile_schema;
+pub use validate::{order_instance, order_instance_with};
+
+/// The JSON Schema dialect, from `$schema` (2020-12 when absent or unknown).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Draft {
+    Draft4,
+    Draft6,
+    Draft7,
+    Draft2019,
+    Draft2020,
+}
+
+impl Draft {
+    /// The dialect named by `$schema`, or `default` when it names none we know.
+    pub fn detect_or(schema: &Value, default: Draft) -> Draft {
+        let s = schema.get("$schema").and_then(Value::as_str).unwrap_or("");
+        if s.contains("draft-04") || s.contains("draft-06") || s.contains("draft-07") || s.contains("2019-09") || s.contains("2020-12") {
+            Draft::detect(schema)
+        } else {
+            default
+        }
+    }
+
+    pub fn detect(schema: &Value) -> Draft {
+        let s = schema.get("$schema").and_then(Value::as_str).unwrap_or("");
+        if s.contains("draft-04") {
+            Draft::Draft4
+        } else if s.contains("draft-06") {
+            Draft::Draft6
+        } else if s.contains("draft-07") {
+            Draft::Draft7
+        } else if s.contains("2019-09") {
+            Draft::Draft2019
+        } else {
+            Draft::Draft2020
+        }
+    }
+
+    /// `$ref` replaces its sibling keywords (draft-07 and earlier).
+    pub fn ref_overrides_siblings(self) -> bool {
+        self <= Draft::Draft7
+    }
+
+    /// `items` as an array is a tuple (draft 2019-09 and earlier); 2020-12 has `prefixItems`.
+    pub fn items_array_is_tuple(self) -> bool {
+        self <= Draft::Draft2019
+    }
+}
+
+/// JSON whitespace between tokens.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Whitespace {
+    /// RFC 8259: `[ \t\n\r]*` between any two tokens.
+    #[default]
+    Flexible,
+    /// No whitespace at all.
+    Compact,
+}
+
+/// Compilation policies; part of the compiled grammar's identity.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct SchemaOptions {
+    pub whitespace: Whitespace,
+    /// Drop keywords we cannot honour (with a warning each) instead of refusing the schema.
+    pub lenient: bool,
+    /// The dialect when `$schema` names none (2020-12 if `None`).
+    pub default_draft: Option<Draft>,
+}
+
+/// A schema we refuse, naming the keyword and where it is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SchemaError {
+    pub keyword: String,
+    /// JSON pointer of the subschema holding the keyword (`""` is the root).
+    pub pointer: String,
+    pub message: String,
+}
+
+impl SchemaError {
+    pub fn new(keyword: impl Into<String>, pointer: &str, message: impl Into<String>) -> SchemaError {
+        SchemaError { keyword: keyword.into(), pointer: pointer.to_string(), message: message.into() }
+    }
+}
+
+impl fmt::Display for SchemaError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let at = if self.pointer.is_empty() { "#" } else { &self.pointer };
+        write!(f, "schema keyword `{}` at {}: {}", self.keyword, at, self.message)
+    }
+}
+
+impl std::error::Error for SchemaError {}
+
+/// A compiled schema.
+#[derive(Clone, Debug)]
+pub struct SchemaGrammar {
+    pub grammar: Grammar,
+    /// Dropped keywords (lenient mode) and ignored annotations worth knowing about.
+    pub warnings: Vec<String>,
+    pub draft: Draft,
+}

@@ -1,0 +1,550 @@
+//! Conjunctions of subschemas: flattening (`$ref`, `allOf`), refusal checks, and merging
+//! the keywords of every flat schema into one [`Shape`] (an intersection).
+
+use std::collections::{HashSet, VecDeque};
+
+use serde_json::{Map, Value};
+
+use super::doc::{ptr_token, Doc};
+use super::numbers::Decimal;
+use super::{Draft, SchemaError};
+
+/// A subschema in a conjunction: its JSON pointer, and whether only its own keywords count
+/// (its `$ref`, `allOf`, `anyOf` and `oneOf` are then ignored: they were expanded elsewhere).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct Part {
+    pub ptr: String,
+    pub own_only: bool,
+}
+
+impl Part {
+    pub fn full(ptr: impl Into<String>) -> Part {
+        Part { ptr: ptr.into(), own_only: false }
+    }
+}
+
+pub(crate) const T_NULL: u8 = 1;
+pub(crate) const T_BOOL: u8 = 2;
+pub(crate) const T_OBJ: u8 = 4;
+pub(crate) const T_ARR: u8 = 8;
+pub(crate) const T_STR: u8 = 16;
+pub(crate) const T_INT: u8 = 32;
+/// `number` includes `integer`.
+pub(crate) const T_NUM: u8 = 64 | T_INT;
+pub(crate) const T_ALL: u8 = 127;
+
+pub(crate) fn type_bits(name: &str) -> Option<u8> {
+    Some(match name {
+        "null" => T_NULL,
+        "boolean" => T_BOOL,
+        "object" => T_OBJ,
+        "array" => T_ARR,
+        "string" => T_STR,
+        "integer" => T_INT,
+        "number" => T_NUM,
+        _ => return None,
+    })
+}
+
+/// `type` as a bit set (`None` if absent or malformed).
+pub(crate) fn types_of(o: &Map<String, Value>) -> Option<u8> {
+    match o.get("type")? {
+        Value::String(s) => type_bits(s),
+        Value::Array(a) => Some(a.iter().filter_map(|t| t.as_str().and_then(type_bits)).fold(0, |x, y| x | y)),
+        _ => None,
+    }
+}
+
+/// `anyOf` / `oneOf` of one flat schema.
+#[derive(Clone, Debug)]
+pub(crate) struct Disj {
+    pub kind: &'static str,
+    pub ptr: String,
+    pub branches: Vec<Part>,
+}
+
+/// The flat schemas evaluated in place by the schema at `root` (itself, its `$ref` and `allOf`
+/// closure, and of each `anyOf`/`oneOf` the branch present in the conjunction): the schemas whose
+/// `properties`/`items` count as "evaluated" for `root`'s `unevaluated*` keywords.
+pub(crate) fn in_place<'a>(
+    doc: &Doc<'a>,
+    root: &str,
+    present: &HashSet<String>,
+) -> Result<Vec<FlatSchema<'a>>, SchemaError> {
+    let mut out = Vec::new();
+    let mut queue: VecDeque<String> = VecDeque::from([root.to_string()]);
+    let mut seen: HashSet<String> = HashSet::new();
+    while let Some(p) = queue.pop_front() {
+        if !seen.insert(p.clone()) {
+            continue;
+        }
+        let Some(Value::Object(o)) = doc.get(&p) else { continue };
+        if let Some(Value::String(r)) = o.get("$ref") {
+            queue.push_back(doc.resolve_ref(&p, r)?);
+        }
+        if let Some(Value::Array(a)) = o.get("allOf") {
+            queue.extend((0..a.len()).map(|i| format!("{p}/allOf/{i}")));
+        }
+        for kind in ["anyOf", "oneOf"] {
+            if let Some(Value::Array(a)) = o.get(kind) {
+                queue.extend((0..a.len()).map(|i| format!("{p}/{kind}/{i}")).filter(|b| present.contains(b)));
+            }
+        }
+        out.push((p, o));
+    }
+    Ok(out)
+}
+
+/// `unevaluatedProperties` of one flat schema, with what its in-place subschemas evaluate.
+#[derive(Clone, Debug)]
+pub(crate) struct Unevaluated {
+    pub part: Part,
+    pub names: Vec<String>,
+    pub patterns: Vec<String>,
+    /// Every key (or position) is evaluated (an `additionalProperties`/`items` in place).
+    pub all: bool,
+    /// `unevaluatedItems`: positions below this are evaluated.
+    pub prefix: usize,
+    /// `unevaluatedItems`: an in-place `contains` evaluates the items it matches.
+    pub by_contains: bool,
+}
+
+/// A flat schema: its JSON pointer and keywords.
+pub(crate) type FlatSchema<'a> = (String, &'a Map<String, Value>);
+
+/// A conjunction with `$ref` and `allOf` expanded.
+#[derive(Debug)]
+pub(crate) struct Flat<'a> {
+    /// Every flat schema (pointer, keywords), in definition order.
+    pub schemas: Vec<FlatSchema<'a>>,
+    /// The same schemas as own-only parts: the conjunction minus its disjunctions.
+    pub own: Vec<Part>,
+    pub is_false: bool,
+    pub disjunctions: Vec<Disj>,
+}
+
+/// Expand `$ref` and `allOf`.
+pub(crate) fn flatten<'a>(doc: &Doc<'a>, parts: &[Part]) -> Result<Flat<'a>, SchemaError> {
+    let mut flat = Flat { schemas: Vec::new(), own: Vec::new(), is_false: false, disjunctions: Vec::new() };
+    let mut queue: VecDeque<Part> = parts.iter().cloned().collect();
+    let mut seen: HashSet<Part> = HashSet::new();
+    while let Some(p) = queue.pop_front() {
+        if !seen.insert(p.clone()) {
+            continue;
+        }
+        match doc.get(&p.ptr) {
+            None => return Err(SchemaError::new("$ref", &p.ptr, "points to nothing")),
+            Some(Value::Bool(true)) => {}
+            Some(Value::Bool(false)) => flat.is_false = true,
+            Some(Value::Object(o)) => {
+                if !p.own_only {
+                    if let Some(r) = o.get("$ref") {
+                        let Some(r) = r.as_str() else {
+                            return Err(SchemaError::new("$ref", &p.ptr, "must be a string"));
+                        };
+                        queue.push_back(Part::full(doc.resolve_ref(&p.ptr, r)?));
+                        if doc.draft.ref_overrides_siblings() {
+                            continue;
+                        }
+                    }
+                    if let Some(a) = o.get("allOf") {
+                        let Value::Array(a) = a else {
+                            return Err(SchemaError::new("allOf", &p.ptr, "must be an array"));
+                        };
+                        for i in 0..a.len() {
+                            queue.push_back(Part::full(format!("{}/allOf/{i}", p.ptr)));
+                        }
+                    }
+                    for kind in ["anyOf", "oneOf"] {
+                        if let Some(a) = o.get(kind) {
+                            let Value::Array(a) = a else {
+                                return Err(SchemaError::new(kind, &p.ptr, "must be an array"));
+                            };
+                            let branches = (0..a.len()).map(|i| Part::full(format!("{}/{kind}/{i}", p.ptr))).collect();
+                            flat.disjunctions.push(Disj { kind, ptr: p.ptr.clone(), branches });
+                        }
+                    }
+                } else if doc.draft.ref_overrides_siblings() && o.contains_key("$ref") {
+                    continue;
+                }
+                flat.schemas.push((p.ptr.clone(), o));
+                flat.own.push(Part { ptr: p.ptr.clone(), own_only: true });
+            }
+            Some(_) => return Err(SchemaError::new("schema", &p.ptr, "a schema must be an object or a boolean")),
+        }
+    }
+    flat.own.sort();
+    flat.own.dedup();
+    Ok(flat)
+}
+
+/// How the positions after the tuple part of an array are constrained.
+#[derive(Clone, Debug)]
+pub(crate) enum Rest {
+    Any,
+    Nothing,
+    Schema(Part),
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct ArrSpec {
+    pub prefix: Vec<Part>,
+    pub rest: Rest,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct ObjSpec {
+    pub ptr: String,
+    pub props: Vec<String>,
+    /// (ECMA pattern, value schema).
+    pub patterns: Vec<(String, Part)>,
+    /// `None`: additional properties are unconstrained.
+    pub additional: Option<Part>,
+}
+
+/// The intersection of the keywords of a flat conjunction.
+#[derive(Clone, Debug)]
+pub(crate) struct Shape {
+    pub ptr: String,
+    pub types: u8,
+    pub enums: Option<Vec<Value>>,
+    pub str_min: u64,
+    pub str_max: Option<u64>,
+    pub patterns: Vec<(String, String)>,
+    pub formats: Vec<(String, String)>,
+    pub num_min: Option<(Decimal, bool)>,
+    pub num_max: Option<(Decimal, bool)>,
+    pub multiples: Vec<(Decimal, String)>,
+    pub objs: Vec<ObjSpec>,
+    pub required: Vec<String>,
+    pub min_props: u64,
+    pub max_props: Option<u64>,
+    pub prop_names: Vec<Part>,
+    pub arrs: Vec<ArrSpec>,
+    pub min_items: u64,
+    pub max_items: Option<u64>,
+    pub uneval_props: Vec<Unevaluated>,
+    pub uneval_items: Vec<Unevaluated>,
+    /// `contains` subschemas with their `minContains` (default 1).
+    pub contains: Vec<(Part, u64)>,
+}
+
+/// JSON equality as JSON Schema defines it (numbers by value).
+pub(crate) fn json_eq(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => Decimal::from_json(x) == Decimal::from_json(y),
+        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(p, q)| json_eq(p, q)),
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+fn as_u64(v: &Value, kw: &str, ptr: &str) -> Result<u64, SchemaError> {
+    match v {
+        Value::Number(n) => {
+            if let Some(u) = n.as_u64() {
+                return Ok(u);
+            }
+            let d = Decimal::from_json(n);
+            if d.is_integer() && n.as_f64().is_some_and(|f| (0.0..1.8e19).contains(&f)) {
+                return Ok(n.as_f64().unwrap_or(0.0) as u64);
+            }
+            Err(SchemaError::new(kw, ptr, "must be a non-negative integer"))
+        }
+        _ => Err(SchemaError::new(kw, ptr, "must be a non-negative integer")),
+    }
+}
+
+fn as_decimal(v: &Value, kw: &str, ptr: &str) -> Result<Decimal, SchemaError> {
+    match v {
+        Value::Number(n) => Ok(Decimal::from_json(n)),
+        _ => Err(SchemaError::new(kw, ptr, "must be a number")),
+    }
+}
+
+/// Keywords we cannot honour exactly. `Some(reason)` if `o[kw]` must be refused.
+pub(crate) fn refusal(kw: &str, v: &Value, o: &Map<String, Value>, draft: Draft) -> Option<&'static str> {
+    match kw {
+        "not" => match v {
+            Value::Bool(_) => None,
+            Value::Object(n) if n.keys().all(|k| is_annotation(k)) => None,
+            Value::Object(n) if n.keys().all(|k| k == "type" || is_annotation(k)) && types_of(n).is_some() => None,
+            _ => Some("`not` (negation) cannot be compiled to a grammar exactly"),
+        },
+        "if" => Some("`if`/`then`/`else` cannot be compiled to a grammar exactly"),
+        "maxContains" if o.contains_key("contains") => {
+            Some("`maxContains` (an upper bound on matching items) cannot be compiled to a grammar exactly")
+        }
+        "uniqueItems" => {
+            let trivial = o.get("maxItems").and_then(Value::as_u64).is_some_and(|m| m <= 1);
+            (v == &Value::Bool(true) && !trivial).then_some("`uniqueItems: true` cannot be compiled to a grammar exactly")
+        }
+        "dependentSchemas" | "dependencies" | "dependentRequired" => {
+            let empty = v.as_object().is_some_and(|m| m.is_empty());
+            (!empty).then_some("dependencies between properties cannot be compiled to a grammar exactly")
+        }
+        "$dynamicRef" | "$recursiveRef" => Some("dynamic references are not supported"),
+        // Validation keywords up to draft-07 (annotations from 2019-09 on).
+        "contentMediaType" | "contentEncoding" if draft <= Draft::Draft7 => {
+            Some("content assertions (`contentMediaType`, `contentEncoding`) cannot be compiled to a grammar exactly")
+        }
+        _ => None,
+    }
+}
+
+/// Annotation and structural keywords that never constrain a value by themselves.
+pub(crate) fn is_annotation(k: &str) -> bool {
+    matches!(
+        k,
+        "title"
+            | "description"
+            | "default"
+            | "examples"
+            | "$comment"
+            | "deprecated"
+            | "readOnly"
+            | "writeOnly"
+            | "$schema"
+            | "$id"
+            | "id"
+            | "$anchor"
+            | "$dynamicAnchor"
+            | "$recursiveAnchor"
+            | "$defs"
+            | "definitions"
+            | "$vocabulary"
+            | "contentEncoding"
+            | "contentMediaType"
+            | "contentSchema"
+            | "then"
+            | "else"
+    )
+}
+
+/// Merge the keywords of every flat schema (an intersection). `drop` says whether a
+/// refused keyword is to be dropped (lenient) — refusals are checked by the caller.
+pub(crate) fn merge(doc: &Doc, flat: &Flat) -> Result<Shape, SchemaError> {
+    let draft = doc.draft;
+    let mut s = Shape {
+        ptr: flat.schemas.first().map(|x| x.0.clone()).unwrap_or_default(),
+        types: T_ALL,
+        enums: None,
+        str_min: 0,
+        str_max: None,
+        patterns: Vec::new(),
+        formats: Vec::new(),
+        num_min: None,
+        num_max: None,
+        multiples: Vec::new(),
+        objs: Vec::new(),
+        required: Vec::new(),
+        min_props: 0,
+        max_props: None,
+        prop_names: Vec::new(),
+        arrs: Vec::new(),
+        min_items: 0,
+        max_items: None,
+        uneval_props: Vec::new(),
+        uneval_items: Vec::new(),
+        contains: Vec::new(),
+    };
+    let present: HashSet<String> = flat.schemas.iter().map(|x| x.0.clone()).collect();
+    let tighten_min = |cur: &mut Option<(Decimal, bool)>, new: (Decimal, bool)| match cur {
+        Some(c) if c.0 > new.0 || (c.0 == new.0 && c.1) => {}
+        _ => *cur = Some(new),
+    };
+    let tighten_max = |cur: &mut Option<(Decimal, bool)>, new: (Decimal, bool)| match cur {
+        Some(c) if c.0 < new.0 || (c.0 == new.0 && c.1) => {}
+        _ => *cur = Some(new),
+    };
+    for (ptr, o) in &flat.schemas {
+        let ptr = ptr.as_str();
+        if let Some(t) = types_of(o) {
+            s.types &= t;
+        }
+        match o.get("not") {
+            Some(Value::Bool(true)) => s.types = 0,
+            Some(Value::Object(n)) if n.keys().all(|k| is_annotation(k)) => s.types = 0,
+            Some(Value::Object(n)) => {
+                // Only `not: {type: …}` passes the refusal check.
+                if let Some(t) = types_of(n) {
+                    s.types &= !t;
+                }
+            }
+            _ => {}
+        }
+        let mut lists: Vec<Vec<Value>> = Vec::new();
+        if let Some(e) = o.get("enum") {
+            match e {
+                Value::Array(a) => lists.push(a.clone()),
+                _ => return Err(SchemaError::new("enum", ptr, "must be an array")),
+            }
+        }
+        if let Some(c) = o.get("const") {
+            lists.push(vec![c.clone()]);
+        }
+        for l in lists {
+            s.enums = Some(match s.enums.take() {
+                None => l,
+                Some(cur) => cur.into_iter().filter(|v| l.iter().any(|w| json_eq(v, w))).collect(),
+            });
+        }
+        // Strings.
+        if let Some(v) = o.get("minLength") {
+            s.str_min = s.str_min.max(as_u64(v, "minLength", ptr)?);
+        }
+        if let Some(v) = o.get("maxLength") {
+            let m = as_u64(v, "maxLength", ptr)?;
+            s.str_max = Some(s.str_max.map_or(m, |x| x.min(m)));
+        }
+        if let Some(v) = o.get("pattern") {
+            let Some(p) = v.as_str() else { return Err(SchemaError::new("pattern", ptr, "must be a string")) };
+            s.patterns.push((p.to_string(), ptr.to_string()));
+        }
+        if let Some(v) = o.get("format") {
+            if let Some(f) = v.as_str() {
+                s.formats.push((f.to_string(), ptr.to_string()));
+            }
+        }
+        // Numbers.
+        let excl_bool = draft == Draft::Draft4;
+        if let Some(v) = o.get("minimum") {
+            let ex = excl_bool && o.get("exclusiveMinimum") == Some(&Value::Bool(true));
+            tighten_min(&mut s.num_min, (as_decimal(v, "minimum", ptr)?, ex));
+        }
+        if let Some(v) = o.get("maximum") {
+            let ex = excl_bool && o.get("exclusiveMaximum") == Some(&Value::Bool(true));
+            tighten_max(&mut s.num_max, (as_decimal(v, "maximum", ptr)?, ex));
+        }
+        if let Some(v @ Value::Number(_)) = o.get("exclusiveMinimum") {
+            tighten_min(&mut s.num_min, (as_decimal(v, "exclusiveMinimum", ptr)?, true));
+        }
+        if let Some(v @ Value::Number(_)) = o.get("exclusiveMaximum") {
+            tighten_max(&mut s.num_max, (as_decimal(v, "exclusiveMaximum", ptr)?, true));
+        }
+        if let Some(v) = o.get("multipleOf") {
+            s.multiples.push((as_decimal(v, "multipleOf", ptr)?, ptr.to_string()));
+        }
+        // Objects.
+        let props: Vec<String> = match o.get("properties") {
+            Some(Value::Object(m)) => m.keys().cloned().collect(),
+            Some(_) => return Err(SchemaError::new("properties", ptr, "must be an object")),
+            None => Vec::new(),
+        };
+        let patterns: Vec<(String, Part)> = match o.get("patternProperties") {
+            Some(Value::Object(m)) => m
+                .keys()
+                .map(|k| (k.clone(), Part::full(format!("{ptr}/patternProperties/{}", ptr_token(k)))))
+                .collect(),
+            Some(_) => return Err(SchemaError::new("patternProperties", ptr, "must be an object")),
+            None => Vec::new(),
+        };
+        let additional = o.get("additionalProperties").map(|_| Part::full(format!("{ptr}/additionalProperties")));
+        if !props.is_empty() || !patterns.is_empty() || additional.is_some() {
+            s.objs.push(ObjSpec { ptr: ptr.to_string(), props, patterns, additional });
+        }
+        if let Some(r) = o.get("required") {
+            let Value::Array(r) = r else { return Err(SchemaError::new("required", ptr, "must be an array")) };
+            for k in r {
+                let Some(k) = k.as_str() else { return Err(SchemaError::new("required", ptr, "must list strings")) };
+                if !s.required.iter().any(|x| x == k) {
+                    s.required.push(k.to_string());
+                }
+            }
+        }
+        if let Some(v) = o.get("minProperties") {
+            s.min_props = s.min_props.max(as_u64(v, "minProperties", ptr)?);
+        }
+        if let Some(v) = o.get("maxProperties") {
+            let m = as_u64(v, "maxProperties", ptr)?;
+            s.max_props = Some(s.max_props.map_or(m, |x| x.min(m)));
+        }
+        if o.contains_key("propertyNames") {
+            s.prop_names.push(Part::full(format!("{ptr}/propertyNames")));
+        }
+        // Arrays.
+        let (prefix_kw, prefix_len) = if draft.items_array_is_tuple() {
+            ("items", o.get("items").and_then(Value::as_array).map(Vec::len))
+        } else {
+            ("prefixItems", o.get("prefixItems").and_then(Value::as_array).map(Vec::len))
+        };
+        let prefix: Vec<Part> =
+            (0..prefix_len.unwrap_or(0)).map(|i| Part::full(format!("{ptr}/{prefix_kw}/{i}"))).collect();
+        let rest_kw = if draft.items_array_is_tuple() && prefix_len.is_some() { "additionalItems" } else { "items" };
+        let rest = match o.get(rest_kw) {
+            None => Rest::Any,
+            Some(Value::Bool(false)) => Rest::Nothing,
+            Some(Value::Bool(true)) => Rest::Any,
+            Some(Value::Object(_)) => Rest::Schema(Part::full(format!("{ptr}/{rest_kw}"))),
+            Some(_) => return Err(SchemaError::new(rest_kw, ptr, "must be a schema")),
+        };
+        if !prefix.is_empty() || !matches!(rest, Rest::Any) {
+            s.arrs.push(ArrSpec { prefix, rest });
+        }
+        if let Some(v) = o.get("minItems") {
+            s.min_items = s.min_items.max(as_u64(v, "minItems", ptr)?);
+        }
+        if o.contains_key("contains") {
+            let m = match o.get("minContains") {
+                Some(v) => as_u64(v, "minContains", ptr)?,
+                None => 1,
+            };
+            s.contains.push((Part::full(format!("{ptr}/contains")), m));
+        }
+        for kw in ["unevaluatedProperties", "unevaluatedItems"] {
+            if !o.contains_key(kw) || o.get(kw) == Some(&Value::Bool(true)) {
+                continue;
+            }
+            let mut u = Unevaluated {
+                part: Part::full(format!("{ptr}/{kw}")),
+                names: Vec::new(),
+                patterns: Vec::new(),
+                all: false,
+                prefix: 0,
+                by_contains: false,
+            };
+            for (dp, d) in in_place(doc, ptr, &present)? {
+                if kw == "unevaluatedProperties" {
+                    if let Some(Value::Object(m)) = d.get("properties") {
+                        u.names.extend(m.keys().cloned());
+                    }
+                    if let Some(Value::Object(m)) = d.get("patternProperties") {
+                        u.patterns.extend(m.keys().cloned());
+                    }
+                    u.all |= d.contains_key("additionalProperties") || (dp != ptr && d.contains_key(kw));
+                } else {
+                    let tuple_kw = if draft.items_array_is_tuple() { "items" } else { "prefixItems" };
+                    if let Some(Value::Array(a)) = d.get(tuple_kw) {
+                        u.prefix = u.prefix.max(a.len());
+                    }
+                    let rest_kw = if draft.items_array_is_tuple() { "additionalItems" } else { "items" };
+                    let rest_all = match d.get(rest_kw) {
+                        Some(_) if draft.items_array_is_tuple() => d.get("items").is_some_and(Value::is_array),
+                        Some(_) => true,
+                        None => false,
+                    };
+                    let items_schema = draft.items_array_is_tuple() && d.get("items").is_some_and(|i| !i.is_array());
+                    u.all |= rest_all || items_schema || (dp != ptr && d.contains_key(kw));
+                    u.by_contains |= d.contains_key("contains");
+                }
+            }
+            if !u.all {
+                if kw == "unevaluatedProperties" {
+                    s.uneval_props.push(u);
+                } else {
+                    s.uneval_items.push(u);
+                }
+            }
+        }
+        if let Some(v) = o.get("maxItems") {
+            let m = as_u64(v, "maxItems", ptr)?;
+            s.max_items = Some(s.max_items.map_or(m, |x| x.min(m)));
+        }
+    }
+    if s.types & 64 != 0 && s.types & T_INT == 0 {
+        return Err(SchemaError::new("not", &s.ptr, "numbers that are not integers cannot be expressed exactly"));
+    }
+    Ok(s)
+}

@@ -1,0 +1,577 @@
+//! A small JSON Schema validator over the same document index and flattening as the
+//! compiler. Used to filter `enum`/`const` values by their sibling keywords, to prove `oneOf`
+//! branches disjoint, and to serialize instances in the grammar's key order.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use serde_json::{Map, Value};
+
+use super::doc::{ptr_token, Doc};
+use super::flat::*;
+use super::numbers::Decimal;
+use super::strings;
+use super::{Draft, SchemaError};
+
+thread_local! {
+    static PATTERNS: RefCell<HashMap<String, Option<regex::Regex>>> = RefCell::new(HashMap::new());
+}
+
+fn compiled(re: &str) -> Option<regex::Regex> {
+    PATTERNS.with(|m| {
+        m.borrow_mut()
+            .entry(re.to_string())
+            .or_insert_with(|| regex::RegexBuilder::new(&format!("^(?:{re})$")).size_limit(1 << 26).build().ok())
+            .clone()
+    })
+}
+
+fn literal_of(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_default()
+}
+
+/// Does the string `s` match the ECMA `pattern` (unanchored), as the compiled terminals do?
+pub(crate) fn matches_pattern(pattern: &str, s: &str) -> Result<bool, SchemaError> {
+    let re = strings::pattern_regex(pattern).map_err(|e| SchemaError::new("pattern", "", e.to_string()))?;
+    match compiled(&re) {
+        Some(r) => Ok(r.is_match(&literal_of(s))),
+        None => Err(SchemaError::new("pattern", "", format!("pattern `{pattern}` is too large"))),
+    }
+}
+
+fn matches_format(format: &str, s: &str) -> Result<bool, SchemaError> {
+    if !strings::is_supported_format(format) {
+        return Ok(true);
+    }
+    let c = strings::StringConstraints { format: Some(format.to_string()), ..Default::default() };
+    let res = strings::string_regexes(&c).map_err(|e| SchemaError::new("format", "", e.to_string()))?;
+    let lit = literal_of(s);
+    for re in res {
+        match compiled(&re) {
+            Some(r) if r.is_match(&lit) => {}
+            Some(_) => return Ok(false),
+            None => return Err(SchemaError::new("format", "", "format regex too large")),
+        }
+    }
+    Ok(true)
+}
+
+/// The parts constraining the value of key `name` under the object specs `objs`.
+pub(crate) fn key_parts(_doc: &Doc, objs: &[ObjSpec], name: &str) -> Result<Vec<Part>, SchemaError> {
+    let mut parts = Vec::new();
+    for spec in objs {
+        let mut matched = false;
+        if spec.props.iter().any(|p| p == name) {
+            parts.push(Part::full(format!("{}/properties/{}", spec.ptr, ptr_token(name))));
+            matched = true;
+        }
+        for (p, part) in &spec.patterns {
+            if matches_pattern(p, name)? {
+                parts.push(part.clone());
+                matched = true;
+            }
+        }
+        if !matched {
+            if let Some(a) = &spec.additional {
+                parts.push(a.clone());
+            }
+        }
+    }
+    Ok(parts)
+}
+
+/// Split a JSON number's text into (negative, digits without leading zeros, exponent of ten).
+fn split_number(s: &str) -> Option<(bool, Vec<u8>, i64)> {
+    let (neg, s) = match s.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, s),
+    };
+    let (mant, exp) = match s.find(['e', 'E']) {
+        Some(i) => (&s[..i], s[i + 1..].parse::<i64>().ok()?),
+        None => (s, 0),
+    };
+    let (int, frac) = mant.split_once('.').unwrap_or((mant, ""));
+    let mut digits: Vec<u8> = int.bytes().chain(frac.bytes()).map(|b| b.wrapping_sub(b'0')).collect();
+    if digits.iter().any(|&d| d > 9) {
+        return None;
+    }
+    let first = digits.iter().position(|&d| d != 0).unwrap_or(digits.len());
+    digits.drain(..first);
+    Some((neg, digits, exp - frac.len() as i64))
+}
+
+/// Is the number `v` an exact multiple of `m`? `None` if too large to decide here.
+fn is_multiple(v: &serde_json::Number, m: &serde_json::Number) -> Option<bool> {
+    let (_, a, ea) = split_number(&v.to_string())?;
+    let (_, b, eb) = split_number(&m.to_string())?;
+    if b.is_empty() {
+        return None;
+    }
+    if a.is_empty() {
+        return Some(true);
+    }
+    let e = ea.min(eb);
+    let b_scaled: Vec<u8> = b.iter().copied().chain(std::iter::repeat_n(0, (eb - e) as usize)).collect();
+    if b_scaled.len() > 36 {
+        return None;
+    }
+    let bm: u128 = b_scaled.iter().fold(0u128, |x, &d| x * 10 + d as u128);
+    let zeros = (ea - e) as usize;
+    if zeros > 100_000 {
+        return None;
+    }
+    let mut r: u128 = 0;
+    for d in a.iter().copied().chain(std::iter::repeat_n(0, zeros)) {
+        r = (r * 10 + d as u128) % bm;
+    }
+    Some(r == 0)
+}
+
+fn is_integer_value(n: &serde_json::Number, draft: Draft) -> bool {
+    if draft == Draft::Draft4 {
+        n.is_i64() || n.is_u64()
+    } else {
+        Decimal::from_json(n).is_integer()
+    }
+}
+
+fn type_matches(v: &Value, t: &str, draft: Draft) -> bool {
+    match (t, v) {
+        ("null", Value::Null) | ("boolean", Value::Bool(_)) | ("object", Value::Object(_)) => true,
+        ("array", Value::Array(_)) | ("string", Value::String(_)) | ("number", Value::Number(_)) => true,
+        ("integer", Value::Number(n)) => is_integer_value(n, draft),
+        _ => false,
+    }
+}
+
+fn undecidable(kw: &str, ptr: &str) -> SchemaError {
+    SchemaError::new(kw, ptr, "cannot be evaluated exactly on a constant value")
+}
+
+/// Does `v` satisfy the conjunction `parts`?
+pub(crate) fn validate(doc: &Doc, v: &Value, parts: &[Part]) -> Result<bool, SchemaError> {
+    let flat = flatten(doc, parts)?;
+    if flat.is_false {
+        return Ok(false);
+    }
+    for d in &flat.disjunctions {
+        let mut n = 0;
+        for b in &d.branches {
+            if validate(doc, v, std::slice::from_ref(b))? {
+                n += 1;
+                if d.kind == "anyOf" {
+                    break;
+                }
+            }
+        }
+        if n == 0 || (d.kind == "oneOf" && n != 1) {
+            return Ok(false);
+        }
+    }
+    for (ptr, o) in &flat.schemas {
+        if !validate_keywords(doc, v, ptr, o)? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+fn sub(ptr: &str, kw: &str) -> Vec<Part> {
+    vec![Part::full(format!("{ptr}/{kw}"))]
+}
+
+fn validate_keywords(doc: &Doc, v: &Value, ptr: &str, o: &Map<String, Value>) -> Result<bool, SchemaError> {
+    let draft = doc.draft;
+    if let Some(t) = o.get("type") {
+        let ok = match t {
+            Value::String(t) => type_matches(v, t, draft),
+            Value::Array(a) => a.iter().any(|t| t.as_str().is_some_and(|t| type_matches(v, t, draft))),
+            _ => true,
+        };
+        if !ok {
+            return Ok(false);
+        }
+    }
+    if let Some(Value::Array(e)) = o.get("enum") {
+        if !e.iter().any(|x| json_eq(x, v)) {
+            return Ok(false);
+        }
+    }
+    if let Some(c) = o.get("const") {
+        if !json_eq(c, v) {
+            return Ok(false);
+        }
+    }
+    if let Some(n) = o.get("not") {
+        let _ = n;
+        if validate(doc, v, &sub(ptr, "not"))? {
+            return Ok(false);
+        }
+    }
+    for kw in ["unevaluatedProperties", "unevaluatedItems"] {
+        if o.contains_key(kw) && o.get(kw) != Some(&Value::Bool(true)) {
+            return Err(undecidable(kw, ptr));
+        }
+    }
+    if o.contains_key("if") {
+        let branch = if validate(doc, v, &sub(ptr, "if"))? { "then" } else { "else" };
+        if o.contains_key(branch) && !validate(doc, v, &sub(ptr, branch))? {
+            return Ok(false);
+        }
+    }
+    match v {
+        Value::String(s) => {
+            let len = s.chars().count() as u64;
+            if o.get("minLength").and_then(Value::as_u64).is_some_and(|m| len < m)
+                || o.get("maxLength").and_then(Value::as_u64).is_some_and(|m| len > m)
+            {
+                return Ok(false);
+            }
+            if let Some(Value::String(p)) = o.get("pattern") {
+                if !matches_pattern(p, s)? {
+                    return Ok(false);
+                }
+            }
+            if let Some(Value::String(f)) = o.get("format") {
+                if !matches_format(f, s)? {
+                    return Ok(false);
+                }
+            }
+        }
+        Value::Number(n) => {
+            let x = Decimal::from_json(n);
+            let num = |k: &str| match o.get(k) {
+                Some(Value::Number(b)) => Some(Decimal::from_json(b)),
+                _ => None,
+            };
+            let excl = |k: &str| o.get(k) == Some(&Value::Bool(true));
+            if let Some(m) = num("minimum") {
+                if x < m || (draft == Draft::Draft4 && excl("exclusiveMinimum") && x == m) {
+                    return Ok(false);
+                }
+            }
+            if let Some(m) = num("maximum") {
+                if x > m || (draft == Draft::Draft4 && excl("exclusiveMaximum") && x == m) {
+                    return Ok(false);
+                }
+            }
+            if num("exclusiveMinimum").is_some_and(|m| x <= m) || num("exclusiveMaximum").is_some_and(|m| x >= m) {
+                return Ok(false);
+            }
+            if let Some(Value::Number(m)) = o.get("multipleOf") {
+                match is_multiple(n, m) {
+                    Some(true) => {}
+                    Some(false) => return Ok(false),
+                    None => return Err(undecidable("multipleOf", ptr)),
+                }
+            }
+        }
+        Value::Object(m) => {
+            let objs: Vec<ObjSpec> = obj_specs(ptr, o);
+            for (k, x) in m {
+                let parts = key_parts(doc, &objs, k)?;
+                if !parts.is_empty() && !validate(doc, x, &parts)? {
+                    return Ok(false);
+                }
+                if o.contains_key("propertyNames") && !validate(doc, &Value::String(k.clone()), &sub(ptr, "propertyNames"))? {
+                    return Ok(false);
+                }
+            }
+            if let Some(Value::Array(r)) = o.get("required") {
+                if r.iter().any(|k| k.as_str().is_some_and(|k| !m.contains_key(k))) {
+                    return Ok(false);
+                }
+            }
+            let len = m.len() as u64;
+            if o.get("minProperties").and_then(Value::as_u64).is_some_and(|x| len < x)
+                || o.get("maxProperties").and_then(Value::as_u64).is_some_and(|x| len > x)
+            {
+                return Ok(false);
+            }
+            for kw in ["dependentRequired", "dependentSchemas", "dependencies"] {
+                if let Some(Value::Object(deps)) = o.get(kw) {
+                    for (k, d) in deps {
+                        if !m.contains_key(k) {
+                            continue;
+                        }
+                        let ok = match d {
+                            Value::Array(req) => req.iter().all(|r| r.as_str().is_some_and(|r| m.contains_key(r))),
+                            _ => validate(doc, v, &[Part::full(format!("{ptr}/{kw}/{}", ptr_token(k)))])?,
+                        };
+                        if !ok {
+                            return Ok(false);
+                        }
+                    }
+                }
+            }
+        }
+        Value::Array(a) => {
+            let len = a.len() as u64;
+            if o.get("minItems").and_then(Value::as_u64).is_some_and(|x| len < x)
+                || o.get("maxItems").and_then(Value::as_u64).is_some_and(|x| len > x)
+            {
+                return Ok(false);
+            }
+            let (prefix_kw, rest_kw) = if draft.items_array_is_tuple() {
+                if o.get("items").is_some_and(Value::is_array) {
+                    ("items", "additionalItems")
+                } else {
+                    ("prefixItems-none", "items")
+                }
+            } else {
+                ("prefixItems", "items")
+            };
+            let plen = o.get(prefix_kw).and_then(Value::as_array).map_or(0, Vec::len);
+            for (i, x) in a.iter().enumerate() {
+                let parts = if i < plen {
+                    vec![Part::full(format!("{ptr}/{prefix_kw}/{i}"))]
+                } else if o.contains_key(rest_kw) {
+                    sub(ptr, rest_kw)
+                } else {
+                    continue;
+                };
+                if !validate(doc, x, &parts)? {
+                    return Ok(false);
+                }
+            }
+            if o.get("uniqueItems") == Some(&Value::Bool(true)) {
+                for i in 0..a.len() {
+                    for j in i + 1..a.len() {
+                        if json_eq(&a[i], &a[j]) {
+                            return Ok(false);
+                        }
+                    }
+                }
+            }
+            if o.contains_key("contains") {
+                let mut n = 0u64;
+                for x in a {
+                    if validate(doc, x, &sub(ptr, "contains"))? {
+                        n += 1;
+                    }
+                }
+                let min = o.get("minContains").and_then(Value::as_u64).unwrap_or(1);
+                if n < min || o.get("maxContains").and_then(Value::as_u64).is_some_and(|m| n > m) {
+                    return Ok(false);
+                }
+            }
+        }
+        _ => {}
+    }
+    Ok(true)
+}
+
+/// The object spec of one schema (for validating one value against it).
+fn obj_specs(ptr: &str, o: &Map<String, Value>) -> Vec<ObjSpec> {
+    let props = o.get("properties").and_then(Value::as_object).map(|m| m.keys().cloned().collect()).unwrap_or_default();
+    let patterns = o
+        .get("patternProperties")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.keys().map(|k| (k.clone(), Part::full(format!("{ptr}/patternProperties/{}", ptr_token(k))))).collect()
+        })
+        .unwrap_or_default();
+    let additional = o.get("additionalProperties").map(|_| Part::full(format!("{ptr}/additionalProperties")));
+    vec![ObjSpec { ptr: ptr.to_string(), props, patterns, additional }]
+}
+
+/// Bits of the JSON type of a value.
+fn value_type(v: &Value) -> u8 {
+    match v {
+        Value::Null => T_NULL,
+        Value::Bool(_) => T_BOOL,
+        Value::Object(_) => T_OBJ,
+        Value::Array(_) => T_ARR,
+        Value::String(_) => T_STR,
+        Value::Number(n) => {
+            if Decimal::from_json(n).is_integer() {
+                T_NUM
+            } else {
+                64
+            }
+        }
+    }
+}
+
+/// Can no value satisfy both `a` and `b`? (`false` when unsure.)
+pub(crate) fn provably_disjoint(doc: &Doc, a: &Part, b: &Part) -> bool {
+    let shape = |p: &Part| -> Option<(Flat, Shape)> {
+        let f = flatten(doc, std::slice::from_ref(p)).ok()?;
+        if !f.disjunctions.is_empty() {
+            return None;
+        }
+        let s = merge(doc, &f).ok()?;
+        Some((f, s))
+    };
+    let (Some((fa, sa)), Some((fb, sb))) = (shape(a), shape(b)) else { return false };
+    if fa.is_false || fb.is_false {
+        return true;
+    }
+    let types = |s: &Shape| match &s.enums {
+        Some(e) => e.iter().map(value_type).fold(0, |x, y| x | y) & s.types,
+        None => s.types,
+    };
+    if types(&sa) & types(&sb) == 0 {
+        return true;
+    }
+    // Constants on one side that the other side rejects.
+    for (e, other) in [(&sa.enums, &fb), (&sb.enums, &fa)] {
+        if let Some(values) = e {
+            if values.iter().all(|v| validate(doc, v, &other.own).ok() == Some(false)) {
+                return true;
+            }
+        }
+    }
+    // Objects only: a key required on one side that the other side forbids, or whose values
+    // the two sides constrain to disjoint constants.
+    if types(&sa) & types(&sb) == T_OBJ {
+        for (x, y) in [(&sa, &sb), (&sb, &sa)] {
+            for k in &x.required {
+                let forbidden = key_parts(doc, &y.objs, k).ok().is_some_and(|parts| {
+                    parts.iter().any(|p| doc.get(&p.ptr) == Some(&Value::Bool(false)))
+                });
+                if forbidden {
+                    return true;
+                }
+                if y.required.contains(k) {
+                    if let (Ok(pa), Ok(pb)) = (key_parts(doc, &x.objs, k), key_parts(doc, &y.objs, k)) {
+                        if let (Some(pa), Some(pb)) = (pa.first(), pb.first()) {
+                            if provably_disjoint(doc, pa, pb) {
+                                return true;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    false
+}
+
+/// The own parts of the first combination of `anyOf`/`oneOf` branches that `v` satisfies.
+fn chosen_conj(doc: &Doc, v: &Value, parts: &[Part], depth: usize) -> Option<Vec<Part>> {
+    let flat = flatten(doc, parts).ok()?;
+    if flat.disjunctions.is_empty() || depth > 8 {
+        return Some(flat.own);
+    }
+    let mut combos: Vec<Vec<Part>> = vec![flat.own.clone()];
+    for d in &flat.disjunctions {
+        let mut next = Vec::new();
+        for c in &combos {
+            for br in &d.branches {
+                let mut c2 = c.clone();
+                c2.push(br.clone());
+                next.push(c2);
+            }
+        }
+        if next.len() > 256 {
+            return Some(flat.own);
+        }
+        combos = next;
+    }
+    for c in combos {
+        if validate(doc, v, &c).ok() == Some(true) {
+            return chosen_conj(doc, v, &c, depth + 1);
+        }
+    }
+    Some(flat.own)
+}
+
+fn reorder(doc: &Doc, v: &Value, parts: &[Part], depth: usize) -> Value {
+    if depth > 256 {
+        return v.clone();
+    }
+    let Some(own) = chosen_conj(doc, v, parts, 0) else { return v.clone() };
+    let Ok(flat) = flatten(doc, &own) else { return v.clone() };
+    let Ok(shape) = merge(doc, &flat) else { return v.clone() };
+    // A constant: serialize it in the key order of the listed value it equals.
+    if let Some(values) = &shape.enums {
+        if let Some(c) = values.iter().find(|c| json_eq(c, v)) {
+            return reorder_like(v, c);
+        }
+    }
+    match v {
+        Value::Object(m) => {
+            let mut names: Vec<&str> = Vec::new();
+            for spec in &shape.objs {
+                for p in &spec.props {
+                    if !names.contains(&p.as_str()) {
+                        names.push(p);
+                    }
+                }
+            }
+            for r in &shape.required {
+                if !names.contains(&r.as_str()) {
+                    names.push(r);
+                }
+            }
+            let mut out = Map::new();
+            let sub = |k: &str, x: &Value| {
+                let parts = key_parts(doc, &shape.objs, k).unwrap_or_default();
+                reorder(doc, x, &parts, depth + 1)
+            };
+            for k in &names {
+                if let Some(x) = m.get(*k) {
+                    out.insert(k.to_string(), sub(k, x));
+                }
+            }
+            for (k, x) in m {
+                if !names.contains(&k.as_str()) {
+                    out.insert(k.clone(), sub(k, x));
+                }
+            }
+            Value::Object(out)
+        }
+        Value::Array(a) => {
+            let p = shape.arrs.iter().map(|s| s.prefix.len()).max().unwrap_or(0);
+            let out = a
+                .iter()
+                .enumerate()
+                .map(|(i, x)| {
+                    let mut parts = Vec::new();
+                    for s in &shape.arrs {
+                        if let Some(pp) = s.prefix.get(i) {
+                            parts.push(pp.clone());
+                        } else if let Rest::Schema(r) = &s.rest {
+                            parts.push(r.clone());
+                        }
+                    }
+                    let _ = p;
+                    reorder(doc, x, &parts, depth + 1)
+                })
+                .collect();
+            Value::Array(out)
+        }
+        _ => v.clone(),
+    }
+}
+
+/// `v` (equal to `like` as JSON) with the object key order of `like`.
+fn reorder_like(v: &Value, like: &Value) -> Value {
+    match (v, like) {
+        (Value::Object(m), Value::Object(l)) => {
+            let mut out = Map::new();
+            for (k, lv) in l {
+                if let Some(x) = m.get(k) {
+                    out.insert(k.clone(), reorder_like(x, lv));
+                }
+            }
+            Value::Object(out)
+        }
+        (Value::Array(a), Value::Array(l)) => Value::Array(a.iter().zip(l).map(|(x, y)| reorder_like(x, y)).collect()),
+        _ => v.clone(),
+    }
+}
+
+/// Reorder an instance's object keys for serialization the way the compiled grammar expects
+/// them: keys in schema definition order (`properties`, then unlisted `required` names), keys
+/// the schema does not name last, in their original order.
+pub fn order_instance(schema: &Value, instance: &Value) -> Value {
+    order_instance_with(schema, instance, Draft::Draft2020)
+}
+
+/// [`order_instance`] for a schema whose dialect, when `$schema` names none, is `default_draft`.
+pub fn order_instance_with(schema: &Value, instance: &Value, default_draft: Draft) -> Value {
+    let doc = Doc::new(schema, Draft::detect_or(schema, default_draft));
+    reorder(&doc, instance, &[Part::full("")], 0)
+}
