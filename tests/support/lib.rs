@@ -131,6 +131,30 @@ pub fn test_suite_instances(draft: &str) -> Vec<(String, Value)> {
     out
 }
 
+/// The JSON-Schema-Test-Suite files of `tests/<draft>` (including `optional/` and
+/// `optional/format/`), sorted, each with its key: the path below the draft folder without
+/// `.json`, e.g. `additionalProperties` or `optional/format/date` (the keys llguidance's
+/// reference results use).
+pub fn test_suite_files(draft: &str) -> Vec<(String, PathBuf)> {
+    let root = shared_data().join("json-schema-test-suite/tests").join(draft);
+    let mut files = Vec::new();
+    let mut stack = vec![root.clone()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "json") {
+                let rel = p.strip_prefix(&root).unwrap_or(&p).with_extension("");
+                let key = rel.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/");
+                files.push((key, p));
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
 /// Compile a grammar file of the repository (e.g. `grammars/json.lark`) for `vocab`.
 pub fn engine_from_file(rel: &str, vocab: Vocabulary) -> Arc<Engine> {
     let path = repo_root().join(rel);

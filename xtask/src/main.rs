@@ -4,6 +4,15 @@
 //!   p50/p90/p99/p99.9/max/mean, raw single pass and per-step minimum over R replays.
 //! - `cargo xtask maskbench-jsonl --out FILE`: the MaskBench instances as `{"text","valid"}`
 //!   lines for `dwac check` (valid instances, plus broken variants marked invalid with `--broken`).
+//! - `cargo xtask schema-suite [--draft D|all] [--json] [--out FILE]`: the JSON-Schema-Test-Suite
+//!   through the JSON Schema compiler, next to llguidance's recorded results (`schema_suite.rs`).
+//! - `cargo xtask schema-bench [--limit N] [--peer] [--json] [--out FILE]`: MaskBench schemas
+//!   (Glaiveai2K + Github_easy) compiled in a limited worker subprocess, instances judged, compile
+//!   times and table sizes; `--peer` runs llguidance on the same jobs (`schema_bench.rs`).
+
+mod schema_bench;
+mod schema_suite;
+mod util;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -50,6 +59,49 @@ enum Cmd {
         /// Also write broken variants (truncated, stray punctuation), marked `"valid": false`.
         #[arg(long)]
         broken: bool,
+    },
+    /// JSON-Schema-Test-Suite through the JSON Schema compiler.
+    SchemaSuite {
+        /// Draft folder under tests/ (draft2020-12, draft7, draft4) or `all`.
+        #[arg(long, default_value = "draft2020-12")]
+        draft: String,
+        #[arg(long)]
+        json: bool,
+        /// Also write the JSON report (with every test's outcome) to FILE.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// MaskBench (Glaiveai2K + Github_easy): compile every schema under limits, judge its instances.
+    SchemaBench {
+        /// Only the first N schemas of each split.
+        #[arg(long)]
+        limit: Option<usize>,
+        /// Only schemas whose file name contains this.
+        #[arg(long)]
+        filter: Option<String>,
+        #[arg(long)]
+        json: bool,
+        /// Also write the JSON report (with every schema's outcome) to FILE.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Also run llguidance (xtask/peers/llguidance) on the same jobs.
+        #[arg(long)]
+        peer: bool,
+        /// Tokenizer name under ../shared/data/tokenizers, or a path to a tokenizer.json.
+        #[arg(long, default_value = "qwen3")]
+        tokenizer: String,
+        /// Wall-clock limit per compilation, seconds.
+        #[arg(long, default_value_t = 10.0)]
+        timeout_s: f64,
+        /// Address-space limit of a worker process, GiB.
+        #[arg(long, default_value_t = 2.0)]
+        mem_gib: f64,
+    },
+    /// Internal: compile jobs read from stdin (used by schema-bench).
+    #[command(hide = true)]
+    SchemaWorker {
+        #[arg(long, default_value = "qwen3")]
+        tokenizer: String,
     },
 }
 
@@ -184,5 +236,10 @@ fn main() -> Result<()> {
     match Cli::parse().cmd {
         Cmd::Bench { grammar, tokenizer, replays, limit, json } => bench(&grammar, &tokenizer, replays, limit, json),
         Cmd::MaskbenchJsonl { out, broken } => maskbench_jsonl(out, broken),
+        Cmd::SchemaSuite { draft, json, out } => schema_suite::run(&draft, json, out),
+        Cmd::SchemaBench { limit, filter, json, out, peer, tokenizer, timeout_s, mem_gib } => {
+            schema_bench::run(schema_bench::BenchArgs { limit, filter, json, out, peer, tokenizer, timeout_s, mem_gib })
+        }
+        Cmd::SchemaWorker { tokenizer } => schema_bench::worker(&tokenizer),
     }
 }

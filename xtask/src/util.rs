@@ -1,0 +1,80 @@
+//! Small helpers shared by the xtask subcommands.
+
+use std::cell::RefCell;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+thread_local! {
+    static LAST_PANIC: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// While alive, panics print nothing; their message and location are kept for [`catch`].
+pub struct Silenced {
+    _private: (),
+}
+
+impl Silenced {
+    pub fn install() -> Silenced {
+        std::panic::set_hook(Box::new(|info| {
+            let msg = if let Some(s) = info.payload().downcast_ref::<&str>() {
+                s.to_string()
+            } else if let Some(s) = info.payload().downcast_ref::<String>() {
+                s.clone()
+            } else {
+                "panic".to_string()
+            };
+            let loc = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
+            LAST_PANIC.with(|p| *p.borrow_mut() = Some(format!("{msg}{loc}")));
+        }));
+        Silenced { _private: () }
+    }
+}
+
+impl Drop for Silenced {
+    fn drop(&mut self) {
+        let _ = std::panic::take_hook();
+    }
+}
+
+/// Run `f`, turning a panic into `Err(message)` (with its location when a [`Silenced`] hook is
+/// installed).
+pub fn catch<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+    LAST_PANIC.with(|p| *p.borrow_mut() = None);
+    catch_unwind(AssertUnwindSafe(f)).map_err(|payload| {
+        LAST_PANIC.with(|p| p.borrow_mut().take()).unwrap_or_else(|| {
+            if let Some(s) = payload.downcast_ref::<&str>() {
+                s.to_string()
+            } else if let Some(s) = payload.downcast_ref::<String>() {
+                s.clone()
+            } else {
+                "panic".to_string()
+            }
+        })
+    })
+}
+
+/// A progress bar on stderr, hidden for machine output.
+pub fn bar(len: u64, hidden: bool) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new(len);
+    if hidden {
+        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+    } else if let Ok(style) =
+        indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} {elapsed_precise} eta {eta} {msg}")
+    {
+        bar.set_style(style);
+    }
+    bar
+}
+
+/// Percentile `p` (0..=1) of an ascending-sorted slice (nearest rank).
+pub fn pct(sorted: &[f64], p: f64) -> Option<f64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    Some(sorted[((sorted.len() as f64 - 1.0) * p).round() as usize])
+}
+
+/// Round to `d` decimals for JSON output.
+pub fn round(x: f64, d: i32) -> f64 {
+    let m = 10f64.powi(d);
+    (x * m).round() / m
+}
