@@ -23,7 +23,7 @@ enum Role {
 }
 
 /// Upper bound on DFA states before minimization (a budget, not a limit of the design).
-pub const MAX_DFA_STATES: usize = 2_000_000;
+pub const MAX_DFA_STATES: usize = 250_000;
 
 fn compile_nfa(patterns: &[&str]) -> Result<NFA, Box<regex_automata::nfa::thompson::BuildError>> {
     NFA::compiler()
@@ -71,17 +71,57 @@ pub fn build_lexer(terminals: &[Terminal], active: &[bool]) -> Result<LexerTable
     };
     let prio: Vec<i32> = terminals.iter().map(|t| t.priority).collect();
 
+    // Which pattern owns each NFA state (patterns never share states in an anchored NFA).
+    let nstates = nfa.states().len();
+    let mut owner: Vec<u32> = vec![u32::MAX; nstates];
+    for pid in 0..nfa.pattern_len() {
+        let Some(start) = regex_automata::util::primitives::PatternID::new(pid).ok().and_then(|p| nfa.start_pattern(p))
+        else {
+            continue;
+        };
+        let mut stack = vec![start];
+        while let Some(st) = stack.pop() {
+            if owner[st.as_usize()] != u32::MAX {
+                continue;
+            }
+            owner[st.as_usize()] = pid as u32;
+            match nfa.state(st) {
+                State::ByteRange { trans } => stack.push(trans.next),
+                State::Sparse(sp) => stack.extend(sp.transitions.iter().map(|t| t.next)),
+                State::Dense(de) => stack.extend(de.transitions.iter().copied().filter(|&n| n != StateID::ZERO)),
+                State::Union { alternates } => stack.extend(alternates.iter().copied()),
+                State::BinaryUnion { alt1, alt2 } => stack.extend([*alt1, *alt2]),
+                State::Capture { next, .. } | State::Look { next, .. } => stack.push(*next),
+                State::Fail | State::Match { .. } => {}
+            }
+        }
+    }
+    // Terminals made of several patterns: (main pattern, other patterns with their roles).
+    let mut groups: Vec<(u32, Vec<(u32, Role)>)> = Vec::new();
+    for (i, &(t, role)) in pat_role.iter().enumerate() {
+        if role == Role::Main {
+            groups.push((i as u32, Vec::new()));
+        } else if let Some(g) = groups.last_mut() {
+            debug_assert_eq!(pat_role[g.0 as usize].0, t);
+            g.1.push((i as u32, role));
+        }
+    }
+    groups.retain(|g| !g.1.is_empty());
+
     // Subset construction.
+    let marks = std::cell::RefCell::new((vec![0u32; nstates], 0u32));
     let closure = |seeds: &[StateID], acc: &mut Vec<u32>| -> Result<Vec<StateID>, CompileError> {
-        let mut seen: Vec<StateID> = Vec::new();
+        let mut marks = marks.borrow_mut();
+        marks.1 += 1;
+        let gen = marks.1;
         let mut stack: Vec<StateID> = seeds.to_vec();
         let mut set: Vec<StateID> = Vec::new();
         acc.clear();
         while let Some(s) = stack.pop() {
-            if seen.contains(&s) {
+            if marks.0[s.as_usize()] == gen {
                 continue;
             }
-            seen.push(s);
+            marks.0[s.as_usize()] = gen;
             match nfa.state(s) {
                 State::ByteRange { .. } | State::Sparse(_) | State::Dense(_) => set.push(s),
                 State::Union { alternates } => stack.extend(alternates.iter().rev()),
@@ -104,6 +144,27 @@ pub fn build_lexer(terminals: &[Terminal], active: &[bool]) -> Result<LexerTable
         set.dedup();
         acc.sort_unstable();
         acc.dedup();
+        // Prune terminals that can no longer match any extension: an intersection terminal dies
+        // with any of its parts, and `except` parts are only followed while the main part lives.
+        // Without this the DFA tracks dead parts in product with every other terminal.
+        if !groups.is_empty() {
+            let mut live: std::collections::HashSet<u32> = std::collections::HashSet::new();
+            for st in &set {
+                live.insert(owner[st.as_usize()]);
+            }
+            let mut kill: std::collections::HashSet<u32> = std::collections::HashSet::new();
+            for (main, others) in &groups {
+                let main_live = live.contains(main);
+                let also_dead = others.iter().any(|(p, r)| *r == Role::Also && !live.contains(p));
+                if !main_live || also_dead {
+                    kill.insert(*main);
+                    kill.extend(others.iter().map(|(p, _)| *p));
+                }
+            }
+            if !kill.is_empty() {
+                set.retain(|st| !kill.contains(&owner[st.as_usize()]));
+            }
+        }
         Ok(set)
     };
     // Matched patterns → accepted terminals: main matched, every `also` matched, no `except`

@@ -17,6 +17,11 @@ const MAX_NONTERMINALS: usize = 200_000;
 const MAX_COMBINATIONS: usize = 256;
 const MAX_UNROLL: u64 = 4096;
 
+/// String length bounds are counted by the lexer automaton, whose size grows with the bound.
+/// A `maxLength` above this is enforced as this (stricter, with a warning); a `minLength` above
+/// it is refused.
+pub const MAX_STRING_LENGTH_BOUND: u64 = 2048;
+
 /// Formats the specification defines: one we cannot enforce is refused (ignoring it would make
 /// the mask looser than a format-asserting validator); unknown custom formats are annotations.
 const SPEC_FORMATS: &[&str] = &[
@@ -119,24 +124,39 @@ impl<'a> Builder<'a> {
     }
 
     /// The nonterminal for the conjunction of `parts` (memoized, so recursion terminates).
-    fn conj(&mut self, mut parts: Vec<Part>) -> Result<u32, SchemaError> {
-        parts.sort();
-        parts.dedup();
-        if let Some(&n) = self.memo.get(&parts) {
+    fn conj(&mut self, parts: Vec<Part>) -> Result<u32, SchemaError> {
+        // Memoized on the set of parts; flattened in the given order (definition order).
+        let mut key = parts.clone();
+        key.sort();
+        key.dedup();
+        if let Some(&n) = self.memo.get(&key) {
             return Ok(n);
         }
+        let mut seen = std::collections::HashSet::new();
+        let parts: Vec<Part> = parts.into_iter().filter(|p| seen.insert(p.clone())).collect();
         let name = match parts.first() {
             Some(p) if parts.len() == 1 => format!("s{}", if p.ptr.is_empty() { "#" } else { &p.ptr }),
             Some(p) => format!("s{}+{}", p.ptr, parts.len() - 1),
             None => "any".to_string(),
         };
         let n = self.nt(name)?;
-        self.memo.insert(parts.clone(), n);
+        self.memo.insert(key, n);
         let doc_flat = flatten(&self.doc, &parts)?;
         if doc_flat.is_false {
             return Ok(n);
         }
         self.check_refusals(&doc_flat)?;
+        // `oneOf` whose branches only require (or forbid) keys: a presence constraint on the
+        // object, exact, instead of a disjunction.
+        let mut presence: Vec<Presence> = Vec::new();
+        let mut doc_flat = doc_flat;
+        doc_flat.disjunctions.retain(|d| match (d.kind, presence_branches(&self.doc, d)) {
+            ("oneOf", Some(branches)) => {
+                presence.push(Presence::ExactlyOne(branches));
+                false
+            }
+            _ => true,
+        });
         if !doc_flat.disjunctions.is_empty() {
             let has_uneval = doc_flat
                 .schemas
@@ -181,7 +201,14 @@ impl<'a> Builder<'a> {
             }
             return Ok(n);
         }
-        let shape = merge(&self.doc, &doc_flat)?;
+        let mut shape = merge(&self.doc, &doc_flat)?;
+        for p in presence {
+            // Every branch holds for a non-object, so with several branches only objects remain.
+            if matches!(&p, Presence::ExactlyOne(b) if b.len() > 1) {
+                shape.types &= T_OBJ;
+            }
+            shape.presence.push(p);
+        }
         if let Some(values) = &shape.enums {
             for v in values.clone() {
                 if validate(&self.doc, &v, &doc_flat.own)? {
@@ -306,9 +333,10 @@ impl<'a> Builder<'a> {
             return Ok(None);
         }
         let mut regexes: Vec<String> = Vec::new();
+        let max = self.capped_max_length(s.str_min, s.str_max, &s.ptr)?;
         let len = StringConstraints {
             min_length: (s.str_min > 0).then_some(s.str_min),
-            max_length: s.str_max,
+            max_length: max,
             ..Default::default()
         };
         regexes.extend(strings::string_regexes(&len).map_err(|e| self.string_error("maxLength", &s.ptr, e))?);
@@ -339,6 +367,31 @@ impl<'a> Builder<'a> {
         regexes.dedup();
         let main = if regexes.is_empty() { strings::json_string_any() } else { regexes.remove(0) };
         Ok(Some(self.term("STRING", main, regexes, vec![])))
+    }
+
+    /// Apply [`MAX_STRING_LENGTH_BOUND`]: a larger `maxLength` is lowered (stricter, warned),
+    /// a larger `minLength` refused.
+    fn capped_max_length(&mut self, min: u64, max: Option<u64>, ptr: &str) -> Result<Option<u64>, SchemaError> {
+        if min > MAX_STRING_LENGTH_BOUND {
+            return Err(SchemaError::new(
+                "minLength",
+                ptr,
+                format!("minLength {min} is above the supported bound {MAX_STRING_LENGTH_BOUND}"),
+            ));
+        }
+        Ok(match max {
+            Some(m) if m > MAX_STRING_LENGTH_BOUND => {
+                let w = format!(
+                    "maxLength {m} at {} is enforced as {MAX_STRING_LENGTH_BOUND} (stricter: the lexer counts string lengths)",
+                    if ptr.is_empty() { "#" } else { ptr }
+                );
+                if !self.warnings.contains(&w) {
+                    self.warnings.push(w);
+                }
+                Some(MAX_STRING_LENGTH_BOUND)
+            }
+            m => m,
+        })
     }
 
     fn number_terminal(&mut self, s: &Shape) -> Result<Option<u32>, SchemaError> {
@@ -397,9 +450,10 @@ impl<'a> Builder<'a> {
             return Ok(None);
         }
         let mut out = Vec::new();
+        let max = self.capped_max_length(shape.str_min, shape.str_max, &ptr)?;
         let len = StringConstraints {
             min_length: (shape.str_min > 0).then_some(shape.str_min),
-            max_length: shape.str_max,
+            max_length: max,
             ..Default::default()
         };
         if shape.str_max.is_some_and(|m| m < shape.str_min) {
@@ -439,6 +493,13 @@ impl<'a> Builder<'a> {
         for r in &s.required {
             if !names.contains(r) {
                 names.push(r.clone());
+            }
+        }
+        for p in &s.presence {
+            for k in p.keys() {
+                if !names.contains(k) {
+                    names.push(k.clone());
+                }
             }
         }
         let colon = self.punct(":");
@@ -583,80 +644,70 @@ impl<'a> Builder<'a> {
         if max.is_some_and(|m| m > names.len() as u64 + MAX_UNROLL) && extra.is_some() {
             return Err(SchemaError::new("maxProperties", &s.ptr, "too large to unroll"));
         }
+        // Presence constraints (dependentRequired, oneOf of `required` sets) track which
+        // involved keys are present.
+        let involved: Vec<usize> = {
+            let mut keys: Vec<&String> = Vec::new();
+            for p in &s.presence {
+                keys.extend(p.keys());
+            }
+            let mut idx: Vec<usize> = keys.iter().filter_map(|k| names.iter().position(|n| n == *k)).collect();
+            idx.sort_unstable();
+            idx.dedup();
+            idx
+        };
+        if involved.len() > 16 {
+            return Err(SchemaError::new("dependentRequired", &s.ptr, "more than 16 keys in presence constraints"));
+        }
+        let bit_of = |i: usize| involved.iter().position(|&x| x == i).map(|b| 1u32 << b);
+        let present = |bits: u32, k: &str| -> bool {
+            names.iter().position(|n| n == k).and_then(bit_of).is_some_and(|b| bits & b != 0)
+        };
+        let satisfied = |bits: u32| s.presence.iter().all(|p| p.holds(&|k: &str| present(bits, k)));
         let sat = |c: u64| if max.is_none() { c.min(min) } else { c };
         let fits = |c: u64| max.is_none_or(|m| c <= m);
         let comma = self.punct(",");
         let nm = members.len();
-        let mut a_memo: HashMap<(usize, u64), u32> = HashMap::new();
-        // A(i, c): c members emitted, next candidate is named member i (or extras when i == nm).
-        let mut a_nt = |b: &mut Builder, i: usize, c: u64| -> Result<(u32, bool), SchemaError> {
-            if let Some(&x) = a_memo.get(&(i, c)) {
-                return Ok((x, false));
+        // State (i, c, bits, first): next candidate named member i (extras at i == nm), c members
+        // emitted (saturating), presence bits, and whether nothing was emitted yet.
+        type St = (usize, u64, u32, bool);
+        let mut memo: HashMap<St, u32> = HashMap::new();
+        let mut work: Vec<St> = Vec::new();
+        let mut state = |b: &mut Builder, st: St, work: &mut Vec<St>| -> Result<u32, SchemaError> {
+            if let Some(&x) = memo.get(&st) {
+                return Ok(x);
             }
-            let x = b.nt(format!("members {i}/{c}"))?;
-            a_memo.insert((i, c), x);
-            Ok((x, true))
+            let x = b.nt(format!("members {}/{}/{}", st.0, st.1, st.2))?;
+            memo.insert(st, x);
+            work.push(st);
+            Ok(x)
         };
-        let mut work: Vec<(usize, u64)> = Vec::new();
-        let s_nts: Vec<u32> = (0..=nm).map(|i| self.nt(format!("members {i}"))).collect::<Result<_, _>>()?;
-        for i in 0..=nm {
-            let si = s_nts[i];
-            if i < nm {
-                if let (Some(sym), true) = (members[i].0, fits(1)) {
-                    let (a, new) = a_nt(self, i + 1, sat(1))?;
-                    if new {
-                        work.push((i + 1, sat(1)));
-                    }
-                    self.rule(si, vec![sym, Symbol::N(a)]);
-                }
-                if !members[i].1 {
-                    self.rule(si, vec![Symbol::N(s_nts[i + 1])]);
-                }
-            } else {
-                if min == 0 {
-                    self.rule(si, vec![]);
-                }
-                if let (Some(x), true) = (extra, fits(1)) {
-                    let (a, new) = a_nt(self, nm, sat(1))?;
-                    if new {
-                        work.push((nm, sat(1)));
-                    }
-                    self.rule(si, vec![x, Symbol::N(a)]);
-                }
-            }
-        }
-        while let Some((i, c)) = work.pop() {
-            let (a, _) = a_nt(self, i, c)?;
+        let start = state(self, (0, 0, 0, true), &mut work)?;
+        while let Some((i, c, bits, first)) = work.pop() {
+            let a = state(self, (i, c, bits, first), &mut work)?;
+            let lead = |rhs: Vec<Symbol>| if first { rhs } else { [vec![comma], rhs].concat() };
             if i < nm {
                 if let (Some(sym), true) = (members[i].0, fits(c + 1)) {
-                    let (next, new) = a_nt(self, i + 1, sat(c + 1))?;
-                    if new {
-                        work.push((i + 1, sat(c + 1)));
-                    }
-                    self.rule(a, vec![comma, sym, Symbol::N(next)]);
+                    let nbits = bits | bit_of(i).unwrap_or(0);
+                    let next = state(self, (i + 1, sat(c + 1), nbits, false), &mut work)?;
+                    self.rule(a, lead(vec![sym, Symbol::N(next)]));
                 }
                 if !members[i].1 {
-                    let (next, new) = a_nt(self, i + 1, c)?;
-                    if new {
-                        work.push((i + 1, c));
-                    }
+                    let next = state(self, (i + 1, c, bits, first), &mut work)?;
                     self.rule(a, vec![Symbol::N(next)]);
                 }
             } else {
-                if c >= min {
+                if c >= min && satisfied(bits) {
                     self.rule(a, vec![]);
                 }
                 if let (Some(x), true) = (extra, fits(c + 1)) {
-                    let (next, new) = a_nt(self, nm, sat(c + 1))?;
-                    if new {
-                        work.push((nm, sat(c + 1)));
-                    }
-                    self.rule(a, vec![comma, x, Symbol::N(next)]);
+                    let next = state(self, (nm, sat(c + 1), bits, false), &mut work)?;
+                    self.rule(a, lead(vec![x, Symbol::N(next)]));
                 }
             }
         }
         let (l, r) = (self.punct("{"), self.punct("}"));
-        self.rule(n, vec![l, Symbol::N(s_nts[0]), r]);
+        self.rule(n, vec![l, Symbol::N(start), r]);
         Ok(())
     }
 

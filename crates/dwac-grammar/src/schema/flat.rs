@@ -3,6 +3,7 @@
 
 use std::collections::{HashSet, VecDeque};
 
+
 use serde_json::{Map, Value};
 
 use super::doc::{ptr_token, Doc};
@@ -126,9 +127,12 @@ pub(crate) struct Flat<'a> {
 /// Expand `$ref` and `allOf`.
 pub(crate) fn flatten<'a>(doc: &Doc<'a>, parts: &[Part]) -> Result<Flat<'a>, SchemaError> {
     let mut flat = Flat { schemas: Vec::new(), own: Vec::new(), is_false: false, disjunctions: Vec::new() };
-    let mut queue: VecDeque<Part> = parts.iter().cloned().collect();
+    // Depth-first in definition order: a schema, then its `$ref` target, then its `allOf`
+    // branches in order (each expanded before the next), so merged properties keep the order
+    // in which the schema text lists them.
+    let mut queue: Vec<Part> = parts.iter().rev().cloned().collect();
     let mut seen: HashSet<Part> = HashSet::new();
-    while let Some(p) = queue.pop_front() {
+    while let Some(p) = queue.pop() {
         if !seen.insert(p.clone()) {
             continue;
         }
@@ -138,21 +142,23 @@ pub(crate) fn flatten<'a>(doc: &Doc<'a>, parts: &[Part]) -> Result<Flat<'a>, Sch
             Some(Value::Bool(false)) => flat.is_false = true,
             Some(Value::Object(o)) => {
                 if !p.own_only {
-                    if let Some(r) = o.get("$ref") {
-                        let Some(r) = r.as_str() else {
-                            return Err(SchemaError::new("$ref", &p.ptr, "must be a string"));
-                        };
-                        queue.push_back(Part::full(doc.resolve_ref(&p.ptr, r)?));
-                        if doc.draft.ref_overrides_siblings() {
-                            continue;
-                        }
-                    }
                     if let Some(a) = o.get("allOf") {
                         let Value::Array(a) = a else {
                             return Err(SchemaError::new("allOf", &p.ptr, "must be an array"));
                         };
-                        for i in 0..a.len() {
-                            queue.push_back(Part::full(format!("{}/allOf/{i}", p.ptr)));
+                        if !(o.contains_key("$ref") && doc.draft.ref_overrides_siblings()) {
+                            for i in (0..a.len()).rev() {
+                                queue.push(Part::full(format!("{}/allOf/{i}", p.ptr)));
+                            }
+                        }
+                    }
+                    if let Some(r) = o.get("$ref") {
+                        let Some(r) = r.as_str() else {
+                            return Err(SchemaError::new("$ref", &p.ptr, "must be a string"));
+                        };
+                        queue.push(Part::full(doc.resolve_ref(&p.ptr, r)?));
+                        if doc.draft.ref_overrides_siblings() {
+                            continue;
                         }
                     }
                     for kind in ["anyOf", "oneOf"] {
@@ -173,8 +179,8 @@ pub(crate) fn flatten<'a>(doc: &Doc<'a>, parts: &[Part]) -> Result<Flat<'a>, Sch
             Some(_) => return Err(SchemaError::new("schema", &p.ptr, "a schema must be an object or a boolean")),
         }
     }
-    flat.own.sort();
-    flat.own.dedup();
+    // `own` stays in definition order (it is re-flattened by callers; a sort would reorder
+    // merged properties).
     Ok(flat)
 }
 
@@ -227,6 +233,69 @@ pub(crate) struct Shape {
     pub uneval_items: Vec<Unevaluated>,
     /// `contains` subschemas with their `minContains` (default 1).
     pub contains: Vec<(Part, u64)>,
+    /// Constraints on which keys are present together.
+    pub presence: Vec<Presence>,
+}
+
+/// A constraint on which object keys are present.
+#[derive(Clone, Debug)]
+pub(crate) enum Presence {
+    /// `dependentRequired`: if the key is present, so are these.
+    Implies(String, Vec<String>),
+    /// `oneOf` of branches that require keys (first list) and forbid keys (second list):
+    /// exactly one branch holds.
+    ExactlyOne(Vec<(Vec<String>, Vec<String>)>),
+}
+
+impl Presence {
+    pub fn keys(&self) -> Vec<&String> {
+        match self {
+            Presence::Implies(k, ds) => std::iter::once(k).chain(ds).collect(),
+            Presence::ExactlyOne(bs) => bs.iter().flat_map(|(r, a)| r.iter().chain(a)).collect(),
+        }
+    }
+
+    pub fn holds(&self, present: &dyn Fn(&str) -> bool) -> bool {
+        match self {
+            Presence::Implies(k, ds) => !present(k) || ds.iter().all(|d| present(d)),
+            Presence::ExactlyOne(bs) => {
+                bs.iter()
+                    .filter(|(r, a)| r.iter().all(|k| present(k)) && !(!a.is_empty() && a.iter().all(|k| present(k))))
+                    .count()
+                    == 1
+            }
+        }
+    }
+}
+
+/// The branches of a `oneOf` as presence constraints, if every branch consists only of
+/// `required` and `not: {required: …}` (and annotations).
+pub(crate) fn presence_branches(doc: &Doc, d: &Disj) -> Option<Vec<(Vec<String>, Vec<String>)>> {
+    let strings = |v: &Value| -> Option<Vec<String>> {
+        v.as_array()?.iter().map(|x| x.as_str().map(str::to_string)).collect()
+    };
+    let mut out = Vec::new();
+    for b in &d.branches {
+        let Some(Value::Object(o)) = doc.get(&b.ptr) else { return None };
+        let mut req = Vec::new();
+        let mut absent = Vec::new();
+        for (k, v) in o {
+            match k.as_str() {
+                "required" => req = strings(v)?,
+                "not" => {
+                    let n = v.as_object()?;
+                    if n.keys().any(|k| k != "required" && !is_annotation(k)) {
+                        return None;
+                    }
+                    absent = strings(n.get("required")?)?;
+                }
+                k if is_annotation(k) => {}
+                _ => return None,
+            }
+        }
+        out.push((req, absent));
+    }
+    (out.len() >= 2).then_some(out)
 }
 
 /// JSON equality as JSON Schema defines it (numbers by value).
@@ -281,9 +350,10 @@ pub(crate) fn refusal(kw: &str, v: &Value, o: &Map<String, Value>, draft: Draft)
             let trivial = o.get("maxItems").and_then(Value::as_u64).is_some_and(|m| m <= 1);
             (v == &Value::Bool(true) && !trivial).then_some("`uniqueItems: true` cannot be compiled to a grammar exactly")
         }
-        "dependentSchemas" | "dependencies" | "dependentRequired" => {
-            let empty = v.as_object().is_some_and(|m| m.is_empty());
-            (!empty).then_some("dependencies between properties cannot be compiled to a grammar exactly")
+        "dependentSchemas" | "dependencies" => {
+            // Array forms (required keys) are presence constraints; schema forms are refused.
+            let schemas = v.as_object().is_some_and(|m| m.values().any(|x| !x.is_array() && x != &Value::Bool(true)));
+            schemas.then_some("schema dependencies (`dependentSchemas`) cannot be compiled to a grammar exactly")
         }
         "$dynamicRef" | "$recursiveRef" => Some("dynamic references are not supported"),
         // Validation keywords up to draft-07 (annotations from 2019-09 on).
@@ -349,6 +419,7 @@ pub(crate) fn merge(doc: &Doc, flat: &Flat) -> Result<Shape, SchemaError> {
         uneval_props: Vec::new(),
         uneval_items: Vec::new(),
         contains: Vec::new(),
+        presence: Vec::new(),
     };
     let present: HashSet<String> = flat.schemas.iter().map(|x| x.0.clone()).collect();
     let tighten_min = |cur: &mut Option<(Decimal, bool)>, new: (Decimal, bool)| match cur {
@@ -485,6 +556,19 @@ pub(crate) fn merge(doc: &Doc, flat: &Flat) -> Result<Shape, SchemaError> {
         }
         if let Some(v) = o.get("minItems") {
             s.min_items = s.min_items.max(as_u64(v, "minItems", ptr)?);
+        }
+        for kw in ["dependentRequired", "dependencies"] {
+            if let Some(Value::Object(m)) = o.get(kw) {
+                for (k, v) in m {
+                    if let Some(a) = v.as_array() {
+                        let deps: Option<Vec<String>> = a.iter().map(|x| x.as_str().map(str::to_string)).collect();
+                        match deps {
+                            Some(d) => s.presence.push(Presence::Implies(k.clone(), d)),
+                            None => return Err(SchemaError::new(kw, ptr, "must list property names")),
+                        }
+                    }
+                }
+            }
         }
         if o.contains_key("contains") {
             let m = match o.get("minContains") {

@@ -450,7 +450,9 @@ pub(crate) fn provably_disjoint(doc: &Doc, a: &Part, b: &Part) -> bool {
 
 /// The own parts of the first combination of `anyOf`/`oneOf` branches that `v` satisfies.
 fn chosen_conj(doc: &Doc, v: &Value, parts: &[Part], depth: usize) -> Option<Vec<Part>> {
-    let flat = flatten(doc, parts).ok()?;
+    let mut flat = flatten(doc, parts).ok()?;
+    // `oneOf`s of `required` sets are compiled as presence constraints, not branches.
+    flat.disjunctions.retain(|d| !(d.kind == "oneOf" && presence_branches(doc, d).is_some()));
     if flat.disjunctions.is_empty() || depth > 8 {
         return Some(flat.own);
     }
@@ -503,6 +505,23 @@ fn reorder(doc: &Doc, v: &Value, parts: &[Part], depth: usize) -> Value {
             for r in &shape.required {
                 if !names.contains(&r.as_str()) {
                     names.push(r);
+                }
+            }
+            // Keys of presence constraints, as the compiler orders them.
+            let mut presence_keys: Vec<String> = Vec::new();
+            for p in &shape.presence {
+                presence_keys.extend(p.keys().into_iter().cloned());
+            }
+            if let Ok(orig) = flatten(doc, parts) {
+                for d in &orig.disjunctions {
+                    if let ("oneOf", Some(bs)) = (d.kind, presence_branches(doc, d)) {
+                        presence_keys.extend(bs.into_iter().flat_map(|(r, a)| r.into_iter().chain(a)));
+                    }
+                }
+            }
+            for k in &presence_keys {
+                if !names.contains(&k.as_str()) {
+                    names.push(k);
                 }
             }
             let mut out = Map::new();
