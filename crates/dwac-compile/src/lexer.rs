@@ -35,9 +35,57 @@ fn compile_nfa(patterns: &[&str]) -> Result<NFA, Box<regex_automata::nfa::thomps
 
 /// Build the lexer over `terminals`; only terminals with `active[t]` take part
 /// (unused terminals must not inhibit anything). Terminal ids are kept.
+///
+/// Each lexer component ([`Terminal::component`]) gets its own minimized DFA; the main
+/// component's start state is `q0`, and the other components' first transitions are forks
+/// from `q0` ([`LexerTables::fork`]).
 pub fn build_lexer(terminals: &[Terminal], active: &[bool]) -> Result<LexerTables, CompileError> {
     let nt = terminals.len();
     let words = nt.div_ceil(64);
+    let is_active = |i: usize| active.get(i).copied().unwrap_or(true);
+    let mut comps: Vec<u32> = (0..nt).filter(|&i| is_active(i)).map(|i| terminals[i].component).collect();
+    comps.push(0);
+    comps.sort_unstable();
+    comps.dedup();
+    // Per component: (states, transitions, accept sets); state 0 is its start.
+    let mut parts: Vec<(usize, Vec<u32>, Vec<Vec<u32>>)> = Vec::new();
+    let mut total = 0usize;
+    for &c in &comps {
+        let act: Vec<bool> = (0..nt).map(|i| is_active(i) && terminals[i].component == c).collect();
+        let part = build_component(terminals, &act)?;
+        total += part.0;
+        if total > MAX_DFA_STATES {
+            return Err(CompileError::Budget(format!("lexer DFA exceeds {MAX_DFA_STATES} states")));
+        }
+        parts.push(part);
+    }
+    // Merge: component 0 keeps its numbering (its start is q0); the others follow.
+    let mut mtrans: Vec<u32> = Vec::with_capacity(total * 256);
+    let mut maccs: Vec<Vec<u32>> = Vec::with_capacity(total);
+    let mut bases = Vec::new();
+    for (n, trans, accs) in &parts {
+        let base = maccs.len() as u32;
+        bases.push(base);
+        mtrans.extend(trans.iter().map(|&t| if t == DEAD { DEAD } else { t + base }));
+        maccs.extend(accs.iter().cloned());
+        debug_assert_eq!(trans.len(), n * 256);
+    }
+    let m = maccs.len();
+    let mut fork_lists: Vec<Vec<u32>> = vec![Vec::new(); 256];
+    for (ci, base) in bases.iter().enumerate().skip(1) {
+        for (b, list) in fork_lists.iter_mut().enumerate() {
+            let t = mtrans[*base as usize * 256 + b];
+            if t != DEAD {
+                list.push(t);
+            }
+        }
+        let _ = ci;
+    }
+    finish(terminals, words, m, mtrans, maccs, fork_lists)
+}
+
+/// One component's DFA: (states, transitions `[q·256+b]`, accept sets), start state 0.
+fn build_component(terminals: &[Terminal], active: &[bool]) -> Result<(usize, Vec<u32>, Vec<Vec<u32>>), CompileError> {
     // Patterns: each active terminal's main regex, plus its `also` (must match too) and
     // `except` (must not match) regexes as hidden patterns.
     let mut pats: Vec<&str> = Vec::new();
@@ -312,6 +360,19 @@ pub fn build_lexer(terminals: &[Terminal], active: &[bool]) -> Result<LexerTable
         maccs.push(accs[q].clone());
     }
 
+    Ok((m, mtrans, maccs))
+}
+
+/// Next⁺, dead-state pruning and the table layout over the merged components.
+fn finish(
+    terminals: &[Terminal],
+    words: usize,
+    m: usize,
+    mut mtrans: Vec<u32>,
+    maccs: Vec<Vec<u32>>,
+    mut fork_lists: Vec<Vec<u32>>,
+) -> Result<LexerTables, CompileError> {
+    let nt = terminals.len();
     // Next⁺ by fixpoint over successors.
     let mut next_plus = vec![0u64; m * words];
     let mut changed = true;
@@ -319,7 +380,9 @@ pub fn build_lexer(terminals: &[Terminal], active: &[bool]) -> Result<LexerTable
         changed = false;
         for q in (0..m).rev() {
             for b in 0..256 {
-                let t = mtrans[q * 256 + b];
+                let main = mtrans[q * 256 + b];
+                let forks: &[u32] = if q == 0 { &fork_lists[b] } else { &[] };
+                for &t in std::iter::once(&main).chain(forks) {
                 if t == DEAD {
                     continue;
                 }
@@ -340,6 +403,7 @@ pub fn build_lexer(terminals: &[Terminal], active: &[bool]) -> Result<LexerTable
                         }
                     }
                 }
+                }
             }
         }
     }
@@ -350,6 +414,15 @@ pub fn build_lexer(terminals: &[Terminal], active: &[bool]) -> Result<LexerTable
         if *t != DEAD && !alive[*t as usize] {
             *t = DEAD;
         }
+    }
+    for list in fork_lists.iter_mut() {
+        list.retain(|&t| alive[t as usize]);
+    }
+    let mut fork_off = vec![0u32];
+    let mut fork = Vec::new();
+    for list in &fork_lists {
+        fork.extend_from_slice(list);
+        fork_off.push(fork.len() as u32);
     }
 
     let mut accept_off = vec![0u32];
@@ -383,6 +456,8 @@ pub fn build_lexer(terminals: &[Terminal], active: &[bool]) -> Result<LexerTable
         next_plus,
         ignored,
         munch,
+        fork_off,
+        fork,
     })
 }
 

@@ -19,25 +19,23 @@ fn lexings(lex: &LexerTables, input: &[u8]) -> Vec<Vec<String>> {
             if lex.step_inhibitors(h, b, &mut h1).is_none() {
                 continue;
             }
-            let q2 = lex.step(*q, b);
-            if q2 == DEAD {
-                continue;
-            }
-            if lex.can_continue(q2) {
-                next.push((q2, h1.clone(), seq.clone()));
-            }
-            for &t in lex.accepts(q2) {
-                let mut h2 = h1.clone();
-                if let Some(i) = lex.inhibitor_for(t, q2) {
-                    h2.push(i);
-                    h2.sort_unstable();
-                    h2.dedup();
+            for q2 in lex.successors(*q, b) {
+                if lex.can_continue(q2) {
+                    next.push((q2, h1.clone(), seq.clone()));
                 }
-                let mut s2 = seq.clone();
-                if !lex.is_ignored(t) {
-                    s2.push(t);
+                for &t in lex.accepts(q2) {
+                    let mut h2 = h1.clone();
+                    if let Some(i) = lex.inhibitor_for(t, q2) {
+                        h2.push(i);
+                        h2.sort_unstable();
+                        h2.dedup();
+                    }
+                    let mut s2 = seq.clone();
+                    if !lex.is_ignored(t) {
+                        s2.push(t);
+                    }
+                    next.push((lex.start, h2, s2));
                 }
-                next.push((lex.start, h2, s2));
             }
         }
         next.sort();
@@ -74,7 +72,7 @@ fn lexing_vectors_reproduce_exactly() {
                     name,
                     priority: 0,
                     munch: mode,
-                    span: None, also: Vec::new(), except: Vec::new(),
+                    span: None, also: Vec::new(), except: Vec::new(), component: 0,
                 }
             })
             .collect();
@@ -103,7 +101,7 @@ fn start_state_has_no_incoming_edges_and_dfa_is_minimal_enough() {
             priority: 0,
             ignored: false,
             munch: Munch::Global,
-            span: None, also: Vec::new(), except: Vec::new(),
+            span: None, also: Vec::new(), except: Vec::new(), component: 0,
         })
         .collect();
     let lex = build_lexer(&terms, &[true, true]).unwrap();
@@ -122,7 +120,7 @@ fn empty_matching_terminal_is_refused() {
         priority: 0,
         ignored: false,
         munch: Munch::Global,
-        span: None, also: Vec::new(), except: Vec::new(),
+        span: None, also: Vec::new(), except: Vec::new(), component: 0,
     };
     let err = build_lexer(&[t], &[true]).unwrap_err();
     assert!(err.to_string().contains("empty string"), "{err}");
@@ -226,5 +224,36 @@ fn lexer_dfa_matches_regex_crate_and_is_minimal() {
                 assert!(diff[p][q], "{set:?}: states {p} and {q} are equivalent");
             }
         }
+    }
+}
+
+/// Terminals in separate components lex exactly as in one automaton when no terminal of one
+/// component matches a strict extension of another's lexeme (here: quoted strings).
+#[test]
+fn lexer_components_fork_at_q0() {
+    let mut a = Terminal::new("A", "\"[a-z]{0,3}\"");
+    a.component = 1;
+    let mut b = Terminal::new("B", "\"[a-c]+\"");
+    b.component = 2;
+    let n = Terminal::new("N", "[0-9]+");
+    let terms = vec![a, b, n];
+    let lex = build_lexer(&terms, &[true, true, true]).unwrap();
+    lex.validate().unwrap();
+    assert!(!lex.fork.is_empty());
+    for (input, want) in [
+        ("\"ab\"", vec![vec!["A"], vec!["B"]]),
+        ("\"abca\"", vec![vec!["B"]]),
+        ("\"abcd\"", vec![]),
+        ("\"xyz\"", vec![vec!["A"]]),
+        ("\"\"", vec![vec!["A"]]),
+        ("12\"a\"", vec![vec!["N", "A"], vec!["N", "B"]]),
+    ] {
+        let mut got: Vec<Vec<String>> = lexings(&lex, input.as_bytes())
+            .into_iter()
+            .map(|s| s.into_iter().map(|t| terms[t.parse::<usize>().unwrap()].name.clone()).collect())
+            .collect();
+        got.sort();
+        let want: Vec<Vec<String>> = want.into_iter().map(|v| v.into_iter().map(String::from).collect()).collect();
+        assert_eq!(got, want, "{input}");
     }
 }

@@ -49,6 +49,12 @@ pub struct Terminal {
     /// The lexeme must match none of these patterns (difference), e.g. a property name that is
     /// not one of the named properties.
     pub except: Vec<String>,
+    /// Lexer component. Terminals of different components are lexed by separate automata
+    /// (the lexer forks at the empty-lexeme state), so they never form a product automaton.
+    /// Only sound when no terminal of one component can match a strict extension of a lexeme
+    /// of another (then no inhibition crosses components): e.g. JSON string terminals, which
+    /// all end at their first unescaped quote. 0 is the default component.
+    pub component: u32,
 }
 
 impl Terminal {
@@ -63,6 +69,7 @@ impl Terminal {
             span: None,
             also: Vec::new(),
             except: Vec::new(),
+            component: 0,
         }
     }
 }

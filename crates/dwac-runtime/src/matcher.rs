@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::glr::Closure;
 use crate::gss::{push_unique, Node, NodeRef};
 use crate::lexer::Inhibitor;
-use crate::tables::{GrammarTables, TableError, Vocabulary, DEAD};
+use crate::tables::{GrammarTables, TableError, Vocabulary};
 
 /// Validated grammar tables plus the vocabulary they are used with.
 #[derive(Debug)]
@@ -178,10 +178,7 @@ impl Matcher {
             if lex.step_inhibitors(&th.inh, b, &mut sc.h1).is_none() {
                 continue;
             }
-            let q2 = lex.step(th.q, b);
-            if q2 == DEAD {
-                continue;
-            }
+            for q2 in lex.successors(th.q, b) {
             if lex.can_continue(q2) {
                 add_thread(&mut out, q2, &sc.h1, &th.heads);
             }
@@ -210,6 +207,7 @@ impl Matcher {
                         pending.push((h2.clone(), p));
                     }
                 }
+            }
             }
         }
         let nodes: Vec<(u32, NodeRef)> =

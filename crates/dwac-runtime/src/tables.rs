@@ -86,12 +86,29 @@ pub struct LexerTables {
     pub ignored: Vec<u64>,
     /// Per-terminal inhibition mode: [`MUNCH_GLOBAL`], [`MUNCH_OWN`] or [`MUNCH_NONE`].
     pub munch: Vec<u8>,
+    /// Further successors of `q0` (other lexer components): on byte `b`,
+    /// `fork[fork_off[b]..fork_off[b+1]]`, besides `trans[q0*256+b]`. `fork_off` has 257 entries.
+    pub fork_off: Vec<u32>,
+    pub fork: Vec<u32>,
 }
 
 impl LexerTables {
     #[inline]
     pub fn step(&self, q: u32, b: u8) -> u32 {
         self.trans[q as usize * 256 + b as usize]
+    }
+
+    /// Every successor of `q` on byte `b`: `δ(q,b)` and, from `q0`, the forks into the other
+    /// lexer components.
+    #[inline]
+    pub fn successors(&self, q: u32, b: u8) -> impl Iterator<Item = u32> + '_ {
+        let main = self.step(q, b);
+        let forks: &[u32] = if q == self.start {
+            &self.fork[self.fork_off[b as usize] as usize..self.fork_off[b as usize + 1] as usize]
+        } else {
+            &[]
+        };
+        std::iter::once(main).filter(|&t| t != DEAD).chain(forks.iter().copied())
     }
 
     #[inline]
@@ -292,6 +309,8 @@ impl LexerTables {
         check(self.ignored.len() == w, "lexer ignored set size")?;
         check(self.munch.len() == nt as usize, "lexer munch modes length")?;
         check(self.munch.iter().all(|&m| m <= MUNCH_NONE), "lexer munch mode")?;
+        check_offsets(&self.fork_off, 256, self.fork.len(), "lexer fork offsets")?;
+        check(self.fork.iter().all(|&s| (s as usize) < n && s != self.start), "lexer fork target")?;
         for q in 0..n {
             let a = &self.accept[self.accept_off[q] as usize..self.accept_off[q + 1] as usize];
             check(a.windows(2).all(|x| x[0] < x[1]), "lexer accept sets must be sorted")?;

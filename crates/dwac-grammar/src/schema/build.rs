@@ -36,6 +36,7 @@ struct Builder<'a> {
     memo: HashMap<Vec<Part>, u32>,
     terms: HashMap<(String, Vec<String>, Vec<String>), u32>,
     warnings: Vec<String>,
+    components: u32,
 }
 
 /// Compile a JSON Schema into the grammar IR.
@@ -48,6 +49,7 @@ pub fn compile_schema(schema: &Value, opts: &SchemaOptions) -> Result<SchemaGram
         memo: HashMap::new(),
         terms: HashMap::new(),
         warnings: Vec::new(),
+        components: 0,
     };
     if opts.whitespace == Whitespace::Flexible {
         let mut ws = Terminal::new("WS", r"[ \t\n\r]+");
@@ -83,6 +85,13 @@ impl<'a> Builder<'a> {
         t.munch = Munch::Global;
         t.also = key.1.clone();
         t.except = key.2.clone();
+        // Constrained JSON strings (lengths, patterns, formats) get a lexer component of their
+        // own, so their automata are not multiplied together. Sound: string lexemes end at their
+        // first unescaped quote, so no string terminal matches a strict extension of another's.
+        if (name == "STRING" && key.0 != strings::json_string_any()) || name == "KEY_PATTERN" {
+            self.components += 1;
+            t.component = self.components;
+        }
         let id = self.g.add_terminal(t);
         self.terms.insert(key, id);
         id
