@@ -91,7 +91,8 @@ fn test_suite_draft7_and_draft4_have_no_false_positives() {
 
 #[test]
 fn maskbench_sample_valid_accepted_invalid_never_accepted() {
-    let (mut compiled, mut refused, mut valid_ok, mut valid_n, mut invalid_rejected, mut invalid_n) = (0, 0, 0, 0, 0, 0);
+    let (mut compiled, mut refused, mut valid_ok, mut valid_n, mut invalid_rejected, mut invalid_n) =
+        (0, 0, 0, 0, 0, 0);
     let mut failures = Vec::new();
     for f in maskbench_files().iter().step_by(11) {
         let v: Value = serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
@@ -172,7 +173,8 @@ fn policies_whitespace_order_and_recursion() {
     let deep = (0..200).fold("{\"b\": 0}".to_string(), |acc, i| format!("{{\"b\": {i}, \"a\": {acc}}}"));
     assert!(accepts(&flexible, &deep));
     // Unsatisfiable schemas accept nothing.
-    let never = engine(&json!({"allOf": [{"type": "string"}, {"type": "integer"}]}), &SchemaOptions::default()).unwrap();
+    let never =
+        engine(&json!({"allOf": [{"type": "string"}, {"type": "integer"}]}), &SchemaOptions::default()).unwrap();
     for t in ["1", "\"a\"", "null", "{}"] {
         assert!(!accepts(&never, t));
     }

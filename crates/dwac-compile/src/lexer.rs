@@ -48,7 +48,7 @@ pub fn build_lexer(terminals: &[Terminal], active: &[bool]) -> Result<LexerTable
     comps.sort_unstable();
     comps.dedup();
     // Per component: (states, transitions, accept sets); state 0 is its start.
-    let mut parts: Vec<(usize, Vec<u32>, Vec<Vec<u32>>)> = Vec::new();
+    let mut parts: Vec<ComponentDfa> = Vec::new();
     let mut total = 0usize;
     for &c in &comps {
         let act: Vec<bool> = (0..nt).map(|i| is_active(i) && terminals[i].component == c).collect();
@@ -85,7 +85,10 @@ pub fn build_lexer(terminals: &[Terminal], active: &[bool]) -> Result<LexerTable
 }
 
 /// One component's DFA: (states, transitions `[q·256+b]`, accept sets), start state 0.
-fn build_component(terminals: &[Terminal], active: &[bool]) -> Result<(usize, Vec<u32>, Vec<Vec<u32>>), CompileError> {
+type ComponentDfa = (usize, Vec<u32>, Vec<Vec<u32>>);
+
+/// Build one component's DFA.
+fn build_component(terminals: &[Terminal], active: &[bool]) -> Result<ComponentDfa, CompileError> {
     // Patterns: each active terminal's main regex, plus its `also` (must match too) and
     // `except` (must not match) regexes as hidden patterns.
     let mut pats: Vec<&str> = Vec::new();
@@ -111,7 +114,10 @@ fn build_component(terminals: &[Terminal], active: &[bool]) -> Result<(usize, Ve
             // Name the offending terminal.
             for (p, &t) in pats.iter().zip(&pat_term) {
                 if let Err(e) = compile_nfa(&[p]) {
-                    return Err(CompileError::Regex { terminal: terminals[t as usize].name.clone(), message: e.to_string() });
+                    return Err(CompileError::Regex {
+                        terminal: terminals[t as usize].name.clone(),
+                        message: e.to_string(),
+                    });
                 }
             }
             return Err(CompileError::Regex { terminal: "<all>".into(), message: e.to_string() });
@@ -383,26 +389,26 @@ fn finish(
                 let main = mtrans[q * 256 + b];
                 let forks: &[u32] = if q == 0 { &fork_lists[b] } else { &[] };
                 for &t in std::iter::once(&main).chain(forks) {
-                if t == DEAD {
-                    continue;
-                }
-                let t = t as usize;
-                for &a in &maccs[t] {
-                    let (w, bit) = (q * words + a as usize / 64, 1u64 << (a % 64));
-                    if next_plus[w] & bit == 0 {
-                        next_plus[w] |= bit;
-                        changed = true;
+                    if t == DEAD {
+                        continue;
                     }
-                }
-                if t != q {
-                    for k in 0..words {
-                        let add = next_plus[t * words + k] & !next_plus[q * words + k];
-                        if add != 0 {
-                            next_plus[q * words + k] |= add;
+                    let t = t as usize;
+                    for &a in &maccs[t] {
+                        let (w, bit) = (q * words + a as usize / 64, 1u64 << (a % 64));
+                        if next_plus[w] & bit == 0 {
+                            next_plus[w] |= bit;
                             changed = true;
                         }
                     }
-                }
+                    if t != q {
+                        for k in 0..words {
+                            let add = next_plus[t * words + k] & !next_plus[q * words + k];
+                            if add != 0 {
+                                next_plus[q * words + k] |= add;
+                                changed = true;
+                            }
+                        }
+                    }
                 }
             }
         }

@@ -63,7 +63,10 @@ pub fn regex_grammar(pattern: &str) -> Grammar {
         priority: 0,
         ignored: false,
         munch: Munch::Own,
-        span: None, also: Vec::new(), except: Vec::new(), component: 0,
+        span: None,
+        also: Vec::new(),
+        except: Vec::new(),
+        component: 0,
     });
     let s = g.add_nonterminal("start", None);
     g.add_rule(s, vec![Symbol::T(t)], None);

@@ -72,7 +72,10 @@ fn lexing_vectors_reproduce_exactly() {
                     name,
                     priority: 0,
                     munch: mode,
-                    span: None, also: Vec::new(), except: Vec::new(), component: 0,
+                    span: None,
+                    also: Vec::new(),
+                    except: Vec::new(),
+                    component: 0,
                 }
             })
             .collect();
@@ -101,7 +104,10 @@ fn start_state_has_no_incoming_edges_and_dfa_is_minimal_enough() {
             priority: 0,
             ignored: false,
             munch: Munch::Global,
-            span: None, also: Vec::new(), except: Vec::new(), component: 0,
+            span: None,
+            also: Vec::new(),
+            except: Vec::new(),
+            component: 0,
         })
         .collect();
     let lex = build_lexer(&terms, &[true, true]).unwrap();
@@ -120,7 +126,10 @@ fn empty_matching_terminal_is_refused() {
         priority: 0,
         ignored: false,
         munch: Munch::Global,
-        span: None, also: Vec::new(), except: Vec::new(), component: 0,
+        span: None,
+        also: Vec::new(),
+        except: Vec::new(),
+        component: 0,
     };
     let err = build_lexer(&[t], &[true]).unwrap_err();
     assert!(err.to_string().contains("empty string"), "{err}");
@@ -152,6 +161,7 @@ fn intersection_and_difference_terminals() {
     assert_eq!(accepted("nam"), ["OTHER", "SHORT"]);
 }
 
+#[allow(clippy::needless_range_loop)]
 /// The minimized DFA agrees with the `regex` crate on every terminal, for random strings over
 /// a small alphabet, and no two of its states are equivalent.
 #[test]
@@ -174,7 +184,8 @@ fn lexer_dfa_matches_regex_crate_and_is_minimal() {
         let lex = build_lexer(&terms, &vec![true; terms.len()]).unwrap();
         lex.validate().unwrap();
         let res: Vec<regex::Regex> = set.iter().map(|r| regex::Regex::new(&format!("^(?:{r})$")).unwrap()).collect();
-        let alphabet: Vec<char> = set.join("").chars().filter(|c| c.is_ascii_alphanumeric() || "\".\\-".contains(*c)).collect();
+        let alphabet: Vec<char> =
+            set.join("").chars().filter(|c| c.is_ascii_alphanumeric() || "\".\\-".contains(*c)).collect();
         for _ in 0..3000 {
             let len = (rnd() % 8) as usize + 1;
             let s: String = (0..len).map(|_| alphabet[(rnd() % alphabet.len() as u64) as usize]).collect();

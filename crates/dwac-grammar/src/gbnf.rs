@@ -117,7 +117,10 @@ impl Lower<'_> {
                     priority: 0,
                     ignored: false,
                     munch: Munch::None,
-                    span: Some(*span), also: Vec::new(), except: Vec::new(), component: 0,
+                    span: Some(*span),
+                    also: Vec::new(),
+                    except: Vec::new(),
+                    component: 0,
                 });
                 self.terms.insert(regex.clone(), id);
                 Ok(vec![Symbol::T(id)])

@@ -1953,7 +1953,10 @@ impl<'s> Ctx<'s> {
             priority,
             ignored: false,
             munch: Munch::Global,
-            span: Some(def_span), also: Vec::new(), except: Vec::new(), component: 0,
+            span: Some(def_span),
+            also: Vec::new(),
+            except: Vec::new(),
+            component: 0,
         });
         lw.named_terms.insert(name.to_string(), id);
         Ok(id)
@@ -2057,7 +2060,10 @@ impl<'s> Ctx<'s> {
                     priority: 0,
                     ignored: false,
                     munch: Munch::Global,
-                    span: Some(span), also: Vec::new(), except: Vec::new(), component: 0,
+                    span: Some(span),
+                    also: Vec::new(),
+                    except: Vec::new(),
+                    component: 0,
                 });
                 lw.anon_terms.insert(key, id);
                 lw.anon_by_regex.insert(lw.g.terminals[id as usize].regex.clone(), id);

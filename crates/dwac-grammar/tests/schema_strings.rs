@@ -367,7 +367,10 @@ fn run_group(file: &str, group: &Value, tally: &mut Tally) {
                 for alt in [all_escaped(s, false), all_escaped(s, true)] {
                     if c.format.is_some() {
                         // Formats refuse `\uXXXX` for characters that can be raw (stricter, documented).
-                        assert!(!all_match(&res, &alt) || !got || s.chars().all(|ch| (ch as u32) < 0x20), "{what} as {alt}");
+                        assert!(
+                            !all_match(&res, &alt) || !got || s.chars().all(|ch| (ch as u32) < 0x20),
+                            "{what} as {alt}"
+                        );
                     } else {
                         assert_eq!(all_match(&res, &alt), got, "encoding-dependent verdict: {what} as {alt}");
                     }

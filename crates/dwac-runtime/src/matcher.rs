@@ -179,35 +179,35 @@ impl Matcher {
                 continue;
             }
             for q2 in lex.successors(th.q, b) {
-            if lex.can_continue(q2) {
-                add_thread(&mut out, q2, &sc.h1, &th.heads);
-            }
-            for &term in lex.accepts(q2) {
-                let mut h2 = sc.h1.clone();
-                if let Some(i) = lex.inhibitor_for(term, q2) {
-                    h2.push(i);
-                    h2.sort_unstable();
-                    h2.dedup();
+                if lex.can_continue(q2) {
+                    add_thread(&mut out, q2, &sc.h1, &th.heads);
                 }
-                if lex.is_ignored(term) {
-                    add_thread(&mut out, lex.start, &h2, &th.heads);
-                    continue;
-                }
-                sc.closure.run(lr, &th.heads, term);
-                sc.shifts.clear();
-                sc.closure.shifts(lr, term, (2 * pos).saturating_sub(1), &mut sc.shifts);
-                for (p, n) in sc.shifts.drain(..) {
-                    match shifted.iter_mut().find(|s| s.0 == p) {
-                        Some(s) => {
-                            push_unique(&mut s.1, &n);
+                for &term in lex.accepts(q2) {
+                    let mut h2 = sc.h1.clone();
+                    if let Some(i) = lex.inhibitor_for(term, q2) {
+                        h2.push(i);
+                        h2.sort_unstable();
+                        h2.dedup();
+                    }
+                    if lex.is_ignored(term) {
+                        add_thread(&mut out, lex.start, &h2, &th.heads);
+                        continue;
+                    }
+                    sc.closure.run(lr, &th.heads, term);
+                    sc.shifts.clear();
+                    sc.closure.shifts(lr, term, (2 * pos).saturating_sub(1), &mut sc.shifts);
+                    for (p, n) in sc.shifts.drain(..) {
+                        match shifted.iter_mut().find(|s| s.0 == p) {
+                            Some(s) => {
+                                push_unique(&mut s.1, &n);
+                            }
+                            None => shifted.push((p, vec![n])),
                         }
-                        None => shifted.push((p, vec![n])),
-                    }
-                    if !pending.iter().any(|(h, s)| *s == p && *h == h2) {
-                        pending.push((h2.clone(), p));
+                        if !pending.iter().any(|(h, s)| *s == p && *h == h2) {
+                            pending.push((h2.clone(), p));
+                        }
                     }
                 }
-            }
             }
         }
         let nodes: Vec<(u32, NodeRef)> =

@@ -25,8 +25,25 @@ pub const MAX_STRING_LENGTH_BOUND: u64 = 2048;
 /// Formats the specification defines: one we cannot enforce is refused (ignoring it would make
 /// the mask looser than a format-asserting validator); unknown custom formats are annotations.
 const SPEC_FORMATS: &[&str] = &[
-    "date-time", "date", "time", "duration", "email", "idn-email", "hostname", "idn-hostname", "ipv4", "ipv6", "uri",
-    "uri-reference", "iri", "iri-reference", "uuid", "uri-template", "json-pointer", "relative-json-pointer", "regex",
+    "date-time",
+    "date",
+    "time",
+    "duration",
+    "email",
+    "idn-email",
+    "hostname",
+    "idn-hostname",
+    "ipv4",
+    "ipv6",
+    "uri",
+    "uri-reference",
+    "iri",
+    "iri-reference",
+    "uuid",
+    "uri-template",
+    "json-pointer",
+    "relative-json-pointer",
+    "regex",
 ];
 
 struct Builder<'a> {
@@ -363,7 +380,8 @@ impl<'a> Builder<'a> {
                     self.warnings.push(format!("dropped: {e}"));
                     continue;
                 }
-                let w = format!("unknown format `{f}` at {ptr} is not enforced (an annotation, as the specification says)");
+                let w =
+                    format!("unknown format `{f}` at {ptr} is not enforced (an annotation, as the specification says)");
                 if !self.warnings.contains(&w) {
                     self.warnings.push(w);
                 }
@@ -779,7 +797,11 @@ impl<'a> Builder<'a> {
             [] => (None, 0u64),
             [(part, m)] => (Some(part.clone()), *m),
             [_, (part, _), ..] => {
-                return Err(SchemaError::new("contains", &part.ptr, "several `contains` in one conjunction are not supported"))
+                return Err(SchemaError::new(
+                    "contains",
+                    &part.ptr,
+                    "several `contains` in one conjunction are not supported",
+                ))
             }
         };
         if contains.is_none() || mc == 0 {

@@ -136,7 +136,8 @@ const SUB_ONE: &[&str] = &[
     "unevaluatedProperties",
     "contentSchema",
 ];
-const SUB_MAP: &[&str] = &["properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"];
+const SUB_MAP: &[&str] =
+    &["properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"];
 const SUB_ARR: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems", "items"];
 
 impl<'a> Doc<'a> {

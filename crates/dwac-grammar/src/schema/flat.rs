@@ -3,7 +3,6 @@
 
 use std::collections::{HashSet, VecDeque};
 
-
 use serde_json::{Map, Value};
 
 use super::doc::{ptr_token, Doc};
@@ -260,7 +259,7 @@ impl Presence {
             Presence::Implies(k, ds) => !present(k) || ds.iter().all(|d| present(d)),
             Presence::ExactlyOne(bs) => {
                 bs.iter()
-                    .filter(|(r, a)| r.iter().all(|k| present(k)) && !(!a.is_empty() && a.iter().all(|k| present(k))))
+                    .filter(|(r, a)| r.iter().all(|k| present(k)) && (a.is_empty() || !a.iter().all(|k| present(k))))
                     .count()
                     == 1
             }
@@ -271,9 +270,8 @@ impl Presence {
 /// The branches of a `oneOf` as presence constraints, if every branch consists only of
 /// `required` and `not: {required: …}` (and annotations).
 pub(crate) fn presence_branches(doc: &Doc, d: &Disj) -> Option<Vec<(Vec<String>, Vec<String>)>> {
-    let strings = |v: &Value| -> Option<Vec<String>> {
-        v.as_array()?.iter().map(|x| x.as_str().map(str::to_string)).collect()
-    };
+    let strings =
+        |v: &Value| -> Option<Vec<String>> { v.as_array()?.iter().map(|x| x.as_str().map(str::to_string)).collect() };
     let mut out = Vec::new();
     for b in &d.branches {
         let Some(Value::Object(o)) = doc.get(&b.ptr) else { return None };
@@ -348,7 +346,8 @@ pub(crate) fn refusal(kw: &str, v: &Value, o: &Map<String, Value>, draft: Draft)
         }
         "uniqueItems" => {
             let trivial = o.get("maxItems").and_then(Value::as_u64).is_some_and(|m| m <= 1);
-            (v == &Value::Bool(true) && !trivial).then_some("`uniqueItems: true` cannot be compiled to a grammar exactly")
+            (v == &Value::Bool(true) && !trivial)
+                .then_some("`uniqueItems: true` cannot be compiled to a grammar exactly")
         }
         "dependentSchemas" | "dependencies" => {
             // Array forms (required keys) are presence constraints; schema forms are refused.
@@ -505,10 +504,9 @@ pub(crate) fn merge(doc: &Doc, flat: &Flat) -> Result<Shape, SchemaError> {
             None => Vec::new(),
         };
         let patterns: Vec<(String, Part)> = match o.get("patternProperties") {
-            Some(Value::Object(m)) => m
-                .keys()
-                .map(|k| (k.clone(), Part::full(format!("{ptr}/patternProperties/{}", ptr_token(k)))))
-                .collect(),
+            Some(Value::Object(m)) => {
+                m.keys().map(|k| (k.clone(), Part::full(format!("{ptr}/patternProperties/{}", ptr_token(k))))).collect()
+            }
             Some(_) => return Err(SchemaError::new("patternProperties", ptr, "must be an object")),
             None => Vec::new(),
         };

@@ -50,7 +50,12 @@ impl Draft {
     /// The dialect named by `$schema`, or `default` when it names none we know.
     pub fn detect_or(schema: &Value, default: Draft) -> Draft {
         let s = schema.get("$schema").and_then(Value::as_str).unwrap_or("");
-        if s.contains("draft-04") || s.contains("draft-06") || s.contains("draft-07") || s.contains("2019-09") || s.contains("2020-12") {
+        if s.contains("draft-04")
+            || s.contains("draft-06")
+            || s.contains("draft-07")
+            || s.contains("2019-09")
+            || s.contains("2020-12")
+        {
             Draft::detect(schema)
         } else {
             default

@@ -273,7 +273,9 @@ fn validate_keywords(doc: &Doc, v: &Value, ptr: &str, o: &Map<String, Value>) ->
                 if !parts.is_empty() && !validate(doc, x, &parts)? {
                     return Ok(false);
                 }
-                if o.contains_key("propertyNames") && !validate(doc, &Value::String(k.clone()), &sub(ptr, "propertyNames"))? {
+                if o.contains_key("propertyNames")
+                    && !validate(doc, &Value::String(k.clone()), &sub(ptr, "propertyNames"))?
+                {
                     return Ok(false);
                 }
             }
@@ -427,9 +429,9 @@ pub(crate) fn provably_disjoint(doc: &Doc, a: &Part, b: &Part) -> bool {
     if types(&sa) & types(&sb) == T_OBJ {
         for (x, y) in [(&sa, &sb), (&sb, &sa)] {
             for k in &x.required {
-                let forbidden = key_parts(doc, &y.objs, k).ok().is_some_and(|parts| {
-                    parts.iter().any(|p| doc.get(&p.ptr) == Some(&Value::Bool(false)))
-                });
+                let forbidden = key_parts(doc, &y.objs, k)
+                    .ok()
+                    .is_some_and(|parts| parts.iter().any(|p| doc.get(&p.ptr) == Some(&Value::Bool(false))));
                 if forbidden {
                     return true;
                 }
