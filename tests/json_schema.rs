@@ -23,20 +23,7 @@ fn accepts(e: &Arc<Engine>, text: &str) -> bool {
 
 /// Run one draft of the suite: (passed, failed_valid, false_positives, unsupported).
 fn run_suite(draft: &str) -> (usize, usize, Vec<String>, usize) {
-    let root = shared_data().join("json-schema-test-suite/tests").join(draft);
-    let mut files = Vec::new();
-    let mut stack = vec![root.clone()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "json") {
-                files.push(p);
-            }
-        }
-    }
-    files.sort();
+    let files: Vec<std::path::PathBuf> = test_suite_files(draft).into_iter().map(|(_, p)| p).collect();
     let default_draft = match draft {
         "draft4" => Draft::Draft4,
         "draft7" => Draft::Draft7,

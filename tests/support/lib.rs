@@ -105,19 +105,7 @@ pub fn maskbench_instances() -> Vec<Instance> {
 
 /// Every instance (`data`, `valid`) of the JSON-Schema-Test-Suite under `tests/<draft>`.
 pub fn test_suite_instances(draft: &str) -> Vec<(String, Value)> {
-    let mut files = Vec::new();
-    let mut stack = vec![shared_data().join("json-schema-test-suite/tests").join(draft)];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "json") {
-                files.push(p);
-            }
-        }
-    }
-    files.sort();
+    let files: Vec<PathBuf> = test_suite_files(draft).into_iter().map(|(_, p)| p).collect();
     let mut out = Vec::new();
     for f in files {
         let text = std::fs::read_to_string(&f).unwrap_or_default();

@@ -96,20 +96,7 @@ fn lexing_vectors_reproduce_exactly() {
 
 #[test]
 fn start_state_has_no_incoming_edges_and_dfa_is_minimal_enough() {
-    let terms: Vec<Terminal> = [("A", "a+"), ("B", "(ab)*c")]
-        .iter()
-        .map(|(n, r)| Terminal {
-            name: n.to_string(),
-            regex: r.to_string(),
-            priority: 0,
-            ignored: false,
-            munch: Munch::Global,
-            span: None,
-            also: Vec::new(),
-            except: Vec::new(),
-            component: 0,
-        })
-        .collect();
+    let terms: Vec<Terminal> = [("A", "a+"), ("B", "(ab)*c")].iter().map(|(n, r)| Terminal::new(*n, *r)).collect();
     let lex = build_lexer(&terms, &[true, true]).unwrap();
     lex.validate().unwrap();
     assert!(!lex.trans.contains(&lex.start));
@@ -120,17 +107,7 @@ fn start_state_has_no_incoming_edges_and_dfa_is_minimal_enough() {
 
 #[test]
 fn empty_matching_terminal_is_refused() {
-    let t = Terminal {
-        name: "E".into(),
-        regex: "a*".into(),
-        priority: 0,
-        ignored: false,
-        munch: Munch::Global,
-        span: None,
-        also: Vec::new(),
-        except: Vec::new(),
-        component: 0,
-    };
+    let t = Terminal::new("E", "a*");
     let err = build_lexer(&[t], &[true]).unwrap_err();
     assert!(err.to_string().contains("empty string"), "{err}");
 }
