@@ -653,6 +653,21 @@ impl<'s> Parser<'s> {
         }
     }
 
+    /// In a comma-separated list: consume `,` (more items follow: `false`) or the closing
+    /// token (`true`); anything else is an error naming both.
+    fn comma_or_close(&mut self, close: Tk, close_str: &str) -> Result<bool, GrammarError> {
+        let t = self.peek();
+        if t.kind == Tk::Comma {
+            self.bump();
+            Ok(false)
+        } else if t.kind == close {
+            self.bump();
+            Ok(true)
+        } else {
+            Err(self.error(t, format!("expected `,` or `{close_str}`, found {}", self.describe(t))))
+        }
+    }
+
     fn parse_file(&mut self) -> Result<Vec<Item>, GrammarError> {
         let mut items = Vec::new();
         loop {
@@ -756,18 +771,8 @@ impl<'s> Parser<'s> {
                     return Err(self.error(p, format!("template parameter `{pname}` must be a lowercase name")));
                 }
                 params.push((pname, p.span()));
-                match self.peek().kind {
-                    Tk::Comma => {
-                        self.bump();
-                    }
-                    Tk::RBrace => {
-                        self.bump();
-                        break;
-                    }
-                    _ => {
-                        let t = self.peek();
-                        return Err(self.error(t, format!("expected `,` or `}}`, found {}", self.describe(t))));
-                    }
+                if self.comma_or_close(Tk::RBrace, "}")? {
+                    break;
                 }
             }
         }
@@ -837,18 +842,8 @@ impl<'s> Parser<'s> {
                 let t = self.expect(Tk::Name, "a name to import")?;
                 let name = self.text(t).to_string();
                 names.push(ImportName { alias: name.clone(), name, name_span: t.span() });
-                match self.peek().kind {
-                    Tk::Comma => {
-                        self.bump();
-                    }
-                    Tk::RParen => {
-                        self.bump();
-                        break;
-                    }
-                    _ => {
-                        let t = self.peek();
-                        return Err(self.error(t, format!("expected `,` or `)`, found {}", self.describe(t))));
-                    }
+                if self.comma_or_close(Tk::RParen, ")")? {
+                    break;
                 }
             }
         } else {
@@ -1115,16 +1110,8 @@ impl<'s> Parser<'s> {
                                 ));
                             }
                         }
-                        let c = self.peek();
-                        match c.kind {
-                            Tk::Comma => {
-                                self.bump();
-                            }
-                            Tk::RBrace => {
-                                self.bump();
-                                break;
-                            }
-                            _ => return Err(self.error(c, format!("expected `,` or `}}`, found {}", self.describe(c)))),
+                        if self.comma_or_close(Tk::RBrace, "}")? {
+                            break;
                         }
                     }
                     self.depth -= 1;
