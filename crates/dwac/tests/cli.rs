@@ -107,3 +107,33 @@ fn mask_json_output() {
         assert!(b.bytes().all(|c| c.is_ascii_digit()) && b.len() <= 2, "{b}");
     }
 }
+
+#[test]
+fn check_on_a_json_schema_and_refusals_exit_2() {
+    let lines = [
+        r#"{"text": "{\"name\": \"Ada\", \"age\": 36, \"role\": \"admin\"}", "valid": true}"#,
+        r#"{"text": "{\"name\": \"Ada\", \"age\": 151}", "valid": false}"#,
+        r#"{"text": "{\"name\": \"\", \"age\": 3}", "valid": false}"#,
+        r#"{"text": "{\"age\": 3, \"name\": \"Ada\"}", "valid": false}"#,
+        r#"{"text": "{\"name\": \"Ada\", \"age\": 3, \"extra\": 1}", "valid": false}"#,
+    ];
+    let f = tmp("person.jsonl", &lines.join("\n"));
+    let o = dwac(&["check", "schemas/person.json", "--jsonl", &f, "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let v = json(&o);
+    assert_eq!(
+        (v["accepted"].as_u64(), v["rejected"].as_u64(), v["wrong"].as_u64()),
+        (Some(1), Some(4), Some(0)),
+        "{v}"
+    );
+
+    let s = tmp("refused.json", r#"{"type": "object", "properties": {"a": {"if": {"type": "string"}}}}"#);
+    let o = dwac(&["check", &s, "--jsonl", &f]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("`if`") && err.contains("/properties/a"), "{err}");
+    // --lenient drops it with a warning.
+    let o = dwac(&["mask", &s, "--lenient", "--limit", "1"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("dropped"));
+}
