@@ -191,7 +191,7 @@ impl<'a> Builder<'a> {
             let mut combos: Vec<Vec<Part>> = vec![doc_flat.own.clone()];
             for d in &doc_flat.disjunctions {
                 if d.kind == "oneOf" {
-                    self.check_one_of(d)?;
+                    self.check_one_of(d, &doc_flat.own)?;
                 }
                 // With `unevaluated*` in the conjunction, an `anyOf` value evaluates the keys of
                 // every branch it matches: choose non-empty sets of branches (conjunctions), not
@@ -249,10 +249,14 @@ impl<'a> Builder<'a> {
     }
 
     /// `oneOf` is compiled as `anyOf` only when its branches are provably disjoint.
-    fn check_one_of(&mut self, d: &Disj) -> Result<(), SchemaError> {
+    /// (Disjointness is judged together with the sibling keywords `context`: branches that
+    /// overlap only on values the siblings exclude are disjoint here.)
+    fn check_one_of(&mut self, d: &Disj, context: &[Part]) -> Result<(), SchemaError> {
+        let with = |b: &Part| -> Vec<Part> { context.iter().cloned().chain(std::iter::once(b.clone())).collect() };
         for i in 0..d.branches.len() {
             for j in i + 1..d.branches.len() {
-                if !super::validate::provably_disjoint(&self.doc, &d.branches[i], &d.branches[j]) {
+                let (a, b) = (with(&d.branches[i]), with(&d.branches[j]));
+                if !super::validate::provably_disjoint(&self.doc, &a, &b) {
                     let e = SchemaError::new(
                         "oneOf",
                         &d.ptr,

@@ -396,9 +396,17 @@ fn value_type(v: &Value) -> u8 {
 }
 
 /// Can no value satisfy both `a` and `b`? (`false` when unsure.)
-pub(crate) fn provably_disjoint(doc: &Doc, a: &Part, b: &Part) -> bool {
-    let shape = |p: &Part| -> Option<(Flat, Shape)> {
-        let f = flatten(doc, std::slice::from_ref(p)).ok()?;
+pub(crate) fn provably_disjoint(doc: &Doc, a: &[Part], b: &[Part]) -> bool {
+    provably_disjoint_depth(doc, a, b, 0)
+}
+
+/// Can no value satisfy both conjunctions `a` and `b`? (`false` when unsure.)
+fn provably_disjoint_depth(doc: &Doc, a: &[Part], b: &[Part], depth: usize) -> bool {
+    if depth > 8 {
+        return false;
+    }
+    let shape = |p: &[Part]| -> Option<(Flat, Shape)> {
+        let f = flatten(doc, p).ok()?;
         if !f.disjunctions.is_empty() {
             return None;
         }
@@ -437,10 +445,8 @@ pub(crate) fn provably_disjoint(doc: &Doc, a: &Part, b: &Part) -> bool {
                 }
                 if y.required.contains(k) {
                     if let (Ok(pa), Ok(pb)) = (key_parts(doc, &x.objs, k), key_parts(doc, &y.objs, k)) {
-                        if let (Some(pa), Some(pb)) = (pa.first(), pb.first()) {
-                            if provably_disjoint(doc, pa, pb) {
-                                return true;
-                            }
+                        if !pa.is_empty() && !pb.is_empty() && provably_disjoint_depth(doc, &pa, &pb, depth + 1) {
+                            return true;
                         }
                     }
                 }
