@@ -170,10 +170,10 @@ impl Matcher {
         let t = &self.engine.tables;
         let (lex, lr) = (&t.lexer, &t.lr);
         let mut out: Vec<Thread> = Vec::new();
-        // Shifted nodes at this byte, merged by LR state: (state, preds).
-        let mut shifted: Vec<(u32, Vec<NodeRef>)> = Vec::new();
-        // Threads to create once shifted nodes are frozen: (inhibitors, state).
-        let mut pending: Vec<(Vec<Inhibitor>, u32)> = Vec::new();
+        // Shifted nodes at this byte, merged by (LR state, inhibitors): (state, inhibitors, preds).
+        // Nodes are only merged under equal inhibitors, so a stack never escapes the inhibitors
+        // of the lexing that built it.
+        let mut shifted: Vec<(u32, Vec<Inhibitor>, Vec<NodeRef>)> = Vec::new();
         for th in threads {
             if lex.step_inhibitors(&th.inh, b, &mut sc.h1).is_none() {
                 continue;
@@ -197,25 +197,19 @@ impl Matcher {
                     sc.shifts.clear();
                     sc.closure.shifts(lr, term, (2 * pos).saturating_sub(1), &mut sc.shifts);
                     for (p, n) in sc.shifts.drain(..) {
-                        match shifted.iter_mut().find(|s| s.0 == p) {
+                        match shifted.iter_mut().find(|s| s.0 == p && s.1 == h2) {
                             Some(s) => {
-                                push_unique(&mut s.1, &n);
+                                push_unique(&mut s.2, &n);
                             }
-                            None => shifted.push((p, vec![n])),
-                        }
-                        if !pending.iter().any(|(h, s)| *s == p && *h == h2) {
-                            pending.push((h2.clone(), p));
+                            None => shifted.push((p, h2.clone(), vec![n])),
                         }
                     }
                 }
             }
         }
-        let nodes: Vec<(u32, NodeRef)> =
-            shifted.into_iter().map(|(p, preds)| (p, Node::new(p, 2 * pos, preds))).collect();
-        for (h2, p) in pending {
-            if let Some((_, n)) = nodes.iter().find(|(s, _)| *s == p) {
-                add_thread(&mut out, lex.start, &h2, std::slice::from_ref(n));
-            }
+        for (p, h2, preds) in shifted {
+            let n = Node::new(p, 2 * pos, preds);
+            add_thread(&mut out, lex.start, &h2, std::slice::from_ref(&n));
         }
         out
     }
