@@ -931,11 +931,7 @@ impl<'s> Parser<'s> {
             alts.push(self.parse_alias()?);
         }
         self.depth -= 1;
-        if alts.len() == 1 {
-            return Ok(alts.pop().unwrap_or(Ebnf::Seq(Vec::new(), Span::new(start, start))));
-        }
-        let end = alts.last().map_or(start, |a| a.span().end as usize);
-        Ok(Ebnf::Alt(alts, Span::new(start, end)))
+        Ok(collapse(alts, start, Ebnf::Alt))
     }
 
     fn parse_alias(&mut self) -> Result<Ex, GrammarError> {
@@ -970,11 +966,7 @@ impl<'s> Parser<'s> {
             };
             return Err(self.error(t, msg));
         }
-        if items.len() == 1 {
-            return Ok(items.pop().unwrap_or(Ebnf::Seq(Vec::new(), Span::new(start, start))));
-        }
-        let end = items.last().map_or(start, |a| a.span().end as usize);
-        Ok(Ebnf::Seq(items, Span::new(start, end)))
+        Ok(collapse(items, start, Ebnf::Seq))
     }
 
     fn parse_expr(&mut self) -> Result<Ex, GrammarError> {
@@ -2111,4 +2103,16 @@ fn kind_verb(k: DefKind) -> &'static str {
         DefKind::Override => "override",
         DefKind::Extend => "extend",
     }
+}
+
+/// A single item stands for itself; several are wrapped (`Seq` or `Alt`) with the span
+/// from `start` to the last item's end.
+fn collapse(mut items: Vec<Ex>, start: usize, wrap: fn(Vec<Ex>, Span) -> Ex) -> Ex {
+    if items.len() == 1 {
+        if let Some(x) = items.pop() {
+            return x;
+        }
+    }
+    let end = items.last().map_or(start, |a| a.span().end as usize);
+    wrap(items, Span::new(start, end))
 }

@@ -1076,11 +1076,16 @@ fn time_src() -> String {
     format!("(?:[01][0-9]|2[0-3]):[0-5][0-9]:(?:[0-5][0-9]|60){FRAC}(?:[Zz]|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])")
 }
 
+/// Any time whose seconds are not 60 (the leap-second checks only constrain `:60`).
+fn no_leap_second_time() -> String {
+    format!("[0-9]{{2}}:[0-9]{{2}}:[0-5][0-9]{FRAC}(?:[Zz]|[+-][0-9]{{2}}:[0-9]{{2}})")
+}
+
 /// Leap seconds, hour part: a `:60` second must be 23:59:60 in UTC. With local `hh:mm` and offset
 /// `±oh:om`: for `+`, `oh = hh` when `mm < 59` and `oh = hh + 1 (mod 24)` when `mm = 59`; for `-`,
 /// `oh = 23 - hh`; for `Z`, `hh = 23`. The minute part is checked by [`leap_minute_src`].
 fn leap_hour_src() -> String {
-    let mut alts = vec![format!("[0-9]{{2}}:[0-9]{{2}}:[0-5][0-9]{FRAC}(?:[Zz]|[+-][0-9]{{2}}:[0-9]{{2}})")];
+    let mut alts = vec![no_leap_second_time()];
     alts.push(format!("23:[0-9]{{2}}:60{FRAC}[Zz]"));
     for hh in 0..24u32 {
         alts.push(format!(
@@ -1095,7 +1100,7 @@ fn leap_hour_src() -> String {
 /// Leap seconds, minute part: for `+`, `om = mm + 1 (mod 60)`; for `-`, `om = 59 - mm`; for `Z`,
 /// `mm = 59`.
 fn leap_minute_src() -> String {
-    let mut alts = vec![format!("[0-9]{{2}}:[0-9]{{2}}:[0-5][0-9]{FRAC}(?:[Zz]|[+-][0-9]{{2}}:[0-9]{{2}})")];
+    let mut alts = vec![no_leap_second_time()];
     alts.push(format!("[0-9]{{2}}:59:60{FRAC}[Zz]"));
     for mm in 0..60u32 {
         alts.push(format!(
