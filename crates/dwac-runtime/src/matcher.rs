@@ -298,7 +298,9 @@ impl Matcher {
 
     /// Commit one sampled token.
     pub fn commit(&mut self, token: u32) -> Result<(), CommitError> {
-        let vocab = &self.engine.vocab;
+        // An `Arc` clone (not a copy of the token's bytes) frees `self` for the commit below.
+        let engine = Arc::clone(&self.engine);
+        let vocab = &engine.vocab;
         let Some(bytes) = vocab.token_bytes(token) else {
             return Err(CommitError::TokenOutOfRange { token, vocab_size: vocab.len() as u32 });
         };
@@ -317,8 +319,7 @@ impl Matcher {
         if vocab.is_special(token) || bytes.is_empty() {
             return Err(CommitError::SpecialToken { token });
         }
-        let bytes = bytes.to_vec();
-        self.commit_inner(&bytes, Some(token))
+        self.commit_inner(bytes, Some(token))
     }
 
     /// Undo the last `n` commits (tokens or byte strings).
