@@ -17,6 +17,8 @@ pub(crate) struct Added {
     pub id: u32,
     pub content: String,
     pub special: bool,
+    /// Matched on the normalized text (`"normalized": true`) rather than the raw text.
+    pub normalized: bool,
 }
 
 /// Everything derived from `tokenizer.json` alone.
@@ -133,6 +135,7 @@ fn detect(root: &Value) -> Result<(Family, char, bool), VocabError> {
     metas.sort_unstable();
     metas.dedup();
     let byte_fallback_decoder = dec.iter().any(|c| ty(c) == "ByteFallback");
+    check_decoder(&dec, root, &metas)?;
 
     match (byte_level, metas.as_slice()) {
         (true, []) => Ok((Family::ByteLevel, METASPACE, false)),
@@ -147,6 +150,73 @@ fn detect(root: &Value) -> Result<(Family, char, bool), VocabError> {
         )),
         (false, _) => {
             Err(VocabError::UnsupportedTokenizer(format!("several different metaspace characters {metas:?}")))
+        }
+    }
+}
+
+/// Every decoder component must be one whose effect on a token's bytes we reproduce exactly
+/// (the family rules), or one that only acts on the whole decoded text. Anything else would give
+/// some tokens bytes other than the decoder's: refuse, naming the component and a token it changes.
+fn check_decoder(dec: &[&Map<String, Value>], root: &Value, metas: &[char]) -> Result<(), VocabError> {
+    for c in dec {
+        let ok = match ty(c) {
+            // Per-token rules of the two families, and byte fallback.
+            "ByteLevel" | "Metaspace" | "ByteFallback" => true,
+            // Joins tokens' strings: no effect on any token's bytes.
+            "Fuse" => true,
+            // Removes leading/trailing characters of the whole decoded text (Llama-2's `Strip(' ', 1, 0)`
+            // drops the space of the first `▁`): not a property of any token, and our encoder never
+            // prepends that space.
+            "Strip" => true,
+            "Replace" => {
+                c.get("content").and_then(Value::as_str) == Some(" ")
+                    && string_pattern(c).and_then(single_char).is_some_and(|p| metas.contains(&p))
+            }
+            _ => false,
+        };
+        if !ok {
+            let desc = serde_json::to_string(c).unwrap_or_default();
+            let token = match (ty(c), string_pattern(c)) {
+                ("Replace", Some(p)) => first_token_containing(root, p),
+                _ => None,
+            };
+            return Err(VocabError::UnsupportedTokenizer(match token {
+                Some(t) => format!("decoder component {desc} would change token {t:?}; its rendering is not supported"),
+                None => format!("decoder component {desc} is not supported: token bytes would not be exact"),
+            }));
+        }
+    }
+    Ok(())
+}
+
+/// A token (added or model) whose string contains `pat`, for error messages.
+fn first_token_containing(root: &Value, pat: &str) -> Option<String> {
+    let added = root.get("added_tokens").and_then(Value::as_array).into_iter().flatten();
+    let added = added.filter_map(|t| t.get("content").and_then(Value::as_str));
+    let model = root.get("model").and_then(|m| m.get("vocab"));
+    let model: Box<dyn Iterator<Item = &str>> = match model {
+        Some(Value::Object(o)) => Box::new(o.keys().map(String::as_str)),
+        Some(Value::Array(a)) => Box::new(a.iter().filter_map(|p| p.get(0).and_then(Value::as_str))),
+        _ => Box::new(std::iter::empty()),
+    };
+    added.chain(model).find(|t| t.contains(pat)).map(str::to_string)
+}
+
+/// The bytes the tokenizer's own decoder renders for a non-special added token: in the
+/// SentencePiece family the metaspace becomes a space and (with byte fallback) a token spelled
+/// exactly `<0xNN>` the byte `NN`; in the byte-level family every character maps through the
+/// byte-level alphabet if all of them are in it, else the content's UTF-8 stands (HF's
+/// `ByteLevel` decoder).
+pub(crate) fn render_added(family: Family, content: &str, metaspace: char, byte_fallback: bool) -> Vec<u8> {
+    match family {
+        Family::SentencePiece => match byte_token(content).filter(|_| byte_fallback) {
+            Some(b) => vec![b],
+            None => content.replace(metaspace, " ").into_bytes(),
+        },
+        Family::ByteLevel => {
+            let inverse = byte_level_inverse();
+            let mapped: Option<Vec<u8>> = content.chars().map(|c| inverse.get(c as usize).copied().flatten()).collect();
+            mapped.unwrap_or_else(|| content.as_bytes().to_vec())
         }
     }
 }
@@ -230,7 +300,8 @@ pub(crate) fn derive(root: &Value) -> Result<Table, VocabError> {
                     .and_then(Value::as_str)
                     .ok_or_else(|| malformed(format!("{what} has no string \"content\"")))?;
                 let special = t.get("special").and_then(Value::as_bool).unwrap_or(false);
-                added.push(Added { id, content: content.to_string(), special });
+                let normalized = t.get("normalized").and_then(Value::as_bool).unwrap_or(!special);
+                added.push(Added { id, content: content.to_string(), special, normalized });
             }
         }
         Some(_) => return Err(malformed("added_tokens is not a list")),
@@ -296,8 +367,8 @@ pub(crate) fn derive(root: &Value) -> Result<Table, VocabError> {
                 return Err(VocabError::DuplicateId { id: a.id, first: first.to_string(), second: a.content.clone() });
             }
         }
-        tokens[i] = Some(a.content.as_bytes().to_vec());
         special[i] = a.special || (family == Family::SentencePiece && SP_CONTROL.contains(&a.content.as_str()));
+        tokens[i] = Some(render_added(family, &a.content, metaspace, byte_fallback));
     }
 
     if let Some(unk) = model.get("unk_token").and_then(Value::as_str) {

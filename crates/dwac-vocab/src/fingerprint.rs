@@ -8,21 +8,24 @@ use sha2::{Digest, Sha256};
 /// The fingerprint is SHA-256 over this byte layout (all integers little-endian):
 ///
 /// ```text
-/// b"dwac-vocab-fp-v1"                       16 bytes
+/// b"dwac-vocab-fp-v2"                       16 bytes
 /// n_tokens                                  u32
 /// for id in 0..n_tokens:
 ///     id                                    u32
 ///     special                               u8   (1 = special, 0 = not)
-///     len                                   u32  (byte length of the token)
+///     len                                   u32  (byte length of the token; 0 for special tokens)
 ///     bytes                                 len bytes
 /// n_eos                                     u32
 /// for each EOS id, ascending, no duplicates:
 ///     id                                    u32
 /// ```
 ///
+/// v2 (special tokens have no bytes; non-special added tokens have their decoder rendering)
+/// replaced v1 (special tokens kept their content's bytes; added tokens their raw content).
+///
 /// The tokenizer's name and file layout are not part of it: two files that give the same ids,
 /// bytes, special flags and end tokens have the same fingerprint.
-pub const FINGERPRINT_MAGIC: &[u8; 16] = b"dwac-vocab-fp-v1";
+pub const FINGERPRINT_MAGIC: &[u8; 16] = b"dwac-vocab-fp-v2";
 
 pub(crate) fn compute(v: &Vocabulary) -> [u8; 32] {
     let mut h = Sha256::new();
@@ -63,7 +66,7 @@ mod tests {
     fn layout_is_as_documented() {
         let v = Vocabulary::from_tokens(&[b"a".to_vec(), Vec::new()], vec![false, true], vec![1]);
         let mut msg = Vec::new();
-        msg.extend_from_slice(b"dwac-vocab-fp-v1");
+        msg.extend_from_slice(b"dwac-vocab-fp-v2");
         msg.extend_from_slice(&2u32.to_le_bytes());
         msg.extend_from_slice(&0u32.to_le_bytes());
         msg.push(0);

@@ -28,12 +28,22 @@
 //!   [`VocabError::UnsupportedTokenizer`] / [`VocabError::UnsupportedModel`]: there is no exact,
 //!   unambiguous byte string for such tokens.
 //!
-//! **Added tokens** (`added_tokens`) override the model vocabulary for their id: their bytes are the
-//! UTF-8 of `content` taken literally (the `tokenizers` crate matches added tokens on the raw text,
-//! before byte-level or metaspace mapping; e.g. Qwen3's `<think>` is the 7 bytes `<think>`, and
-//! DeepSeek's `<｜User｜>` is its UTF-8). Special added tokens keep their content bytes but are
-//! flagged special, so a mask never allows them unless they are end tokens. The model's
-//! `unk_token` and every EOS id are flagged special too.
+//! **Added tokens** (`added_tokens`) override the model vocabulary for their id. A non-special
+//! added token's bytes are what the tokenizer's own decoder renders for it: in the SentencePiece
+//! family the metaspace becomes a space and, with byte fallback, a token spelled exactly `<0xNN>`
+//! is the byte `NN` (Gemma-style `▁▁▁▁` is four spaces); in the byte-level family every character
+//! is mapped through the byte-level alphabet if all of them are in it (`ĠĠ` is two spaces), else
+//! the content's UTF-8 stands, as HF's `ByteLevel` decoder does (Qwen3's `<think>` is the 7 bytes
+//! `<think>`, DeepSeek's `<｜fim▁hole｜>` its UTF-8). **Special tokens have no bytes** (they are
+//! never text) and are flagged special, so a mask never allows them unless they are end tokens;
+//! the model's `unk_token` and every EOS id are special too.
+//!
+//! The decoder is checked component by component: `ByteLevel`, `Metaspace`, `ByteFallback`, `Fuse`,
+//! `Replace` of the metaspace by a space, and `Strip` (which acts on the whole decoded text, e.g.
+//! Llama-2's removal of the first space, never on a token) are honoured; any other component
+//! would give some token bytes other than the decoder's, and the tokenizer is refused with
+//! [`VocabError::UnsupportedTokenizer`] naming the component (and, for `Replace`, a token it
+//! changes).
 //!
 //! The vocabulary size is `max id + 1` over the model vocabulary and the added tokens. An id that
 //! has no token gets empty bytes and is flagged special. A model's embedding matrix may have more
@@ -61,9 +71,12 @@
 //! "never"`). In SentencePiece-style tokenizers a literal metaspace character in the text (which
 //! the model cannot tell from a space) is spelled with its byte-fallback tokens. The result is
 //! always checked: if the concatenated bytes differ from the text (e.g. a normalizer we keep, such
-//! as `Lowercase`, rewrote it), encoding fails with [`VocabError::RoundTrip`], and a special token
-//! in the result (e.g. `<unk>`) fails with [`VocabError::SpecialInEncoding`], instead of returning
-//! a wrong answer. The `tokenizers` crate numbers added tokens by position rather than by the
+//! as `Lowercase`, rewrote it), encoding fails with [`VocabError::RoundTrip`] instead of returning
+//! a wrong answer; a character the tokenizer can only spell with a special token (a vocabulary
+//! without `{` and without byte fallback gives `<unk>`) fails with [`VocabError::Unrepresentable`],
+//! naming the character and its byte offset. An added token whose bytes differ from its content
+//! (a byte-level `ĠĠ`) is never matched on its content's characters (which it does not spell);
+//! the model's merges still produce it from the text it stands for. The `tokenizers` crate numbers added tokens by position rather than by the
 //! file's ids; a file where the two disagree is refused at load time.
 
 mod bytes;
@@ -135,6 +148,11 @@ pub enum VocabError {
     RoundTrip { offset: usize, text_len: usize, tokens_len: usize },
     #[error("encoding produced token {id}, which is special or out of range")]
     SpecialInEncoding { id: u32 },
+    #[error(
+        "text cannot be represented exactly: character {ch:?} at byte {offset} has no token \
+         (the tokenizer spells it with the special token {id})"
+    )]
+    Unrepresentable { ch: char, offset: usize, id: u32 },
     #[error(
         "text contains {ch:?}, which this tokenizer can only spell with byte-fallback tokens, \
          and it has none for every byte of it"
@@ -262,12 +280,8 @@ impl Tokenizer {
                 *s = true;
             }
         }
-        let total: usize = table.bytes.iter().map(Vec::len).sum();
-        if total > u32::MAX as usize {
-            return Err(VocabError::TooLarge(format!("{total} bytes of token text")));
-        }
-        let vocab = Vocabulary::from_tokens(&table.bytes, special, eos);
-        let encoder = build_encoder(root, &vocab)?;
+        let vocab = vocabulary(&table.bytes, special, eos)?;
+        let encoder = build_encoder(root, &vocab, &table)?;
         let metaspace = match table.family {
             Family::ByteLevel => None,
             Family::SentencePiece => {
@@ -302,15 +316,15 @@ impl Tokenizer {
                 return Err(VocabError::EosOutOfRange { file: "override".into(), id: e as u64, size });
             }
         }
+        let mut special = self.vocab.special.clone();
         for &e in eos {
-            if let Some(s) = self.vocab.special.get_mut(e as usize) {
+            if let Some(s) = special.get_mut(e as usize) {
                 *s = true;
             }
         }
-        let mut eos = eos.to_vec();
-        eos.sort_unstable();
-        eos.dedup();
-        self.vocab.eos = eos;
+        let tokens: Vec<Vec<u8>> =
+            (0..size as u32).map(|i| self.vocab.token_bytes(i).unwrap_or_default().to_vec()).collect();
+        self.vocab = vocabulary(&tokens, special, eos.to_vec())?;
         self.fingerprint = fingerprint::compute(&self.vocab);
         Ok(self)
     }
@@ -383,7 +397,19 @@ impl Tokenizer {
         let mut pos = 0usize;
         for &id in ids {
             let Some(b) = self.vocab.token_bytes(id).filter(|_| !self.vocab.is_special(id)) else {
-                return Err(VocabError::SpecialInEncoding { id });
+                // The tokens so far spelled `text[..pos]` exactly: the character at `pos` is the one
+                // the tokenizer could not spell (e.g. it became `<unk>`).
+                let ch = std::str::from_utf8(text.get(pos..).unwrap_or_default())
+                    .ok()
+                    .or_else(|| {
+                        let rest = text.get(pos..).unwrap_or_default();
+                        (1..=4).rev().find_map(|n| rest.get(..n).and_then(|r| std::str::from_utf8(r).ok()))
+                    })
+                    .and_then(|r| r.chars().next());
+                return Err(match ch {
+                    Some(ch) => VocabError::Unrepresentable { ch, offset: pos, id },
+                    None => VocabError::SpecialInEncoding { id },
+                });
             };
             let end = pos + b.len();
             if text.get(pos..end) != Some(b) {
@@ -400,6 +426,17 @@ impl Tokenizer {
     }
 }
 
+/// The vocabulary over `tokens`, where special tokens keep no bytes (they are never text).
+fn vocabulary(tokens: &[Vec<u8>], special: Vec<bool>, eos: Vec<u32>) -> Result<Vocabulary, VocabError> {
+    let kept: Vec<Vec<u8>> =
+        tokens.iter().zip(&special).map(|(t, &sp)| if sp { Vec::new() } else { t.clone() }).collect();
+    let total: usize = kept.iter().map(Vec::len).sum();
+    if total > u32::MAX as usize {
+        return Err(VocabError::TooLarge(format!("{total} bytes of token text")));
+    }
+    Ok(Vocabulary::from_tokens(&kept, special, eos))
+}
+
 /// Run a call into the `tokenizers` crate, turning a panic inside it into an error.
 fn guard<T>(what: &str, f: impl FnOnce() -> Result<T, VocabError>) -> Result<T, VocabError> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
@@ -407,7 +444,23 @@ fn guard<T>(what: &str, f: impl FnOnce() -> Result<T, VocabError>) -> Result<T, 
 }
 
 /// Build the exact encoder: an edited copy of the tokenizer (module docs, "Encoding").
-fn build_encoder(mut root: Value, vocab: &Vocabulary) -> Result<tokenizers::Tokenizer, VocabError> {
+fn build_encoder(
+    mut root: Value,
+    vocab: &Vocabulary,
+    table: &bytes::Table,
+) -> Result<tokenizers::Tokenizer, VocabError> {
+    // An added token that the `tokenizers` crate would match on text other than the bytes it
+    // stands for (a byte-level `ĠĠ` is two spaces, but would be matched on the characters `ĠĠ`) is
+    // made unmatchable; where the model vocabulary has it, the model still produces it from the
+    // right text. (A normalized added token of the SentencePiece family is matched after the
+    // normalizer turned spaces into the metaspace, so it matches its own bytes.)
+    let unmatchable: std::collections::HashSet<u32> = table
+        .added
+        .iter()
+        .filter(|a| !(a.special || (a.normalized && table.family == Family::SentencePiece)))
+        .filter(|a| vocab.token_bytes(a.id).is_some_and(|b| b != a.content.as_bytes()))
+        .map(|a| a.id)
+        .collect();
     let added_ids: Vec<(String, u32)> = root
         .get("added_tokens")
         .and_then(Value::as_array)
@@ -430,7 +483,9 @@ fn build_encoder(mut root: Value, vocab: &Vocabulary) -> Result<tokenizers::Toke
             // the file); special ones are skipped by `encode_special_tokens`.
             for t in added.iter_mut() {
                 let id = t.get("id").and_then(Value::as_u64);
-                let special = id.is_some_and(|id| id > u32::MAX as u64 || vocab.is_special(id as u32));
+                let special = id.is_some_and(|id| {
+                    id > u32::MAX as u64 || vocab.is_special(id as u32) || unmatchable.contains(&(id as u32))
+                });
                 if let Some(t) = t.as_object_mut() {
                     t.insert("lstrip".into(), Value::Bool(false));
                     t.insert("rstrip".into(), Value::Bool(false));
