@@ -123,8 +123,6 @@ fn build_component(terminals: &[Terminal], active: &[bool]) -> Result<ComponentD
             return Err(CompileError::Regex { terminal: "<all>".into(), message: e.to_string() });
         }
     };
-    let prio: Vec<i32> = terminals.iter().map(|t| t.priority).collect();
-
     // Which pattern owns each NFA state (patterns never share states in an anchored NFA).
     let nstates = nfa.states().len();
     let mut owner: Vec<u32> = vec![u32::MAX; nstates];
@@ -222,7 +220,8 @@ fn build_component(terminals: &[Terminal], active: &[bool]) -> Result<ComponentD
         Ok(set)
     };
     // Matched patterns → accepted terminals: main matched, every `also` matched, no `except`
-    // matched; then only the highest priority survives.
+    // matched. Every such terminal stays in the accept set whatever its priority: priorities
+    // are contextual (DESIGN.md §2) and resolved against the parser stack at run time.
     let finalize = |raw: &[u32]| -> Vec<u32> {
         let mut out: Vec<u32> = Vec::new();
         let mut i = 0;
@@ -242,9 +241,6 @@ fn build_component(terminals: &[Terminal], active: &[bool]) -> Result<ComponentD
                 out.push(t);
             }
             i = j;
-        }
-        if let Some(best) = out.iter().map(|&t| prio[t as usize]).max() {
-            out.retain(|&t| prio[t as usize] == best);
         }
         out
     };
@@ -451,6 +447,7 @@ fn finish(
             Munch::None => MUNCH_NONE,
         })
         .collect();
+    let priority = terminals.iter().map(|t| t.priority).collect();
     Ok(LexerTables {
         num_states: m as u32,
         num_terminals: nt as u32,
@@ -462,6 +459,7 @@ fn finish(
         next_plus,
         ignored,
         munch,
+        priority,
         fork_off,
         fork,
     })

@@ -2,14 +2,18 @@
 //! tests/data) reproduces exactly: the streaming lexer with inhibitors, run over the
 //! input, ends with exactly the expected terminal sequences on its boundary branches.
 
-use dwac_compile::build_lexer;
-use dwac_grammar::{Munch, Terminal};
-use dwac_runtime::lexer::Inhibitor;
-use dwac_runtime::{LexerTables, DEAD};
+use std::sync::Arc;
 
-/// Run the streaming lexer of ALGORITHM.md §1.1 with no parser (every terminal "shiftable"),
-/// returning the terminal sequences of the branches at a lexeme boundary after `input`.
-fn lexings(lex: &LexerTables, input: &[u8]) -> Vec<Vec<String>> {
+use dwac_compile::{build_lexer, compile_engine};
+use dwac_grammar::{Grammar, Munch, Symbol, Terminal};
+use dwac_runtime::lexer::Inhibitor;
+use dwac_runtime::{LexerTables, Matcher, Vocabulary, DEAD};
+
+/// Run the streaming lexer of ALGORITHM.md §1.1, returning the terminal sequences of the
+/// branches at a lexeme boundary after `input`. The "parser" is `shiftable(seq, t)`: can `t`
+/// follow the non-ignored terminals `seq`? Priorities are contextual (DESIGN.md §2): at each
+/// lexeme, only the highest-priority group with a usable terminal (ignored ones always are) is used.
+fn lexings(lex: &LexerTables, input: &[u8], shiftable: &dyn Fn(&[u32], u32) -> bool) -> Vec<Vec<String>> {
     type Branch = (u32, Vec<Inhibitor>, Vec<u32>);
     let mut branches: Vec<Branch> = vec![(lex.start, vec![], vec![])];
     let mut h1 = Vec::new();
@@ -23,7 +27,12 @@ fn lexings(lex: &LexerTables, input: &[u8]) -> Vec<Vec<String>> {
                 if lex.can_continue(q2) {
                     next.push((q2, h1.clone(), seq.clone()));
                 }
+                let usable = |t: u32| lex.is_ignored(t) || shiftable(seq, t);
+                let best = lex.accepts(q2).iter().filter(|&&t| usable(t)).map(|&t| lex.priority_of(t)).max();
                 for &t in lex.accepts(q2) {
+                    if !usable(t) || Some(lex.priority_of(t)) != best {
+                        continue;
+                    }
                     let mut h2 = h1.clone();
                     if let Some(i) = lex.inhibitor_for(t, q2) {
                         h2.push(i);
@@ -46,6 +55,11 @@ fn lexings(lex: &LexerTables, input: &[u8]) -> Vec<Vec<String>> {
     out.sort();
     out.dedup();
     out.into_iter().map(|s| s.into_iter().map(|t| t.to_string()).collect()).collect()
+}
+
+/// No parser: every terminal can always be shifted.
+fn anything(_: &[u32], _: u32) -> bool {
+    true
 }
 
 #[test]
@@ -81,7 +95,7 @@ fn lexing_vectors_reproduce_exactly() {
             .collect();
         let lex = build_lexer(&terms, &vec![true; terms.len()]).unwrap();
         lex.validate().unwrap();
-        let mut got: Vec<Vec<String>> = lexings(&lex, v["input"].as_str().unwrap().as_bytes())
+        let mut got: Vec<Vec<String>> = lexings(&lex, v["input"].as_str().unwrap().as_bytes(), &anything)
             .into_iter()
             .map(|s| s.into_iter().map(|t| terms[t.parse::<usize>().unwrap()].name.clone()).collect())
             .collect();
@@ -92,6 +106,77 @@ fn lexing_vectors_reproduce_exactly() {
         n += 1;
     }
     assert!(n >= 60, "only {n} vectors");
+}
+
+/// Contextual priorities (DESIGN.md §2), our own vectors in the spec's format plus a priority per
+/// terminal and, optionally, `sentences`: the terminal sequences a parser allows (a terminal is
+/// shiftable where it extends the lexed sequence to a prefix of one of them; without `sentences`
+/// every terminal is). `lexings` are the sequences on boundary branches after `input`. Each
+/// vector with sentences is also run through the real engine (grammar `start: s1 | s2 | ...`):
+/// it must accept `input` exactly when some lexing is a whole sentence.
+#[test]
+fn priority_vectors_reproduce_exactly() {
+    let text = include_str!("data/lexing_priorities.jsonl");
+    let mut n = 0;
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let mode = if v["mode"] == "per_terminal" { Munch::Own } else { Munch::Global };
+        let ignore: Vec<&str> = v["ignore"].as_array().unwrap().iter().map(|x| x.as_str().unwrap()).collect();
+        let terms: Vec<Terminal> = v["terminals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                let mut t = Terminal::new(p[0].as_str().unwrap(), p[1].as_str().unwrap());
+                t.priority = p[2].as_i64().unwrap() as i32;
+                t.ignored = ignore.contains(&t.name.as_str());
+                t.munch = mode;
+                t
+            })
+            .collect();
+        let id = |name: &str| terms.iter().position(|t| t.name == name).unwrap() as u32;
+        let sentences: Option<Vec<Vec<u32>>> = v.get("sentences").map(|s| {
+            s.as_array()
+                .unwrap()
+                .iter()
+                .map(|seq| seq.as_array().unwrap().iter().map(|t| id(t.as_str().unwrap())).collect())
+                .collect()
+        });
+        let lex = build_lexer(&terms, &vec![true; terms.len()]).unwrap();
+        lex.validate().unwrap();
+        let input = v["input"].as_str().unwrap();
+        let shiftable = |seq: &[u32], t: u32| match &sentences {
+            None => true,
+            Some(ss) => ss.iter().any(|s| s.len() > seq.len() && s[..seq.len()] == *seq && s[seq.len()] == t),
+        };
+        let named = |l: Vec<Vec<String>>| -> Vec<Vec<String>> {
+            l.into_iter()
+                .map(|s| s.into_iter().map(|t| terms[t.parse::<usize>().unwrap()].name.clone()).collect())
+                .collect()
+        };
+        let got = named(lexings(&lex, input.as_bytes(), &shiftable));
+        let want: Vec<Vec<String>> = serde_json::from_value(v["lexings"].clone()).unwrap();
+        assert_eq!(got, want, "case {} input {input:?}", v["case"]);
+        if let Some(ss) = &sentences {
+            let mut g = Grammar::default();
+            for t in &terms {
+                g.add_terminal(t.clone());
+            }
+            let start = g.add_nonterminal("start", None);
+            for s in ss {
+                g.add_rule(start, s.iter().map(|&t| Symbol::T(t)).collect(), None);
+            }
+            g.start = start;
+            let vocab = Vocabulary::from_tokens(&[b"x".to_vec(), Vec::new()], vec![false, true], vec![1]);
+            let engine = Arc::new(compile_engine(&g, vocab).unwrap().0);
+            let mut m = Matcher::new(engine);
+            let accepted = m.commit_bytes(input.as_bytes()).is_ok() && m.is_accepting();
+            let whole = want.iter().any(|l| ss.iter().any(|s| s.iter().map(|&t| &terms[t as usize].name).eq(l.iter())));
+            assert_eq!(accepted, whole, "case {} input {input:?}: engine accepts {accepted}", v["case"]);
+        }
+        n += 1;
+    }
+    assert!(n >= 20, "only {n} vectors");
 }
 
 #[test]
@@ -236,7 +321,7 @@ fn lexer_components_fork_at_q0() {
         ("\"\"", vec![vec!["A"]]),
         ("12\"a\"", vec![vec!["N", "A"], vec!["N", "B"]]),
     ] {
-        let mut got: Vec<Vec<String>> = lexings(&lex, input.as_bytes())
+        let mut got: Vec<Vec<String>> = lexings(&lex, input.as_bytes(), &anything)
             .into_iter()
             .map(|s| s.into_iter().map(|t| terms[t.parse::<usize>().unwrap()].name.clone()).collect())
             .collect();

@@ -7,6 +7,7 @@ mod glr;
 pub mod gss;
 pub mod lexer;
 pub mod matcher;
+mod prio;
 pub mod tables;
 
 pub use matcher::{CommitError, Engine, MaskError, Matcher};

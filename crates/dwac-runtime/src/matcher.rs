@@ -6,6 +6,7 @@ use std::sync::Arc;
 use crate::glr::Closure;
 use crate::gss::{push_unique, Node, NodeRef};
 use crate::lexer::Inhibitor;
+use crate::prio;
 use crate::tables::{GrammarTables, TableError, Vocabulary};
 
 /// Validated grammar tables plus the vocabulary they are used with.
@@ -110,10 +111,23 @@ fn add_thread(out: &mut Vec<Thread>, q: u32, inh: &[Inhibitor], heads: &[NodeRef
     }
 }
 
+/// Nodes shifted at one byte, merged by (LR state, inhibitors): (state, inhibitors, preds).
+type Shifted = (u32, Vec<Inhibitor>, Vec<NodeRef>);
+
+fn add_shifted(shifted: &mut Vec<Shifted>, p: u32, h2: &[Inhibitor], below: NodeRef) {
+    match shifted.iter_mut().find(|s| s.0 == p && s.1 == h2) {
+        Some(s) => {
+            push_unique(&mut s.2, &below);
+        }
+        None => shifted.push((p, h2.to_vec(), vec![below])),
+    }
+}
+
 /// Reusable scratch for stepping.
 #[derive(Default)]
 struct Scratch {
     closure: Closure,
+    resolver: prio::PathResolver,
     h1: Vec<Inhibitor>,
     shifts: Vec<(u32, NodeRef)>,
 }
@@ -168,12 +182,12 @@ impl Matcher {
     /// One byte through every thread (no lookahead pruning). `pos` is the byte count after `b`.
     fn step_byte(&self, threads: &[Thread], b: u8, pos: u32, sc: &mut Scratch) -> Vec<Thread> {
         let t = &self.engine.tables;
-        let (lex, lr) = (&t.lexer, &t.lr);
+        let lex = &t.lexer;
         let mut out: Vec<Thread> = Vec::new();
         // Shifted nodes at this byte, merged by (LR state, inhibitors): (state, inhibitors, preds).
         // Nodes are only merged under equal inhibitors, so a stack never escapes the inhibitors
         // of the lexing that built it.
-        let mut shifted: Vec<(u32, Vec<Inhibitor>, Vec<NodeRef>)> = Vec::new();
+        let mut shifted: Vec<Shifted> = Vec::new();
         for th in threads {
             if lex.step_inhibitors(&th.inh, b, &mut sc.h1).is_none() {
                 continue;
@@ -182,28 +196,13 @@ impl Matcher {
                 if lex.can_continue(q2) {
                     add_thread(&mut out, q2, &sc.h1, &th.heads);
                 }
-                for &term in lex.accepts(q2) {
-                    let mut h2 = sc.h1.clone();
-                    if let Some(i) = lex.inhibitor_for(term, q2) {
-                        h2.push(i);
-                        h2.sort_unstable();
-                        h2.dedup();
+                let acc = lex.accepts(q2);
+                if lex.uniform_priority(acc) {
+                    for &term in acc {
+                        self.emit(term, q2, &th.heads, pos, sc, &mut out, &mut shifted);
                     }
-                    if lex.is_ignored(term) {
-                        add_thread(&mut out, lex.start, &h2, &th.heads);
-                        continue;
-                    }
-                    sc.closure.run(lr, &th.heads, term);
-                    sc.shifts.clear();
-                    sc.closure.shifts(lr, term, (2 * pos).saturating_sub(1), &mut sc.shifts);
-                    for (p, n) in sc.shifts.drain(..) {
-                        match shifted.iter_mut().find(|s| s.0 == p && s.1 == h2) {
-                            Some(s) => {
-                                push_unique(&mut s.2, &n);
-                            }
-                            None => shifted.push((p, h2.clone(), vec![n])),
-                        }
-                    }
+                } else {
+                    self.emit_prioritized(acc, q2, &th.heads, pos, sc, &mut out, &mut shifted);
                 }
             }
         }
@@ -212,6 +211,102 @@ impl Matcher {
             add_thread(&mut out, lex.start, &h2, std::slice::from_ref(&n));
         }
         out
+    }
+
+    /// The inhibitors after emitting `term` at lexer state `q2`: the carried ones (`sc.h1`) plus
+    /// the one `term` creates.
+    fn inhibitors_after(&self, term: u32, q2: u32, h1: &[Inhibitor]) -> Vec<Inhibitor> {
+        let mut h2 = h1.to_vec();
+        if let Some(i) = self.engine.tables.lexer.inhibitor_for(term, q2) {
+            h2.push(i);
+            h2.sort_unstable();
+            h2.dedup();
+        }
+        h2
+    }
+
+    /// Emit `term` (a lexeme ending at lexer state `q2`) on every stack of `heads`: an ignored
+    /// terminal leaves the stacks as they are; any other is reduced to and shifted.
+    #[allow(clippy::too_many_arguments)]
+    fn emit(
+        &self,
+        term: u32,
+        q2: u32,
+        heads: &[NodeRef],
+        pos: u32,
+        sc: &mut Scratch,
+        out: &mut Vec<Thread>,
+        shifted: &mut Vec<Shifted>,
+    ) {
+        let t = &self.engine.tables;
+        let h2 = self.inhibitors_after(term, q2, &sc.h1);
+        if t.lexer.is_ignored(term) {
+            add_thread(out, t.lexer.start, &h2, heads);
+            return;
+        }
+        sc.closure.run(&t.lr, heads, term);
+        sc.shifts.clear();
+        sc.closure.shifts(&t.lr, term, (2 * pos).saturating_sub(1), &mut sc.shifts);
+        for (p, n) in sc.shifts.drain(..) {
+            add_shifted(shifted, p, &h2, n);
+        }
+    }
+
+    /// Emit a lexeme whose terminals have different priorities (DESIGN.md §2, `prio.rs`): per
+    /// stack, only the highest-priority group that can be used there.
+    #[allow(clippy::too_many_arguments)]
+    fn emit_prioritized(
+        &self,
+        acc: &[u32],
+        q2: u32,
+        heads: &[NodeRef],
+        pos: u32,
+        sc: &mut Scratch,
+        out: &mut Vec<Thread>,
+        shifted: &mut Vec<Shifted>,
+    ) {
+        let t = &self.engine.tables;
+        let (lex, lr) = (&t.lexer, &t.lr);
+        let mut sorted = acc.to_vec();
+        sorted.sort_by_key(|&x| std::cmp::Reverse(lex.priority_of(x)));
+        let mut groups: Vec<Vec<u32>> = Vec::new();
+        for x in sorted {
+            match groups.last_mut() {
+                Some(g) if lex.priority_of(g[0]) == lex.priority_of(x) => g.push(x),
+                _ => groups.push(vec![x]),
+            }
+        }
+        // Heads decided by their top state, bucketed by the group they use.
+        let mut buckets: Vec<Vec<NodeRef>> = vec![Vec::new(); groups.len()];
+        let mut outcomes = Vec::new();
+        for h in heads {
+            match prio::decide(lr, lex, h.state, &groups) {
+                prio::Decision::Nothing => {}
+                prio::Decision::Group(i) => buckets[i].push(h.clone()),
+                prio::Decision::PerPath => {
+                    sc.resolver.resolve(lr, lex, h, &groups, (2 * pos).saturating_sub(1), &mut outcomes)
+                }
+            }
+        }
+        for (g, bucket) in groups.iter().zip(&buckets) {
+            if !bucket.is_empty() {
+                for &term in g {
+                    self.emit(term, q2, bucket, pos, sc, out, shifted);
+                }
+            }
+        }
+        for o in outcomes {
+            match o {
+                prio::Outcome::Shift { term, target, below } => {
+                    let h2 = self.inhibitors_after(term, q2, &sc.h1);
+                    add_shifted(shifted, target, &h2, below);
+                }
+                prio::Outcome::Ignored { term, head } => {
+                    let h2 = self.inhibitors_after(term, q2, &sc.h1);
+                    add_thread(out, lex.start, &h2, std::slice::from_ref(&head));
+                }
+            }
+        }
     }
 
     /// Keep only branches satisfying the one-lexeme lookahead `LA` (DESIGN.md §2).

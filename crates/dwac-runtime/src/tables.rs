@@ -76,8 +76,8 @@ pub struct LexerTables {
     pub start: u32,
     /// `trans[q * 256 + b]`: next state or [`DEAD`].
     pub trans: Vec<u32>,
-    /// `accept[accept_off[q]..accept_off[q+1]]`: terminals matching the lexeme that led to `q`
-    /// (priority-filtered), sorted.
+    /// `accept[accept_off[q]..accept_off[q+1]]`: terminals matching the lexeme that led to `q`,
+    /// sorted. Not filtered by priority: priorities are contextual (see [`LexerTables::priority`]).
     pub accept_off: Vec<u32>,
     pub accept: Vec<u32>,
     /// `next_plus[q * words ..][..words]`: bitset `Next⁺(q)` of terminals still reachable by ≥ 1 more byte.
@@ -86,6 +86,10 @@ pub struct LexerTables {
     pub ignored: Vec<u64>,
     /// Per-terminal inhibition mode: [`MUNCH_GLOBAL`], [`MUNCH_OWN`] or [`MUNCH_NONE`].
     pub munch: Vec<u8>,
+    /// Per-terminal priority (Lark `NAME.n`; 0 by default). Contextual (DESIGN.md §2): where
+    /// several terminals match the same lexeme, a lower-priority one is used only on stacks
+    /// where none of the higher-priority ones can be shifted; equal priorities fork.
+    pub priority: Vec<i32>,
     /// Further successors of `q0` (other lexer components): on byte `b`,
     /// `fork[fork_off[b]..fork_off[b+1]]`, besides `trans[q0*256+b]`. `fork_off` has 257 entries.
     pub fork_off: Vec<u32>,
@@ -120,6 +124,25 @@ impl LexerTables {
     pub fn next_plus(&self, q: u32) -> &[u64] {
         let w = self.words as usize;
         &self.next_plus[q as usize * w..(q as usize + 1) * w]
+    }
+
+    /// Terminal `t`'s priority (0 if out of range).
+    #[inline]
+    pub fn priority_of(&self, t: u32) -> i32 {
+        self.priority.get(t as usize).copied().unwrap_or(0)
+    }
+
+    /// Do all terminals of an accept set share one priority (the common case: no contextual
+    /// priority resolution needed)?
+    #[inline]
+    pub fn uniform_priority(&self, acc: &[u32]) -> bool {
+        match acc.split_first() {
+            Some((&first, rest)) => {
+                let p = self.priority_of(first);
+                rest.iter().all(|&t| self.priority_of(t) == p)
+            }
+            None => true,
+        }
     }
 
     #[inline]
@@ -309,6 +332,7 @@ impl LexerTables {
         check(self.ignored.len() == w, "lexer ignored set size")?;
         check(self.munch.len() == nt as usize, "lexer munch modes length")?;
         check(self.munch.iter().all(|&m| m <= MUNCH_NONE), "lexer munch mode")?;
+        check(self.priority.len() == nt as usize, "lexer priorities length")?;
         check_offsets(&self.fork_off, 256, self.fork.len(), "lexer fork offsets")?;
         check(self.fork.iter().all(|&s| (s as usize) < n && s != self.start), "lexer fork target")?;
         for q in 0..n {
