@@ -108,6 +108,13 @@ fn build_component(terminals: &[Terminal], active: &[bool]) -> Result<ComponentD
         }
     }
     let pat_term: Vec<u32> = pat_role.iter().map(|r| r.0).collect();
+    // Main patterns of lazy terminals, read leftmost-first (as Python's `re` reads them): their NFA
+    // states are kept in priority order, and once the pattern matches, its lower-priority states
+    // are cut. The DFA then accepts exactly the ends a backtracking match can stop at, and the
+    // longest of those on any input is the backtracking match.
+    let lazy_pat: Vec<bool> =
+        pat_role.iter().map(|&(t, role)| role == Role::Main && terminals[t as usize].lazy).collect();
+    let any_lazy = lazy_pat.contains(&true);
     let nfa = match compile_nfa(&pats) {
         Ok(n) => n,
         Err(e) => {
@@ -166,29 +173,54 @@ fn build_component(terminals: &[Terminal], active: &[bool]) -> Result<ComponentD
         let mut marks = marks.borrow_mut();
         marks.1 += 1;
         let gen = marks.1;
-        let mut stack: Vec<StateID> = seeds.to_vec();
+        let mut stack: Vec<StateID> = Vec::new();
         let mut set: Vec<StateID> = Vec::new();
+        // Lazy patterns' consuming states, in priority order.
+        let mut ordered: Vec<StateID> = Vec::new();
+        // Lazy patterns that matched: their states found after the match have lower priority.
+        let mut cut: Vec<u32> = Vec::new();
         acc.clear();
-        while let Some(s) = stack.pop() {
-            if marks.0[s.as_usize()] == gen {
-                continue;
-            }
-            marks.0[s.as_usize()] = gen;
-            match nfa.state(s) {
-                State::ByteRange { .. } | State::Sparse(_) | State::Dense(_) => set.push(s),
-                State::Union { alternates } => stack.extend(alternates.iter().rev()),
-                State::BinaryUnion { alt1, alt2 } => {
-                    stack.push(*alt2);
-                    stack.push(*alt1);
+        // Seeds in priority order, each explored depth-first with alternates in order: the order
+        // in which consuming states are found is their priority (as in a backtracking engine).
+        for &seed in seeds {
+            stack.push(seed);
+            while let Some(s) = stack.pop() {
+                if marks.0[s.as_usize()] == gen {
+                    continue;
                 }
-                State::Capture { next, .. } => stack.push(*next),
-                State::Fail => {}
-                State::Match { pattern_id } => acc.push(pattern_id.as_usize() as u32),
-                State::Look { .. } => {
-                    return Err(CompileError::Regex {
-                        terminal: String::from("?"),
-                        message: "look-around assertions (^, $, \\b) are not supported in terminals".into(),
-                    })
+                marks.0[s.as_usize()] = gen;
+                let p = owner[s.as_usize()];
+                let lazy = any_lazy && lazy_pat.get(p as usize).copied().unwrap_or(false);
+                if lazy && cut.contains(&p) {
+                    continue;
+                }
+                match nfa.state(s) {
+                    State::ByteRange { .. } | State::Sparse(_) | State::Dense(_) => {
+                        if lazy {
+                            ordered.push(s)
+                        } else {
+                            set.push(s)
+                        }
+                    }
+                    State::Union { alternates } => stack.extend(alternates.iter().rev()),
+                    State::BinaryUnion { alt1, alt2 } => {
+                        stack.push(*alt2);
+                        stack.push(*alt1);
+                    }
+                    State::Capture { next, .. } => stack.push(*next),
+                    State::Fail => {}
+                    State::Match { pattern_id } => {
+                        acc.push(pattern_id.as_usize() as u32);
+                        if lazy {
+                            cut.push(p);
+                        }
+                    }
+                    State::Look { .. } => {
+                        return Err(CompileError::Regex {
+                            terminal: String::from("?"),
+                            message: "look-around assertions (^, $, \\b) are not supported in terminals".into(),
+                        })
+                    }
                 }
             }
         }
@@ -196,6 +228,9 @@ fn build_component(terminals: &[Terminal], active: &[bool]) -> Result<ComponentD
         set.dedup();
         acc.sort_unstable();
         acc.dedup();
+        // Canonical order: plain states sorted, then each lazy pattern's states in priority order.
+        ordered.sort_by_key(|st| owner[st.as_usize()]);
+        set.extend(ordered);
         // Prune terminals that can no longer match any extension: an intersection terminal dies
         // with any of its parts, and `except` parts are only followed while the main part lives.
         // Without this the DFA tracks dead parts in product with every other terminal.
@@ -259,6 +294,9 @@ fn build_component(terminals: &[Terminal], active: &[bool]) -> Result<ComponentD
     let mut trans: Vec<u32> = Vec::new();
     let mut queue: VecDeque<u32> = VecDeque::from([0]);
     let mut buckets: Vec<Vec<StateID>> = vec![Vec::new(); 256];
+    // Marks for order-preserving deduplication of buckets.
+    let mut seen_mark: Vec<u32> = vec![0; nstates];
+    let mut seen_gen = 0u32;
     while let Some(d) = queue.pop_front() {
         for b in buckets.iter_mut() {
             b.clear();
@@ -293,8 +331,10 @@ fn build_component(terminals: &[Terminal], active: &[bool]) -> Result<ComponentD
             if bucket.is_empty() {
                 continue;
             }
-            bucket.sort_unstable();
-            bucket.dedup();
+            // Successors in the order of the states they come from (the priority order of lazy
+            // patterns), duplicates dropped after their first occurrence.
+            seen_gen += 1;
+            bucket.retain(|st| std::mem::replace(&mut seen_mark[st.as_usize()], seen_gen) != seen_gen);
             if let Some(&id) = memo.get(bucket.as_slice()) {
                 row[b] = id;
                 continue;

@@ -4,6 +4,7 @@
 
 pub mod lexer;
 mod minimize;
+pub mod munch;
 pub mod pipeline;
 
 pub use lexer::build_lexer;
@@ -20,6 +21,9 @@ pub enum CompileError {
     Regex { terminal: String, message: String },
     #[error("terminal {terminal} matches the empty string (no terminal may)")]
     EmptyMatch { terminal: String },
+    /// No text is in the language once lexing is longest match (DESIGN.md §2).
+    #[error("{0}")]
+    EmptyLanguage(dwac_grammar::GrammarError),
     #[error("budget exceeded: {0}")]
     Budget(String),
     #[error("LR table construction failed: {0}")]

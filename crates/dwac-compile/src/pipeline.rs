@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use dwac_grammar::normalize::{normalize, Normalized};
 use dwac_grammar::schema::{compile_schema, SchemaOptions};
-use dwac_grammar::{Grammar, Munch, Symbol, Terminal};
+use dwac_grammar::{Grammar, Munch, Symbol, Terminal, Warning};
 use dwac_runtime::{Engine, GrammarTables, Vocabulary};
 
 use crate::{build_lexer, CompileError};
@@ -67,6 +67,7 @@ pub fn regex_grammar(pattern: &str) -> Grammar {
         also: Vec::new(),
         except: Vec::new(),
         component: 0,
+        lazy: false,
     });
     let s = g.add_nonterminal("start", None);
     g.add_rule(s, vec![Symbol::T(t)], None);
@@ -86,6 +87,11 @@ pub struct CompileStats {
     /// Nonterminals whose right recursion was left in place (normalization budget).
     pub right_recursive_left: usize,
     pub compile_ms: f64,
+    /// The longest-match analysis's warnings (terminal adjacencies it makes impossible), located
+    /// at line:column.
+    pub warnings: Vec<Warning>,
+    /// The longest-match analysis ran out of its work budget and checked nothing.
+    pub munch_analysis_skipped: bool,
 }
 
 /// A compiled grammar: the runtime tables plus what the compiler learned on the way.
@@ -116,6 +122,11 @@ pub fn compile_grammar(g: &Grammar) -> Result<Compiled, CompileError> {
         }
     }
     let lexer = build_lexer(&g.terminals, &active)?;
+    let munch = crate::munch::analyse(&lexer, &lr.tables, &lr.kernels, ng, normalized.accepts_empty, g);
+    if let Some(empty) = munch.empty {
+        return Err(CompileError::EmptyLanguage(empty.0));
+    }
+    let warnings = munch.warnings;
     let tables =
         GrammarTables { lexer, lr: lr.tables, terminal_names: g.terminals.iter().map(|t| t.name.clone()).collect() };
     tables.validate()?;
@@ -128,6 +139,8 @@ pub fn compile_grammar(g: &Grammar) -> Result<Compiled, CompileError> {
         lr_conflicts: lr.conflicts,
         right_recursive_left: normalized.right_recursive_left.len(),
         compile_ms: t0.elapsed().as_secs_f64() * 1e3,
+        warnings,
+        munch_analysis_skipped: munch.skipped,
     };
     Ok(Compiled { tables, normalized, stats })
 }

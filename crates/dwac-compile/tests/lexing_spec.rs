@@ -90,6 +90,7 @@ fn lexing_vectors_reproduce_exactly() {
                     also: Vec::new(),
                     except: Vec::new(),
                     component: 0,
+                    lazy: false,
                 }
             })
             .collect();

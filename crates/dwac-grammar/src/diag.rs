@@ -46,3 +46,18 @@ impl fmt::Display for GrammarError {
         write!(f, "error: {}\n --> {}:{}\n{}", self.message, self.line, self.column, self.snippet)
     }
 }
+
+/// A located warning: the grammar compiles, but may not mean what its author expects. The
+/// location fields are those of [`GrammarError`]; only the severity differs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Warning(pub GrammarError);
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let e = &self.0;
+        if e.line == 0 {
+            return write!(f, "warning: {}", e.message);
+        }
+        write!(f, "warning: {}\n --> {}:{}\n{}", e.message, e.line, e.column, e.snippet)
+    }
+}

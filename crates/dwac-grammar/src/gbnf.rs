@@ -53,6 +53,7 @@ pub fn parse(source: &str) -> Result<Grammar, GrammarError> {
             lw.g.add_rule(lhs, rhs, Some(span));
         }
     }
+    lw.g.source = Some(source.into());
     Ok(lw.g)
 }
 
@@ -121,6 +122,7 @@ impl Lower<'_> {
                     also: Vec::new(),
                     except: Vec::new(),
                     component: 0,
+                    lazy: false,
                 });
                 self.terms.insert(regex.clone(), id);
                 Ok(vec![Symbol::T(id)])

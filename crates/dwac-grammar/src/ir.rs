@@ -3,6 +3,9 @@
 //! front-ends lower EBNF (`?`, `*`, `+`, `{m,n}`, groups) into helper nonterminals.
 
 use std::fmt;
+use std::sync::Arc;
+
+use crate::diag::Warning;
 
 /// A byte range in the grammar source, for diagnostics.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -55,6 +58,11 @@ pub struct Terminal {
     /// of another (then no inhibition crosses components): e.g. JSON string terminals, which
     /// all end at their first unescaped quote. 0 is the default component.
     pub component: u32,
+    /// The pattern has lazy quantifiers and is read the way Python's `re` reads it (Lark's
+    /// semantics): leftmost-first, so `/".*?"/` ends at the first closing quote. Its lexemes are
+    /// the places a backtracking match can end; longest match over them is the backtracking match.
+    /// Without lazy quantifiers a terminal is the set of strings its pattern matches.
+    pub lazy: bool,
 }
 
 impl Terminal {
@@ -70,6 +78,7 @@ impl Terminal {
             also: Vec::new(),
             except: Vec::new(),
             component: 0,
+            lazy: false,
         }
     }
 }
@@ -101,6 +110,9 @@ pub struct Grammar {
     pub nonterminals: Vec<Nonterminal>,
     pub rules: Vec<Rule>,
     pub start: u32,
+    /// The source text the spans point into (set by the Lark and GBNF front-ends), so later
+    /// stages can report line:column. Not carried through normalization.
+    pub source: Option<Arc<str>>,
 }
 
 impl Grammar {
@@ -116,6 +128,14 @@ impl Grammar {
 
     pub fn add_rule(&mut self, lhs: u32, rhs: Vec<Symbol>, span: Option<Span>) {
         self.rules.push(Rule { lhs, rhs, span });
+    }
+
+    /// A warning at `span`, located in [`Grammar::source`] (line 0 if there is none).
+    pub fn warning_at(&self, span: Option<Span>, message: impl Into<String>) -> Warning {
+        match (&self.source, span) {
+            (Some(src), Some(span)) => Warning(crate::GrammarError::at(src, span, message)),
+            _ => Warning(crate::GrammarError::global(message)),
+        }
     }
 
     pub fn symbol_name(&self, s: Symbol) -> &str {

@@ -6,7 +6,8 @@
 //!   no effect on the language) and rule priorities `name.2:` (accepted and ignored). Alternatives
 //!   may continue on following lines that start with `|`. Aliases `-> name` are accepted and ignored.
 //! * Comments `// ...` and `# ...`; a `\` at the end of a line continues it.
-//! * Terminal definitions `NAME: expr` and `NAME.N: expr` (priority `N`, may be negative).
+//! * Terminal definitions `NAME: expr` and `NAME.N: expr` (priority `N`, may be negative; priorities
+//!   are contextual, DESIGN.md §2: they rank same-length matches against what the parser can shift).
 //!   A terminal definition may use string literals, regex literals, ranges `"a".."z"`, other
 //!   terminals, groups, `|`, `?`, `*`, `+`, `[...]`, `~ n` and `~ n..m`; it compiles into one Rust
 //!   regex. Recursive terminal definitions are an error.
@@ -18,6 +19,8 @@
 //!   (`\/` → `/`, `\<`/`\>` → literal `<`/`>`, `[` inside a class → `\[`, a `{` that does not start a
 //!   counted repetition → `\{`, `{,n}` → `{0,n}`). Look-around, `\Z`, back-references, anchors and
 //!   word boundaries (`^`, `$`, `\b`, ...) are errors: a terminal is matched against a whole lexeme.
+//!   A pattern with a lazy quantifier (`*?`, `+?`, `??`, `{m,n}?`) marks its terminal
+//!   [`Terminal::lazy`]: it is read leftmost-first, as Python's `re` (and so Lark) reads it.
 //! * In rules, an inline literal becomes an anonymous terminal named by its source text (`"{"`,
 //!   `/[a-z]+/`, `"a".."z"`), deduplicated by pattern and flags; a literal equal to a named
 //!   terminal's literal definition (e.g. `COMMA: ","` and `","`) reuses that terminal, as Lark does.
@@ -273,6 +276,17 @@ pub(crate) fn check_terminal_regex(regex: &str, what: &str) -> Result<(), String
         Some(0) => Err(format!("terminal {what} matches the empty string")),
         None => Err(format!("terminal {what} can never match anything")),
         Some(_) => Ok(()),
+    }
+}
+
+/// Does the pattern contain a non-greedy repetition?
+fn hir_has_lazy(h: &regex_syntax::hir::Hir) -> bool {
+    use regex_syntax::hir::HirKind;
+    match h.kind() {
+        HirKind::Repetition(r) => !r.greedy || hir_has_lazy(&r.sub),
+        HirKind::Capture(c) => hir_has_lazy(&c.sub),
+        HirKind::Concat(v) | HirKind::Alternation(v) => v.iter().any(hir_has_lazy),
+        _ => false,
     }
 }
 
@@ -1362,6 +1376,9 @@ enum Prec {
 struct Compiled {
     regex: String,
     prec: Prec,
+    /// The pattern has a lazy quantifier (`*?`, `+?`, `??`, `{m,n}?`): Python reads it
+    /// leftmost-first, and so does dwac ([`Terminal::lazy`]).
+    lazy: bool,
 }
 
 fn group(c: &Compiled, need: Prec) -> String {
@@ -1675,21 +1692,26 @@ impl<'s> Ctx<'s> {
         Ok(match e {
             Ebnf::Alt(alts, _) => {
                 let mut parts = Vec::new();
+                let mut lazy = false;
                 for a in alts {
-                    parts.push(self.compile_expr(a, origin, blame)?.regex);
+                    let c = self.compile_expr(a, origin, blame)?;
+                    lazy |= c.lazy;
+                    parts.push(c.regex);
                 }
-                Compiled { regex: parts.join("|"), prec: Prec::Alt }
+                Compiled { regex: parts.join("|"), prec: Prec::Alt, lazy }
             }
             Ebnf::Seq(items, _) => {
                 if items.len() == 1 {
                     return self.compile_expr(&items[0], origin, blame);
                 }
                 let mut s = String::new();
+                let mut lazy = false;
                 for it in items {
                     let c = self.compile_expr(it, origin, blame)?;
+                    lazy |= c.lazy;
                     s.push_str(&group(&c, Prec::Concat));
                 }
-                Compiled { regex: s, prec: Prec::Concat }
+                Compiled { regex: s, prec: Prec::Concat, lazy }
             }
             Ebnf::Rep { inner, min, max, .. } => {
                 let c = self.compile_expr(inner, origin, blame)?;
@@ -1702,7 +1724,7 @@ impl<'s> Ctx<'s> {
                     (n, Some(m)) if n == m => format!("{{{n}}}"),
                     (n, Some(m)) => format!("{{{n},{m}}}"),
                 };
-                Compiled { regex: base + &op, prec: Prec::Concat }
+                Compiled { regex: base + &op, prec: Prec::Concat, lazy: c.lazy }
             }
             Ebnf::Atom(a, span) => match a {
                 Atom::Name(n) => {
@@ -1739,10 +1761,10 @@ impl<'s> Ctx<'s> {
             Atom::Str { value, ci } => {
                 let esc = escape_literal(value);
                 Ok(if *ci && value.chars().any(|c| c.to_lowercase().ne(c.to_uppercase())) {
-                    Compiled { regex: format!("(?i:{esc})"), prec: Prec::Atom }
+                    Compiled { regex: format!("(?i:{esc})"), prec: Prec::Atom, lazy: false }
                 } else {
                     let prec = if value.chars().count() == 1 { Prec::Atom } else { Prec::Concat };
-                    Compiled { regex: esc, prec }
+                    Compiled { regex: esc, prec, lazy: false }
                 })
             }
             Atom::Range(lo, hi) => {
@@ -1753,7 +1775,7 @@ impl<'s> Ctx<'s> {
                     push_regex_char(&mut s, *hi);
                 }
                 s.push(']');
-                Ok(Compiled { regex: s, prec: Prec::Atom })
+                Ok(Compiled { regex: s, prec: Prec::Atom, lazy: false })
             }
             Atom::Regex { body, flags, body_start } => {
                 let locate = |a: usize, b: usize, map: Option<&Vec<usize>>| -> Span {
@@ -1795,6 +1817,7 @@ impl<'s> Ctx<'s> {
                         "anchors and word boundaries (`^`, `$`, `\\b`, `\\B`, `\\A`, `\\z`) are not supported in terminals",
                     ));
                 }
+                let lazy = hir_has_lazy(&hir);
                 let flagset: String = flags.chars().filter(|c| "imsxu".contains(*c)).collect();
                 if flagset.is_empty() {
                     let ast = regex_syntax::ast::parse::Parser::new().parse(&t);
@@ -1810,10 +1833,10 @@ impl<'s> Ctx<'s> {
                         ) => Prec::Atom,
                         _ => Prec::Concat,
                     };
-                    Ok(Compiled { regex: t, prec })
+                    Ok(Compiled { regex: t, prec, lazy })
                 } else {
                     let nl = if flagset.contains('x') { "\n" } else { "" };
-                    Ok(Compiled { regex: format!("(?{flagset}:{t}{nl})"), prec: Prec::Atom })
+                    Ok(Compiled { regex: format!("(?{flagset}:{t}{nl})"), prec: Prec::Atom, lazy })
                 }
             }
             _ => Err(self.err(span, "internal error: not a literal")),
@@ -1907,6 +1930,7 @@ impl<'s> Ctx<'s> {
                 lw.g.terminals[id as usize].munch = mode;
             }
         }
+        lw.g.source = Some(self.src.into());
         Ok(lw.g)
     }
 
@@ -1936,6 +1960,7 @@ impl<'s> Ctx<'s> {
             also: Vec::new(),
             except: Vec::new(),
             component: 0,
+            lazy: c.lazy,
         });
         lw.named_terms.insert(name.to_string(), id);
         Ok(id)
@@ -2043,6 +2068,7 @@ impl<'s> Ctx<'s> {
                     also: Vec::new(),
                     except: Vec::new(),
                     component: 0,
+                    lazy: c.lazy,
                 });
                 lw.anon_terms.insert(key, id);
                 lw.anon_by_regex.insert(lw.g.terminals[id as usize].regex.clone(), id);

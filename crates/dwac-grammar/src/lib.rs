@@ -9,6 +9,6 @@ pub mod lark;
 pub mod normalize;
 pub mod schema;
 
-pub use diag::GrammarError;
+pub use diag::{GrammarError, Warning};
 pub use ir::{Grammar, Munch, Nonterminal, Rule, Span, Symbol, Terminal};
 pub use lark::LarkOptions;

@@ -115,6 +115,7 @@ pub fn normalize_with(g: &Grammar, opts: &NormalizeOptions) -> Result<Normalized
                     nonterminals: vec![cur.nonterminals[cur.start as usize].clone()],
                     rules: Vec::new(),
                     start: 0,
+                    ..Grammar::default()
                 },
                 accepts_empty: true,
                 right_recursive_left: Vec::new(),
@@ -329,7 +330,13 @@ fn rebuild(g: &Grammar, nonterminals: &[Nonterminal], keep: &[bool], rules: Vec<
         .into_iter()
         .map(|r| Rule { lhs: map[r.lhs as usize], rhs: r.rhs.into_iter().map(sym).collect(), span: r.span })
         .collect();
-    Grammar { terminals: g.terminals.clone(), nonterminals: nts, rules, start: map[g.start as usize] }
+    Grammar {
+        terminals: g.terminals.clone(),
+        nonterminals: nts,
+        rules,
+        start: map[g.start as usize],
+        ..Grammar::default()
+    }
 }
 
 /// Fresh, unique nonterminal names.
@@ -497,8 +504,13 @@ pub fn eliminate_epsilon(g: &Grammar) -> EpsilonFree {
             out.push(Rule { lhs: r.lhs, rhs, span: r.span });
         }
     }
-    let grammar =
-        Grammar { terminals: g.terminals.clone(), nonterminals: nts, rules: dedup_rules(out), start: g.start };
+    let grammar = Grammar {
+        terminals: g.terminals.clone(),
+        nonterminals: nts,
+        rules: dedup_rules(out),
+        start: g.start,
+        ..Grammar::default()
+    };
     EpsilonFree { grammar, accepts_empty }
 }
 
@@ -612,6 +624,7 @@ pub fn eliminate_right_recursion(g: &Grammar, rule_budget: usize) -> RightRecurs
             nonterminals: nts,
             rules: dedup_rules(rules),
             start: g.start,
+            ..Grammar::default()
         },
         right_recursive_left: left,
     }

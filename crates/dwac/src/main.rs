@@ -7,8 +7,9 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
-use dwac_compile::{compile_engine, parse_source_with, regex_grammar, CompileStats, SourceKind};
+use dwac_compile::{compile_engine, parse_source_with, regex_grammar, CompileError, CompileStats, SourceKind};
 use dwac_grammar::schema::{Draft, SchemaOptions, Whitespace};
+use dwac_grammar::GrammarError;
 use dwac_runtime::{CommitError, Engine, Matcher};
 use dwac_vocab::Tokenizer;
 use serde_json::json;
@@ -112,7 +113,7 @@ fn load(src: &SourceArgs) -> Result<Loaded> {
                 }),
             };
             let (g, warnings) =
-                parse_source_with(kind, &text, &opts).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+                parse_source_with(kind, &text, &opts).map_err(|e| anyhow::anyhow!(located(&path.display(), &e)))?;
             for w in warnings {
                 eprintln!("warning: {}: {w}", path.display());
             }
@@ -120,8 +121,35 @@ fn load(src: &SourceArgs) -> Result<Loaded> {
         }
         (None, None) => bail!("give a grammar file or --regex PATTERN"),
     };
-    let (engine, stats) = compile_engine(&grammar, tokenizer.vocab().clone())?;
+    let what = src.input.as_ref().map_or_else(|| "--regex".to_string(), |p| p.display().to_string());
+    let is_schema = src.input.as_deref().and_then(SourceKind::from_path) == Some(SourceKind::JsonSchema);
+    let (engine, stats) = compile_engine(&grammar, tokenizer.vocab().clone()).map_err(|e| match &e {
+        CompileError::EmptyLanguage(g) if is_schema => {
+            anyhow::anyhow!("{what}: no JSON value satisfies this schema ({})", g.message)
+        }
+        _ => anyhow::anyhow!(located(&what, &e)),
+    })?;
+    for w in &stats.warnings {
+        eprintln!("warning: {}", at(&what, &w.0));
+    }
     Ok(Loaded { engine: Arc::new(engine), tokenizer, stats })
+}
+
+/// `file:line:col: message` and the source snippet, for a located diagnostic.
+fn at(file: &dyn std::fmt::Display, e: &GrammarError) -> String {
+    if e.line == 0 {
+        format!("{file}: {}", e.message)
+    } else {
+        format!("{file}:{}:{}: {}\n{}", e.line, e.column, e.message, e.snippet)
+    }
+}
+
+/// A compile error, located in `file` where it has a location.
+fn located(file: &dyn std::fmt::Display, e: &CompileError) -> String {
+    match e {
+        CompileError::Grammar(g) | CompileError::EmptyLanguage(g) => at(file, g),
+        other => format!("{file}: {other}"),
+    }
 }
 
 struct Item {

@@ -137,3 +137,32 @@ fn check_on_a_json_schema_and_refusals_exit_2() {
     assert_eq!(o.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&o.stderr).contains("dropped"));
 }
+
+#[test]
+fn longest_match_dead_ends_warn_and_an_empty_language_is_refused() {
+    let g = tmp("deadend.lark", "start: pair | \"x\"\npair: \"(\" ID ID \")\"\nID: /[a-z]+/\n");
+    let o = dwac(&["mask", &g, "--prefix", "x"]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("warning: ") && err.contains("deadend.lark:2:7: dead end after `ID`"), "{err}");
+
+    let g = tmp("empty.lark", "start: \"let\" ID\nID: /[a-z]+/\n");
+    let o = dwac(&["mask", &g]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("empty.lark:1:8: no text is in this grammar's language"), "{err}");
+    assert!(!err.contains("error: error"), "one error prefix: {err}");
+}
+
+#[test]
+fn an_unsatisfiable_schema_is_refused_in_schema_terms() {
+    let s = tmp(
+        "unsat.json",
+        r#"{"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+            "required": ["a", "b"], "oneOf": [{"required": ["a"]}, {"required": ["b"]}]}"#,
+    );
+    let o = dwac(&["mask", &s]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("unsat.json: no JSON value satisfies this schema"), "{err}");
+}

@@ -57,6 +57,7 @@ def main():
             "longer_match": bool(s.get("longer_match", False)),
             "why": s.get("why"),
             "lalr_caveat": s.get("lalr_caveat"),
+            "readings_differ": s.get("readings_differ"),
             "note": s["note"],
         })
     rows.sort(key=lambda r: (r["grammar"], r["sentence"]))
