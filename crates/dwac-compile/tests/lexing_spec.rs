@@ -331,3 +331,56 @@ fn lexer_components_fork_at_q0() {
         assert_eq!(got, want, "{input}");
     }
 }
+
+/// A lazy terminal is read leftmost-first: on any input, the longest prefix its DFA accepts is
+/// the match a backtracking engine returns. The `regex` crate's anchored leftmost-first search
+/// has the same preference order (lazy, greedy, alternation order), so it is the oracle.
+#[test]
+fn lazy_terminals_end_where_a_leftmost_first_match_ends() {
+    let patterns = [
+        "a+?",
+        "\"[a-c\"]*?\"",
+        "\".*?\"b?",
+        "(?:a|ab)*?c",
+        "(?:ab|a)+?b",
+        "a{2,4}?b?",
+        "x(?:ab|a)??b",
+        "(?:a|b)*?(?:bb|ba)",
+        "c(?:a*?|b)c",
+        "(?:a+?b)+c?",
+    ];
+    let mut seed = 0x1a2b_3c4d_u64;
+    let mut rnd = || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let alphabet = ['a', 'b', 'c', 'x', '"'];
+    let mut matched = 0;
+    for pat in patterns {
+        let mut t = Terminal::new("LAZY", pat);
+        t.lazy = true;
+        let lex = build_lexer(std::slice::from_ref(&t), &[true]).unwrap();
+        let re = regex::Regex::new(&format!("^(?:{pat})")).unwrap();
+        for _ in 0..4000 {
+            let len = (rnd() % 9) as usize;
+            let s: String = (0..len).map(|_| alphabet[(rnd() % alphabet.len() as u64) as usize]).collect();
+            let mut q = lex.start;
+            let mut longest = None;
+            for (i, &b) in s.as_bytes().iter().enumerate() {
+                q = lex.step(q, b);
+                if q == DEAD {
+                    break;
+                }
+                if !lex.accepts(q).is_empty() {
+                    longest = Some(i + 1);
+                }
+            }
+            let want = re.find(&s).map(|m| m.end()).filter(|&e| e > 0);
+            assert_eq!(longest, want, "{pat} on {s:?}");
+            matched += want.is_some() as usize;
+        }
+    }
+    assert!(matched > 3000, "only {matched} inputs matched: the inputs do not exercise the patterns");
+}
