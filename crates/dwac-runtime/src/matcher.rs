@@ -14,6 +14,8 @@ use crate::tables::{GrammarTables, TableError, Vocabulary};
 pub struct Engine {
     tables: GrammarTables,
     vocab: Vocabulary,
+    /// Some terminals have different priorities (else no lexeme needs priority resolution).
+    mixed_priorities: bool,
 }
 
 impl Engine {
@@ -21,7 +23,9 @@ impl Engine {
     pub fn new(tables: GrammarTables, vocab: Vocabulary) -> Result<Engine, TableError> {
         tables.validate()?;
         vocab.validate()?;
-        Ok(Engine { tables, vocab })
+        let p = &tables.lexer.priority;
+        let mixed_priorities = p.iter().any(|&x| Some(&x) != p.first());
+        Ok(Engine { tables, vocab, mixed_priorities })
     }
 
     pub fn tables(&self) -> &GrammarTables {
@@ -197,7 +201,7 @@ impl Matcher {
                     add_thread(&mut out, q2, &sc.h1, &th.heads);
                 }
                 let acc = lex.accepts(q2);
-                if lex.uniform_priority(acc) {
+                if !self.engine.mixed_priorities || lex.uniform_priority(acc) {
                     for &term in acc {
                         self.emit(term, q2, &th.heads, pos, sc, &mut out, &mut shifted);
                     }
@@ -228,6 +232,7 @@ impl Matcher {
     /// Emit `term` (a lexeme ending at lexer state `q2`) on every stack of `heads`: an ignored
     /// terminal leaves the stacks as they are; any other is reduced to and shifted.
     #[allow(clippy::too_many_arguments)]
+    #[inline]
     fn emit(
         &self,
         term: u32,
@@ -239,14 +244,18 @@ impl Matcher {
         shifted: &mut Vec<Shifted>,
     ) {
         let t = &self.engine.tables;
-        let h2 = self.inhibitors_after(term, q2, &sc.h1);
         if t.lexer.is_ignored(term) {
+            let h2 = self.inhibitors_after(term, q2, &sc.h1);
             add_thread(out, t.lexer.start, &h2, heads);
             return;
         }
         sc.closure.run(&t.lr, heads, term);
         sc.shifts.clear();
         sc.closure.shifts(&t.lr, term, (2 * pos).saturating_sub(1), &mut sc.shifts);
+        if sc.shifts.is_empty() {
+            return;
+        }
+        let h2 = self.inhibitors_after(term, q2, &sc.h1);
         for (p, n) in sc.shifts.drain(..) {
             add_shifted(shifted, p, &h2, n);
         }
