@@ -86,10 +86,12 @@ struct Config {
     stack: Vec<u32>,
 }
 
-/// Every stack reached from `stack` by reductions on lookahead `t` followed by shifting `t`.
-fn shift_results(e: &Engine, stack: &[u32], t: u32) -> BTreeSet<Vec<u32>> {
+/// Every stack reached from `stack` by reductions on lookahead `t` followed by shifting `t`, and
+/// whether some reduction sequence reaches an accept action (for `t = $`).
+fn explicit_glr(e: &Engine, stack: &[u32], t: u32) -> (BTreeSet<Vec<u32>>, bool) {
     let lr = &e.tables().lr;
     let mut out = BTreeSet::new();
+    let mut accepted = false;
     let mut seen = BTreeSet::new();
     let mut work = vec![stack.to_vec()];
     while let Some(s) = work.pop() {
@@ -101,7 +103,7 @@ fn shift_results(e: &Engine, stack: &[u32], t: u32) -> BTreeSet<Vec<u32>> {
                     n.push(p);
                     out.insert(n);
                 }
-                Action::Accept => {}
+                Action::Accept => accepted = true,
                 Action::Reduce(r) => {
                     let m = lr.rule_len[r as usize] as usize;
                     if s.len() <= m {
@@ -120,36 +122,7 @@ fn shift_results(e: &Engine, stack: &[u32], t: u32) -> BTreeSet<Vec<u32>> {
             }
         }
     }
-    out
-}
-
-fn accepts_eof(e: &Engine, stack: &[u32]) -> bool {
-    let lr = &e.tables().lr;
-    let mut work = vec![stack.to_vec()];
-    let mut seen = BTreeSet::new();
-    while let Some(s) = work.pop() {
-        for &a in lr.actions(*s.last().unwrap(), lr.eof()) {
-            match Action::unpack(a) {
-                Action::Accept => return true,
-                Action::Shift(_) => {}
-                Action::Reduce(r) => {
-                    let m = lr.rule_len[r as usize] as usize;
-                    if s.len() <= m {
-                        continue;
-                    }
-                    let mut n = s[..s.len() - m].to_vec();
-                    let g = lr.goto(*n.last().unwrap(), lr.rule_lhs[r as usize]);
-                    if g != DEAD {
-                        n.push(g);
-                        if seen.insert(n.clone()) {
-                            work.push(n);
-                        }
-                    }
-                }
-            }
-        }
-    }
-    false
+    (out, accepted)
 }
 
 /// The contract, stack by stack: `None` if the configurations exceed `cap`.
@@ -187,7 +160,7 @@ fn oracle_accepts(e: &Engine, text: &[u8], cap: usize) -> Option<bool> {
                         let stacks = if lex.is_ignored(t) {
                             BTreeSet::from([c.stack.clone()])
                         } else {
-                            shift_results(e, &c.stack, t)
+                            explicit_glr(e, &c.stack, t).0
                         };
                         for s in stacks {
                             used = true;
@@ -205,7 +178,7 @@ fn oracle_accepts(e: &Engine, text: &[u8], cap: usize) -> Option<bool> {
         }
         cur = next;
     }
-    Some(cur.iter().any(|c| c.q == lex.start && accepts_eof(e, &c.stack)))
+    Some(cur.iter().any(|c| c.q == lex.start && explicit_glr(e, &c.stack, e.tables().lr.eof()).1))
 }
 
 /// Every concatenation of up to `n` words.

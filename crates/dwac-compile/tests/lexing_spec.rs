@@ -57,6 +57,33 @@ fn lexings(lex: &LexerTables, input: &[u8], shiftable: &dyn Fn(&[u32], u32) -> b
     out.into_iter().map(|s| s.into_iter().map(|t| t.to_string()).collect()).collect()
 }
 
+/// A vector's terminals: `[name, regex]` or `[name, regex, priority]`, its `ignore` list and `mode`.
+fn vector_terminals(v: &serde_json::Value) -> Vec<Terminal> {
+    let mode = match v["mode"].as_str().unwrap() {
+        "global" => Munch::Global,
+        "per_terminal" => Munch::Own,
+        m => panic!("unknown mode {m}"),
+    };
+    let ignore: Vec<&str> = v["ignore"].as_array().unwrap().iter().map(|x| x.as_str().unwrap()).collect();
+    v["terminals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let mut t = Terminal::new(p[0].as_str().unwrap(), p[1].as_str().unwrap());
+            t.priority = p.get(2).map_or(0, |x| x.as_i64().unwrap() as i32);
+            t.ignored = ignore.contains(&t.name.as_str());
+            t.munch = mode;
+            t
+        })
+        .collect()
+}
+
+/// Lexings as terminal names.
+fn named(terms: &[Terminal], l: Vec<Vec<String>>) -> Vec<Vec<String>> {
+    l.into_iter().map(|s| s.into_iter().map(|t| terms[t.parse::<usize>().unwrap()].name.clone()).collect()).collect()
+}
+
 /// No parser: every terminal can always be shifted.
 fn anything(_: &[u32], _: u32) -> bool {
     true
@@ -68,38 +95,10 @@ fn lexing_vectors_reproduce_exactly() {
     let mut n = 0;
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         let v: serde_json::Value = serde_json::from_str(line).unwrap();
-        let mode = match v["mode"].as_str().unwrap() {
-            "global" => Munch::Global,
-            "per_terminal" => Munch::Own,
-            m => panic!("unknown mode {m}"),
-        };
-        let ignore: Vec<&str> = v["ignore"].as_array().unwrap().iter().map(|x| x.as_str().unwrap()).collect();
-        let terms: Vec<Terminal> = v["terminals"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|p| {
-                let name = p[0].as_str().unwrap().to_string();
-                Terminal {
-                    ignored: ignore.contains(&name.as_str()),
-                    regex: p[1].as_str().unwrap().to_string(),
-                    name,
-                    priority: 0,
-                    munch: mode,
-                    span: None,
-                    also: Vec::new(),
-                    except: Vec::new(),
-                    component: 0,
-                    lazy: false,
-                }
-            })
-            .collect();
+        let terms = vector_terminals(&v);
         let lex = build_lexer(&terms, &vec![true; terms.len()]).unwrap();
         lex.validate().unwrap();
-        let mut got: Vec<Vec<String>> = lexings(&lex, v["input"].as_str().unwrap().as_bytes(), &anything)
-            .into_iter()
-            .map(|s| s.into_iter().map(|t| terms[t.parse::<usize>().unwrap()].name.clone()).collect())
-            .collect();
+        let mut got = named(&terms, lexings(&lex, v["input"].as_str().unwrap().as_bytes(), &anything));
         got.sort();
         let mut want: Vec<Vec<String>> = serde_json::from_value(v["lexings"].clone()).unwrap();
         want.sort();
@@ -121,20 +120,7 @@ fn priority_vectors_reproduce_exactly() {
     let mut n = 0;
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         let v: serde_json::Value = serde_json::from_str(line).unwrap();
-        let mode = if v["mode"] == "per_terminal" { Munch::Own } else { Munch::Global };
-        let ignore: Vec<&str> = v["ignore"].as_array().unwrap().iter().map(|x| x.as_str().unwrap()).collect();
-        let terms: Vec<Terminal> = v["terminals"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|p| {
-                let mut t = Terminal::new(p[0].as_str().unwrap(), p[1].as_str().unwrap());
-                t.priority = p[2].as_i64().unwrap() as i32;
-                t.ignored = ignore.contains(&t.name.as_str());
-                t.munch = mode;
-                t
-            })
-            .collect();
+        let terms = vector_terminals(&v);
         let id = |name: &str| terms.iter().position(|t| t.name == name).unwrap() as u32;
         let sentences: Option<Vec<Vec<u32>>> = v.get("sentences").map(|s| {
             s.as_array()
@@ -150,12 +136,7 @@ fn priority_vectors_reproduce_exactly() {
             None => true,
             Some(ss) => ss.iter().any(|s| s.len() > seq.len() && s[..seq.len()] == *seq && s[seq.len()] == t),
         };
-        let named = |l: Vec<Vec<String>>| -> Vec<Vec<String>> {
-            l.into_iter()
-                .map(|s| s.into_iter().map(|t| terms[t.parse::<usize>().unwrap()].name.clone()).collect())
-                .collect()
-        };
-        let got = named(lexings(&lex, input.as_bytes(), &shiftable));
+        let got = named(&terms, lexings(&lex, input.as_bytes(), &shiftable));
         let want: Vec<Vec<String>> = serde_json::from_value(v["lexings"].clone()).unwrap();
         assert_eq!(got, want, "case {} input {input:?}", v["case"]);
         if let Some(ss) = &sentences {
@@ -322,10 +303,7 @@ fn lexer_components_fork_at_q0() {
         ("\"\"", vec![vec!["A"]]),
         ("12\"a\"", vec![vec!["N", "A"], vec!["N", "B"]]),
     ] {
-        let mut got: Vec<Vec<String>> = lexings(&lex, input.as_bytes(), &anything)
-            .into_iter()
-            .map(|s| s.into_iter().map(|t| terms[t.parse::<usize>().unwrap()].name.clone()).collect())
-            .collect();
+        let mut got = named(&terms, lexings(&lex, input.as_bytes(), &anything));
         got.sort();
         let want: Vec<Vec<String>> = want.into_iter().map(|v| v.into_iter().map(String::from).collect()).collect();
         assert_eq!(got, want, "{input}");
