@@ -161,7 +161,7 @@ fn policies_whitespace_order_and_recursion() {
     assert!(accepts(&flexible, &deep));
     // An unsatisfiable schema has an empty language: a compile error, not a grammar accepting nothing.
     let never = engine(&json!({"allOf": [{"type": "string"}, {"type": "integer"}]}), &SchemaOptions::default());
-    let err = never.err().expect("an unsatisfiable schema is refused");
+    let err = never.expect_err("an unsatisfiable schema is refused");
     assert!(err.contains("no text is in this grammar's language"), "{err}");
 }
 
