@@ -2,6 +2,7 @@
 //! [`GrammarTables`]. (The weighted automaton and the artifact writer come later; until
 //! then the tables are handed to the runtime in memory — the same types.)
 
+pub mod dwa;
 pub mod lexer;
 mod minimize;
 pub mod munch;
@@ -9,7 +10,8 @@ pub mod pipeline;
 
 pub use lexer::build_lexer;
 pub use pipeline::{
-    compile_engine, compile_grammar, parse_source, parse_source_with, regex_grammar, CompileStats, Compiled, SourceKind,
+    compile_engine, compile_engine_with, compile_grammar, parse_source, parse_source_with, regex_grammar, CompileStats,
+    Compiled, EngineOptions, SourceKind,
 };
 
 /// Why a grammar could not be compiled.

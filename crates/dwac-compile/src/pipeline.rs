@@ -8,6 +8,7 @@ use dwac_grammar::schema::{compile_schema, SchemaOptions};
 use dwac_grammar::{Grammar, Munch, Symbol, Terminal, Warning};
 use dwac_runtime::{Engine, GrammarTables, Vocabulary};
 
+use crate::dwa::{build_mask_tables, MaskOptions, MaskStats};
 use crate::{build_lexer, CompileError};
 
 /// The kind of a grammar source, chosen by file extension.
@@ -92,6 +93,8 @@ pub struct CompileStats {
     pub warnings: Vec<Warning>,
     /// The longest-match analysis ran out of its work budget and checked nothing.
     pub munch_analysis_skipped: bool,
+    /// The Parser DWA's sizes and build time, when one was built.
+    pub mask: Option<MaskStats>,
 }
 
 /// A compiled grammar: the runtime tables plus what the compiler learned on the way.
@@ -141,12 +144,44 @@ pub fn compile_grammar(g: &Grammar) -> Result<Compiled, CompileError> {
         compile_ms: t0.elapsed().as_secs_f64() * 1e3,
         warnings,
         munch_analysis_skipped: munch.skipped,
+        mask: None,
     };
     Ok(Compiled { tables, normalized, stats })
 }
 
-/// Compile and bundle with a vocabulary into a ready [`Engine`].
+/// Compile and bundle with a vocabulary into a ready [`Engine`], with the Parser DWA that makes
+/// `fill_mask` fast.
 pub fn compile_engine(g: &Grammar, vocab: Vocabulary) -> Result<(Engine, CompileStats), CompileError> {
-    let c = compile_grammar(g)?;
-    Ok((Engine::new(c.tables, vocab)?, c.stats))
+    compile_engine_with(g, vocab, &EngineOptions::default())
+}
+
+/// What [`compile_engine_with`] builds.
+#[derive(Clone, Debug)]
+pub struct EngineOptions {
+    /// Build the Parser DWA (`false`: `fill_mask` is the reference mask; for commit-only uses).
+    pub mask: bool,
+    pub mask_options: MaskOptions,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        EngineOptions { mask: true, mask_options: MaskOptions::default() }
+    }
+}
+
+/// [`compile_engine`] with options.
+pub fn compile_engine_with(
+    g: &Grammar,
+    vocab: Vocabulary,
+    opts: &EngineOptions,
+) -> Result<(Engine, CompileStats), CompileError> {
+    let mut c = compile_grammar(g)?;
+    let mask = if opts.mask {
+        let (m, ms) = build_mask_tables(&c.tables, &vocab, &opts.mask_options)?;
+        c.stats.mask = Some(ms);
+        Some(m)
+    } else {
+        None
+    };
+    Ok((Engine::with_mask(c.tables, vocab, mask)?, c.stats))
 }

@@ -3,9 +3,11 @@
 //! Depends on `std` only. Nothing here panics on any input: tables are validated once
 //! by [`Engine::new`], token ids and bytes are checked on every call.
 
+pub mod dwa;
 mod glr;
 pub mod gss;
 pub mod lexer;
+pub mod mask;
 pub mod matcher;
 mod prio;
 pub mod tables;

@@ -3,9 +3,11 @@
 
 use std::sync::Arc;
 
+use crate::dwa::MaskTables;
 use crate::glr::Closure;
 use crate::gss::{push_unique, Node, NodeRef};
 use crate::lexer::Inhibitor;
+use crate::mask::{self, MaskScratch, ThreadView};
 use crate::prio;
 use crate::tables::{GrammarTables, TableError, Vocabulary};
 
@@ -14,6 +16,8 @@ use crate::tables::{GrammarTables, TableError, Vocabulary};
 pub struct Engine {
     tables: GrammarTables,
     vocab: Vocabulary,
+    /// The Parser DWA, if compiled: `fill_mask` reads it; without it `fill_mask` is the reference.
+    mask: Option<MaskTables>,
     /// Some terminals have different priorities (else no lexeme needs priority resolution).
     mixed_priorities: bool,
 }
@@ -21,11 +25,24 @@ pub struct Engine {
 impl Engine {
     /// Validate the tables (every index they hold is in range) and bundle them with `vocab`.
     pub fn new(tables: GrammarTables, vocab: Vocabulary) -> Result<Engine, TableError> {
+        Engine::with_mask(tables, vocab, None)
+    }
+
+    /// As [`Engine::new`], with the Parser DWA for `fill_mask` (validated against the tables).
+    pub fn with_mask(tables: GrammarTables, vocab: Vocabulary, mask: Option<MaskTables>) -> Result<Engine, TableError> {
         tables.validate()?;
         vocab.validate()?;
+        if let Some(m) = &mask {
+            m.validate(tables.lexer.num_states, vocab.len() as u32)?;
+        }
         let p = &tables.lexer.priority;
         let mixed_priorities = p.iter().any(|&x| Some(&x) != p.first());
-        Ok(Engine { tables, vocab, mixed_priorities })
+        Ok(Engine { tables, vocab, mask, mixed_priorities })
+    }
+
+    /// The Parser DWA, if this engine has one.
+    pub fn mask_tables(&self) -> Option<&MaskTables> {
+        self.mask.as_ref()
     }
 
     pub fn tables(&self) -> &GrammarTables {
@@ -103,6 +120,29 @@ pub struct Matcher {
     engine: Arc<Engine>,
     cur: Config,
     history: Vec<Config>,
+    scratch: MaskBuffers,
+}
+
+/// Buffers `fill_mask` reuses (a clone starts with empty ones).
+#[derive(Default)]
+struct MaskBuffers {
+    walk: MaskScratch,
+    kills: Vec<u32>,
+    kill_ranges: Vec<(usize, usize)>,
+    /// Masks computed by the reference because the tables did not cover a thread.
+    fallbacks: u64,
+}
+
+impl Clone for MaskBuffers {
+    fn clone(&self) -> Self {
+        MaskBuffers::default()
+    }
+}
+
+impl std::fmt::Debug for MaskBuffers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MaskBuffers").field("fallbacks", &self.fallbacks).finish_non_exhaustive()
+    }
 }
 
 fn add_thread(out: &mut Vec<Thread>, q: u32, inh: &[Inhibitor], heads: &[NodeRef]) {
@@ -141,7 +181,12 @@ impl Matcher {
         let lex_start = engine.tables.lexer.start;
         let root = Node::new(0, 0, Vec::new());
         let threads = vec![Thread { q: lex_start, inh: Vec::new(), heads: vec![root] }];
-        Matcher { engine, cur: Config { threads: Arc::new(threads), pos: 0, terminated: false }, history: Vec::new() }
+        Matcher {
+            engine,
+            cur: Config { threads: Arc::new(threads), pos: 0, terminated: false },
+            history: Vec::new(),
+            scratch: MaskBuffers::default(),
+        }
     }
 
     pub fn engine(&self) -> &Arc<Engine> {
@@ -462,6 +507,66 @@ impl Matcher {
     /// Words (`u32`) a mask over this vocabulary needs.
     pub fn mask_words(&self) -> usize {
         self.engine.vocab.len().div_ceil(32)
+    }
+
+    /// The mask (DESIGN.md §2): bit `v % 32` of `out[v / 32]` is set iff token `v` is allowed
+    /// (end tokens included). Read from the Parser DWA without lexing or parsing (`mask.rs`);
+    /// equal to [`fill_reference_mask`](Self::fill_reference_mask) by construction, which the
+    /// differential tests check. Without a DWA, or where it does not cover a thread (a lexer
+    /// state or carried inhibitor no token boundary produces, e.g. after raw `commit_bytes`),
+    /// the reference mask is computed instead (counted by [`mask_fallbacks`](Self::mask_fallbacks)).
+    pub fn fill_mask(&mut self, out: &mut [u32]) -> Result<(), MaskError> {
+        let need = self.mask_words();
+        if out.len() < need {
+            return Err(MaskError::BufferTooSmall { need, got: out.len() });
+        }
+        let out = &mut out[..need];
+        let engine = Arc::clone(&self.engine);
+        let Some(t) = engine.mask.as_ref() else {
+            self.scratch.fallbacks += 1;
+            return self.fill_reference_mask(out);
+        };
+        if self.cur.terminated {
+            out.iter_mut().for_each(|w| *w = 0);
+            return Ok(());
+        }
+        let sc = &mut self.scratch;
+        sc.kills.clear();
+        sc.kill_ranges.clear();
+        for th in self.cur.threads.iter() {
+            let from = sc.kills.len();
+            for i in &th.inh {
+                match t.kill(i.s, i.k) {
+                    Some(set) => sc.kills.push(set),
+                    None => {
+                        sc.fallbacks += 1;
+                        return self.fill_reference_mask(out);
+                    }
+                }
+            }
+            sc.kill_ranges.push((from, sc.kills.len()));
+        }
+        let views = self.cur.threads.iter().zip(&sc.kill_ranges).map(|(th, &(a, b))| ThreadView {
+            q: th.q,
+            kills: &sc.kills[a..b],
+            heads: &th.heads,
+        });
+        mask::fill(t, views, &mut sc.walk, out);
+        Ok(())
+    }
+
+    /// Masks that [`fill_mask`](Self::fill_mask) had to compute with the reference (see there).
+    pub fn mask_fallbacks(&self) -> u64 {
+        self.scratch.fallbacks
+    }
+
+    /// The mask as a list of allowed token ids (see [`fill_mask`](Self::fill_mask)).
+    pub fn allowed(&mut self) -> Vec<u32> {
+        let mut m = vec![0u32; self.mask_words()];
+        if self.fill_mask(&mut m).is_err() {
+            return Vec::new();
+        }
+        (0..self.engine.vocab.len() as u32).filter(|&v| m[(v / 32) as usize] >> (v % 32) & 1 == 1).collect()
     }
 
     /// The reference mask (DESIGN.md §2): for every token, clone, commit, test liveness;

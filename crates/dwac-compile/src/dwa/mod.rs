@@ -1,0 +1,258 @@
+//! The Parser DWA compiler (DESIGN.md §4): grammar tables + vocabulary → [`MaskTables`].
+//!
+//! One module per stage of the pipeline:
+//!
+//! | module | stage |
+//! |---|---|
+//! | [`trie`] | the vocabulary as a byte trie |
+//! | [`terminal_dwa`] | Terminal DWA: each token's lexings from each lexer state (token classes), `KILL` sets |
+//! | [`templates`] | per-terminal stack effects, run symbolically on a known segment above the real stack |
+//! | [`compose`] | composition of a token's terminals and its lookahead check, with push/pop cancellation and priority guards |
+//! | [`determinize`] | weighted determinization into the Parser DWA of each lexer state |
+//! | [`sets`] | interned terminal and token-class sets |
+//!
+//! This module assembles the per-lexer-state DWAs into the runtime's flat [`MaskTables`],
+//! expanding token-class outputs into token-id ranges.
+
+pub mod compose;
+pub mod determinize;
+pub mod sets;
+pub mod templates;
+pub mod terminal_dwa;
+pub mod trie;
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use dwac_runtime::dwa::{MaskTables, NONE};
+use dwac_runtime::{GrammarTables, Vocabulary, DEAD};
+
+use crate::CompileError;
+use compose::{Composer, Steps};
+use determinize::Determinizer;
+use sets::SetPool;
+use templates::Lr;
+use terminal_dwa::{carried_inhibitors, kill_set, TokenClass, Walker};
+use trie::Trie;
+
+/// Limits of one mask-table build.
+#[derive(Clone, Debug)]
+pub struct MaskOptions {
+    /// DWA states one lexer state's automaton may have.
+    pub max_states_per_lexer_state: usize,
+}
+
+impl Default for MaskOptions {
+    fn default() -> Self {
+        MaskOptions { max_states_per_lexer_state: 200_000 }
+    }
+}
+
+/// Sizes and timings of one mask-table build.
+#[derive(Clone, Debug, Default)]
+pub struct MaskStats {
+    pub dwa_states: usize,
+    pub lexer_states_with_dwa: usize,
+    pub token_classes: usize,
+    pub configurations: usize,
+    pub token_sets: usize,
+    /// The most stack states `get_mask` can read from one head (`u32::MAX`: unbounded, a cycle).
+    pub max_lookback: u32,
+    pub carried_inhibitors: usize,
+    pub build_ms: f64,
+}
+
+/// Token sets over token ids, interned, as ranges.
+#[derive(Default)]
+struct TokenSets {
+    index: HashMap<Vec<u32>, u32>,
+    off: Vec<u32>,
+    ranges: Vec<u32>,
+}
+
+impl TokenSets {
+    /// The id of the set of (sorted, distinct) `tokens`, or [`NONE`] for the empty set.
+    fn intern(&mut self, tokens: Vec<u32>) -> u32 {
+        if tokens.is_empty() {
+            return NONE;
+        }
+        if let Some(&id) = self.index.get(&tokens) {
+            return id;
+        }
+        if self.off.is_empty() {
+            self.off.push(0);
+        }
+        let mut n = 0u32;
+        let mut i = 0;
+        while i < tokens.len() {
+            let lo = tokens[i];
+            let mut hi = lo + 1;
+            i += 1;
+            while i < tokens.len() && tokens[i] == hi {
+                hi += 1;
+                i += 1;
+            }
+            self.ranges.push(lo);
+            self.ranges.push(hi);
+            n += 1;
+        }
+        let id = (self.off.len() - 1) as u32;
+        self.off.push(self.off[id as usize] + n);
+        self.index.insert(tokens, id);
+        id
+    }
+}
+
+/// Build the mask tables of `tables` for `vocab`.
+pub fn build_mask_tables(
+    tables: &GrammarTables,
+    vocab: &Vocabulary,
+    opts: &MaskOptions,
+) -> Result<(MaskTables, MaskStats), CompileError> {
+    let t0 = Instant::now();
+    let lex = &tables.lexer;
+    let n_tokens = vocab.len() as u32;
+    let toks: Vec<(u32, &[u8])> =
+        (0..n_tokens).filter(|&v| !vocab.is_special(v)).filter_map(|v| vocab.token_bytes(v).map(|b| (v, b))).collect();
+    let trie = Trie::build(&toks);
+    let comp = Composer { lr: Lr::new(&tables.lr), steps: Steps::new(), terms: SetPool::new() };
+    let mut det = Determinizer::new(comp, opts.max_states_per_lexer_state);
+    let mut walker = Walker::new(lex, &trie);
+    let eof_class = det.comp.terms.intern(vec![tables.lr.eof()]);
+    let mut sets = TokenSets::default();
+    let mut out = MaskTables {
+        num_tokens: n_tokens,
+        start: vec![NONE; lex.num_states as usize],
+        start_rho: vec![NONE; lex.num_states as usize],
+        edge_off: vec![0],
+        ..MaskTables::default()
+    };
+    let mut stats = MaskStats::default();
+    for q in 0..lex.num_states {
+        if q != lex.start && !lex.can_continue(q) {
+            continue;
+        }
+        let mut classes = walker.classes(q, &mut det.comp.steps, &mut det.comp.terms);
+        if q == lex.start && !vocab.eos.is_empty() {
+            classes.push(TokenClass { sigs: vec![(0, eof_class)], tokens: vocab.eos.clone() });
+        }
+        stats.token_classes += classes.len();
+        let thread = walker.class(q, &mut det.comp.terms);
+        let local = det.build(&classes, thread).map_err(|_| {
+            CompileError::Budget(format!(
+                "the mask automaton of lexer state {q} exceeds {} states",
+                opts.max_states_per_lexer_state
+            ))
+        })?;
+        stats.lexer_states_with_dwa += 1;
+        // Class sets → token sets (memoized per local set).
+        let mut expand: HashMap<u32, u32> = HashMap::new();
+        let mut to_tokens = |set: u32, sets: &mut TokenSets| -> u32 {
+            if set == 0 {
+                return NONE;
+            }
+            *expand.entry(set).or_insert_with(|| {
+                let mut v: Vec<u32> =
+                    local.sets.get(set).iter().flat_map(|&c| classes[c as usize].tokens.iter().copied()).collect();
+                v.sort_unstable();
+                v.dedup();
+                sets.intern(v)
+            })
+        };
+        let base = out.default_target.len() as u32;
+        let global = |d: u32| if d == DEAD { DEAD } else { base + d };
+        out.start[q as usize] = if local.start == DEAD { NONE } else { base + local.start };
+        out.start_rho[q as usize] = to_tokens(local.start_rho, &mut sets);
+        for st in &local.states {
+            for &(label, target, rho) in &st.edges {
+                out.edge_label.push(label);
+                out.edge_target.push(global(target));
+                out.edge_rho.push(to_tokens(rho, &mut sets));
+            }
+            out.edge_off.push(out.edge_label.len() as u32);
+            out.default_target.push(global(st.default.0));
+            out.default_rho.push(to_tokens(st.default.1, &mut sets));
+        }
+    }
+    let carried = carried_inhibitors(lex);
+    stats.carried_inhibitors = carried.len();
+    for i in carried {
+        let set = sets.intern(kill_set(lex, &trie, i));
+        // An empty kill set kills nothing: store no entry, and a missing entry would be a bug, so
+        // store it as an empty range list.
+        let set = if set == NONE { sets.intern_empty() } else { set };
+        out.kill_s.push(i.s);
+        out.kill_k.push(i.k);
+        out.kill_set.push(set);
+    }
+    if sets.off.is_empty() {
+        sets.off.push(0);
+    }
+    out.set_off = sets.off;
+    out.set_ranges = sets.ranges;
+    stats.dwa_states = out.default_target.len();
+    stats.configurations = det.num_configs();
+    stats.token_sets = out.num_sets();
+    stats.max_lookback = max_lookback(&out);
+    stats.build_ms = t0.elapsed().as_secs_f64() * 1e3;
+    Ok((out, stats))
+}
+
+impl TokenSets {
+    /// A set with no ranges (for kill entries that kill nothing).
+    fn intern_empty(&mut self) -> u32 {
+        if let Some(&id) = self.index.get(&Vec::new()) {
+            return id;
+        }
+        if self.off.is_empty() {
+            self.off.push(0);
+        }
+        let id = (self.off.len() - 1) as u32;
+        self.off.push(self.off[id as usize]);
+        self.index.insert(Vec::new(), id);
+        id
+    }
+}
+
+/// The longest chain of reads from any start state (`u32::MAX` if the DWA has a cycle).
+fn max_lookback(t: &MaskTables) -> u32 {
+    let n = t.num_states();
+    // 0 = unvisited, 1 = on the stack, 2 = done.
+    let mut mark = vec![0u8; n];
+    let mut depth = vec![0u32; n];
+    let mut best = 0;
+    for &s in t.start.iter().filter(|&&s| s != NONE) {
+        let mut stack: Vec<(u32, bool)> = vec![(s, false)];
+        while let Some((d, post)) = stack.pop() {
+            let di = d as usize;
+            let (_, targets, _) = t.edges(d);
+            let succ: Vec<u32> =
+                targets.iter().copied().chain(std::iter::once(t.default_target[di])).filter(|&x| x != DEAD).collect();
+            if post {
+                let deepest = succ.iter().map(|&x| if t.is_final(x) { 0 } else { depth[x as usize] }).max();
+                depth[di] = 1u32.saturating_add(deepest.unwrap_or(0));
+                mark[di] = 2;
+                continue;
+            }
+            match mark[di] {
+                2 => continue,
+                1 => return u32::MAX,
+                _ => {}
+            }
+            mark[di] = 1;
+            stack.push((d, true));
+            for x in succ {
+                if t.is_final(x) {
+                    continue;
+                }
+                match mark[x as usize] {
+                    0 => stack.push((x, false)),
+                    1 => return u32::MAX,
+                    _ => {}
+                }
+            }
+        }
+        best = best.max(depth[s as usize]);
+    }
+    best
+}

@@ -1,0 +1,98 @@
+//! Interned sets of small integers (terminals, token classes): sorted, deduplicated vectors
+//! with ids, and memoized unions. Id 0 is the empty set.
+
+use std::collections::HashMap;
+
+#[derive(Default)]
+pub struct SetPool {
+    sets: Vec<Box<[u32]>>,
+    index: HashMap<Box<[u32]>, u32>,
+    unions: HashMap<(u32, u32), u32>,
+}
+
+impl SetPool {
+    pub fn new() -> SetPool {
+        let mut p = SetPool::default();
+        p.intern(Vec::new());
+        p
+    }
+
+    /// The id of the set of `v` (sorted and deduplicated here).
+    pub fn intern(&mut self, mut v: Vec<u32>) -> u32 {
+        v.sort_unstable();
+        v.dedup();
+        self.intern_sorted(v.into_boxed_slice())
+    }
+
+    fn intern_sorted(&mut self, v: Box<[u32]>) -> u32 {
+        if let Some(&id) = self.index.get(&v) {
+            return id;
+        }
+        let id = self.sets.len() as u32;
+        self.sets.push(v.clone());
+        self.index.insert(v, id);
+        id
+    }
+
+    pub fn get(&self, id: u32) -> &[u32] {
+        &self.sets[id as usize]
+    }
+
+    pub fn union(&mut self, a: u32, b: u32) -> u32 {
+        if a == b || b == 0 {
+            return a;
+        }
+        if a == 0 {
+            return b;
+        }
+        let key = (a.min(b), a.max(b));
+        if let Some(&u) = self.unions.get(&key) {
+            return u;
+        }
+        let (x, y) = (self.get(a), self.get(b));
+        let mut out = Vec::with_capacity(x.len() + y.len());
+        let (mut i, mut j) = (0, 0);
+        while i < x.len() || j < y.len() {
+            let take_x = j == y.len() || (i < x.len() && x[i] <= y[j]);
+            let v = if take_x { x[i] } else { y[j] };
+            if take_x {
+                i += 1;
+                if j < y.len() && y[j] == v {
+                    j += 1;
+                }
+            } else {
+                j += 1;
+            }
+            out.push(v);
+        }
+        let u = self.intern_sorted(out.into_boxed_slice());
+        self.unions.insert(key, u);
+        u
+    }
+
+    pub fn len(&self) -> usize {
+        self.sets.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.sets.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn union_is_set_union() {
+        let mut p = SetPool::new();
+        let a = p.intern(vec![5, 1, 3, 3]);
+        let b = p.intern(vec![2, 3, 9]);
+        let u = p.union(a, b);
+        assert_eq!(p.get(u), &[1, 2, 3, 5, 9]);
+        assert_eq!(p.union(b, a), u);
+        assert_eq!(p.union(a, 0), a);
+        assert_eq!(p.intern(vec![1, 3, 5]), a);
+        assert_eq!(p.get(0), &[] as &[u32]);
+    }
+}

@@ -1,0 +1,142 @@
+//! Per-terminal stack effects (ALGORITHM.md §2.2 "templates"), run symbolically.
+//!
+//! A simulation runs the LR table for one terminal `t` on a stack it knows only partly: a
+//! *known segment* `k` (LR states, bottom first) above the real stack, which is read top-down
+//! only when needed. Reductions pop the known segment first; when it is used up the simulation
+//! *waits*:
+//!
+//! * [`Wait::Peek`]: it needs the top real state to look up ACTION;
+//! * [`Wait::Pop`]: it must discard `j` real states (their identity is irrelevant: a DEFAULT
+//!   read) and then read the revealed one, the GOTO source of nonterminal `a`.
+//!
+//! Reading a real state moves it into the known segment (a peek keeps it on the stack). This is
+//! the template of ALGORITHM.md with its push/pop cancellation done by construction: a known
+//! segment holds exactly the pushes not yet cancelled by later pops. Every reduction pops at least
+//! one symbol (the grammar is ε-free), so a segment never grows by reductions alone.
+
+use std::collections::HashMap;
+
+use dwac_runtime::{Action, LrTables, DEAD};
+
+/// What a simulation that has used up its known segment needs from the real stack.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Wait {
+    /// The top real state (to look up ACTION).
+    Peek,
+    /// Discard `j` real states, then read the revealed one as the GOTO source of `a`.
+    Pop { j: u32, a: u32 },
+}
+
+/// The outcomes of running one terminal's reductions on a known segment.
+#[derive(Default, Debug)]
+pub struct Outcome {
+    /// Stacks (known segments) after shifting the terminal.
+    pub shifted: Vec<Vec<u32>>,
+    /// The terminal can be shifted (or, for `$`, accepted).
+    pub success: bool,
+    /// Reduction paths waiting for the real stack.
+    pub waiting: Vec<Wait>,
+}
+
+/// The result of reading one real state (or an unknown one: DEFAULT) for a waiting simulation.
+pub enum Read {
+    Wait(Wait),
+    Run(Vec<u32>),
+    Dead,
+}
+
+/// The LR tables with the label sets that matter to waiting simulations.
+pub struct Lr<'a> {
+    pub tables: &'a LrTables,
+    action_labels: HashMap<u32, Vec<u32>>,
+    goto_labels: HashMap<u32, Vec<u32>>,
+}
+
+impl<'a> Lr<'a> {
+    pub fn new(tables: &'a LrTables) -> Lr<'a> {
+        Lr { tables, action_labels: HashMap::new(), goto_labels: HashMap::new() }
+    }
+
+    /// Run terminal `t` (or `$`) from known segment `k`, adding to `out`.
+    pub fn run(&self, t: u32, k: Vec<u32>, out: &mut Outcome) {
+        let lr = self.tables;
+        let mut work = vec![k];
+        let mut seen: Vec<Vec<u32>> = Vec::new();
+        while let Some(k) = work.pop() {
+            let Some(&top) = k.last() else {
+                push_unique(&mut out.waiting, Wait::Peek);
+                continue;
+            };
+            for &a in lr.actions(top, t) {
+                match Action::unpack(a) {
+                    Action::Shift(p) => {
+                        let mut k2 = k.clone();
+                        k2.push(p);
+                        out.success = true;
+                        if !out.shifted.contains(&k2) {
+                            out.shifted.push(k2);
+                        }
+                    }
+                    Action::Accept => out.success = true,
+                    Action::Reduce(r) => {
+                        let (Some(&m), Some(&lhs)) = (lr.rule_len.get(r as usize), lr.rule_lhs.get(r as usize)) else {
+                            continue;
+                        };
+                        let m = m as usize;
+                        if m < k.len() {
+                            let mut k2 = k[..k.len() - m].to_vec();
+                            let g = lr.goto(*k2.last().unwrap_or(&0), lhs);
+                            if g == DEAD {
+                                continue;
+                            }
+                            k2.push(g);
+                            if !seen.contains(&k2) {
+                                seen.push(k2.clone());
+                                work.push(k2);
+                            }
+                        } else {
+                            push_unique(&mut out.waiting, Wait::Pop { j: (m - k.len()) as u32, a: lhs });
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Read real state `label` (`None`: a state no explicit label covers) for a waiting simulation.
+    pub fn read(&self, w: Wait, label: Option<u32>) -> Read {
+        match (w, label) {
+            (Wait::Peek, Some(p)) => Read::Run(vec![p]),
+            (Wait::Peek, None) => Read::Dead,
+            (Wait::Pop { j: 0, a }, Some(p)) => match self.tables.goto(p, a) {
+                DEAD => Read::Dead,
+                g => Read::Run(vec![p, g]),
+            },
+            (Wait::Pop { j: 0, .. }, None) => Read::Dead,
+            (Wait::Pop { j, a }, _) => Read::Wait(Wait::Pop { j: j - 1, a }),
+        }
+    }
+
+    /// The real states for which a waiting simulation of `t` does something other than die (its
+    /// DEFAULT); empty for a pure pop, whose every read is DEFAULT.
+    pub fn labels(&mut self, t: u32, w: Wait) -> &[u32] {
+        let lr = self.tables;
+        match w {
+            Wait::Peek => self
+                .action_labels
+                .entry(t)
+                .or_insert_with(|| (0..lr.num_states).filter(|&p| !lr.actions(p, t).is_empty()).collect()),
+            Wait::Pop { j: 0, a } => self
+                .goto_labels
+                .entry(a)
+                .or_insert_with(|| (0..lr.num_states).filter(|&p| lr.goto(p, a) != DEAD).collect()),
+            Wait::Pop { .. } => &[],
+        }
+    }
+}
+
+fn push_unique<T: PartialEq>(v: &mut Vec<T>, x: T) {
+    if !v.contains(&x) {
+        v.push(x);
+    }
+}

@@ -1,0 +1,138 @@
+//! The mask tables: the Parser DWA (a deterministic weighted automaton read over the GSS, top
+//! down) and the token sets it outputs. Plain flat arrays, filled by the compiler, stored
+//! verbatim by a later artifact, validated once by [`MaskTables::validate`].
+//!
+//! * For every lexer state `q` a thread can be in, `start[q]` is the DWA state to read that
+//!   thread's stacks from, and `start_rho[q]` the tokens accepted before reading anything
+//!   (`ALWAYS[q]`: tokens that emit no terminal and keep the pending lexeme viable).
+//! * A DWA state `d` reads one LR state (a GSS node's label): an explicit edge
+//!   `edge_label[e] → edge_target[e]` (sorted by label) or else the default edge. Taking an edge
+//!   outputs the token set `edge_rho[e]` (`default_rho[d]`): tokens whose every check is decided
+//!   on this stack prefix. A state with no explicit edge and a [`DEAD`] default is final.
+//! * Token sets are sorted, disjoint half-open ranges of token ids.
+//! * `kill_*`: for a carried inhibitor `(s, k)`, the tokens whose bytes fire it.
+
+use crate::tables::{TableError, DEAD};
+
+/// "No set" / "no state" in the tables.
+pub const NONE: u32 = u32::MAX;
+
+/// The Parser DWA and its token sets.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MaskTables {
+    /// Tokens in the vocabulary (mask bits).
+    pub num_tokens: u32,
+    /// Per lexer state: the DWA start state, or [`NONE`] if no token can follow a thread there.
+    pub start: Vec<u32>,
+    /// Per lexer state: token set accepted before any stack read, or [`NONE`].
+    pub start_rho: Vec<u32>,
+    /// Per DWA state: its explicit edges are `edge_off[d]..edge_off[d+1]`.
+    pub edge_off: Vec<u32>,
+    pub edge_label: Vec<u32>,
+    pub edge_target: Vec<u32>,
+    pub edge_rho: Vec<u32>,
+    /// Per DWA state: the default edge (target or [`DEAD`]) and its output (or [`NONE`]).
+    pub default_target: Vec<u32>,
+    pub default_rho: Vec<u32>,
+    /// Token set `i` is the ranges `set_ranges[2j]..set_ranges[2j+1]` for `j` in
+    /// `set_off[i]..set_off[i+1]`.
+    pub set_off: Vec<u32>,
+    pub set_ranges: Vec<u32>,
+    /// Carried inhibitors `(kill_s[i], kill_k[i])`, sorted, and the tokens that fire each.
+    pub kill_s: Vec<u32>,
+    pub kill_k: Vec<u32>,
+    pub kill_set: Vec<u32>,
+}
+
+impl MaskTables {
+    pub fn num_states(&self) -> usize {
+        self.default_target.len()
+    }
+
+    /// The explicit edges of state `d`: (labels, targets, outputs).
+    #[inline]
+    pub fn edges(&self, d: u32) -> (&[u32], &[u32], &[u32]) {
+        let (a, b) = (self.edge_off[d as usize] as usize, self.edge_off[d as usize + 1] as usize);
+        (&self.edge_label[a..b], &self.edge_target[a..b], &self.edge_rho[a..b])
+    }
+
+    /// Read `label` from state `d`: the next state ([`DEAD`] if none) and the output set.
+    #[inline]
+    pub fn step(&self, d: u32, label: u32) -> (u32, u32) {
+        let (labels, targets, rhos) = self.edges(d);
+        match labels.binary_search(&label) {
+            Ok(i) => (targets[i], rhos[i]),
+            Err(_) => (self.default_target[d as usize], self.default_rho[d as usize]),
+        }
+    }
+
+    /// Does state `d` read anything further?
+    #[inline]
+    pub fn is_final(&self, d: u32) -> bool {
+        self.edge_off[d as usize] == self.edge_off[d as usize + 1] && self.default_target[d as usize] == DEAD
+    }
+
+    /// The ranges of set `s`, as (start, end) pairs flattened.
+    #[inline]
+    pub fn set(&self, s: u32) -> &[u32] {
+        let (a, b) = (self.set_off[s as usize] as usize, self.set_off[s as usize + 1] as usize);
+        &self.set_ranges[2 * a..2 * b]
+    }
+
+    pub fn num_sets(&self) -> usize {
+        self.set_off.len().saturating_sub(1)
+    }
+
+    /// The kill set of carried inhibitor `(s, k)`, if the compiler tabulated it.
+    pub fn kill(&self, s: u32, k: u32) -> Option<u32> {
+        let lo = self.kill_s.partition_point(|&x| x < s);
+        let hi = self.kill_s.partition_point(|&x| x <= s);
+        self.kill_k[lo..hi].binary_search(&k).ok().map(|i| self.kill_set[lo + i])
+    }
+
+    /// Check every index, so the mask walk can index freely. `lexer_states` and `lr_states`
+    /// are the sizes of the tables the DWA refers to.
+    pub fn validate(&self, lexer_states: u32, vocab_size: u32) -> Result<(), TableError> {
+        let check = |c: bool, what: &str| if c { Ok(()) } else { Err(TableError(format!("mask tables: {what}"))) };
+        let n = self.num_states();
+        let sets = self.num_sets();
+        let set_ok = |s: u32| s == NONE || (s as usize) < sets;
+        let state_ok = |d: u32| d == DEAD || (d as usize) < n;
+        check(self.num_tokens == vocab_size, "token count differs from the vocabulary")?;
+        check(self.start.len() == lexer_states as usize, "start table size")?;
+        check(self.start_rho.len() == lexer_states as usize, "start output table size")?;
+        check(self.start.iter().all(|&d| d == NONE || (d as usize) < n), "start state out of range")?;
+        check(self.start_rho.iter().all(|&s| set_ok(s)), "start output out of range")?;
+        check(self.edge_off.len() == n + 1, "edge offsets size")?;
+        check(self.edge_off.first() == Some(&0), "edge offsets start")?;
+        check(self.edge_off.windows(2).all(|w| w[0] <= w[1]), "edge offsets order")?;
+        let ne = self.edge_off.last().copied().unwrap_or(0) as usize;
+        check(self.edge_label.len() == ne && self.edge_target.len() == ne && self.edge_rho.len() == ne, "edges size")?;
+        for d in 0..n {
+            let (a, b) = (self.edge_off[d] as usize, self.edge_off[d + 1] as usize);
+            check(self.edge_label[a..b].windows(2).all(|w| w[0] < w[1]), "edge labels must be sorted")?;
+        }
+        check(self.edge_target.iter().all(|&d| state_ok(d)), "edge target out of range")?;
+        check(self.edge_rho.iter().all(|&s| set_ok(s)), "edge output out of range")?;
+        check(self.default_rho.len() == n, "default outputs size")?;
+        check(self.default_target.iter().all(|&d| state_ok(d)), "default target out of range")?;
+        check(self.default_rho.iter().all(|&s| set_ok(s)), "default output out of range")?;
+        check(self.set_off.first() == Some(&0), "set offsets start")?;
+        check(self.set_off.windows(2).all(|w| w[0] <= w[1]), "set offsets order")?;
+        check(self.set_off.last().map(|&x| 2 * x as usize) == Some(self.set_ranges.len()), "set ranges size")?;
+        for s in 0..sets as u32 {
+            let r = self.set(s);
+            let mut prev = 0u32;
+            for (i, pair) in r.chunks(2).enumerate() {
+                check(pair[0] < pair[1] && pair[1] <= self.num_tokens, "set range out of bounds")?;
+                check(i == 0 || pair[0] > prev, "set ranges must be sorted and disjoint")?;
+                prev = pair[1];
+            }
+        }
+        check(self.kill_s.len() == self.kill_k.len() && self.kill_k.len() == self.kill_set.len(), "kill table size")?;
+        for i in 1..self.kill_s.len() {
+            check((self.kill_s[i - 1], self.kill_k[i - 1]) < (self.kill_s[i], self.kill_k[i]), "kill table order")?;
+        }
+        check(self.kill_set.iter().all(|&s| (s as usize) < sets), "kill set out of range")
+    }
+}

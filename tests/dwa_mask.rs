@@ -1,0 +1,305 @@
+//! The central correctness test (DESIGN.md §2): the Parser DWA's mask equals the reference mask
+//! (clone, commit each token, test liveness) at every step.
+//!
+//! Random walks sample the next token from the mask (biased towards tokens that span several
+//! terminals or leave a partial lexeme), compare both masks before every commit, and check that
+//! tokens outside the mask are refused by `commit`.
+
+use std::sync::Arc;
+
+use dwac_runtime::{Engine, Matcher, Vocabulary};
+use dwac_tests::*;
+
+/// A small deterministic generator (no dependency needed).
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n.max(1) as u64) as usize
+    }
+}
+
+/// Every string over `alphabet` of length 1..=`max_len`, plus `extra`.
+fn vocab_over(alphabet: &[u8], max_len: usize, extra: &[&str]) -> Vocabulary {
+    let mut toks: Vec<Vec<u8>> = Vec::new();
+    let mut layer: Vec<Vec<u8>> = vec![Vec::new()];
+    for _ in 0..max_len {
+        let mut next = Vec::new();
+        for s in &layer {
+            for &c in alphabet {
+                let mut t = s.clone();
+                t.push(c);
+                next.push(t);
+            }
+        }
+        toks.extend(next.iter().cloned());
+        layer = next;
+    }
+    toks.extend(extra.iter().map(|s| s.as_bytes().to_vec()));
+    toks.sort();
+    toks.dedup();
+    let refs: Vec<&[u8]> = toks.iter().map(|t| t.as_slice()).collect();
+    synthetic_vocab(&refs)
+}
+
+/// Walk `walks` random paths of up to `steps` tokens; returns the number of masks compared.
+fn differential(engine: &Arc<Engine>, walks: usize, steps: usize, seed: u64) -> usize {
+    assert!(engine.mask_tables().is_some(), "the engine has no Parser DWA");
+    let mut rng = Rng(seed | 1);
+    let n = engine.vocab().len() as u32;
+    let mut compared = 0;
+    for w in 0..walks {
+        let mut m = Matcher::new(engine.clone());
+        let mut trace = Vec::new();
+        for _ in 0..steps {
+            let mut dwa = vec![0u32; m.mask_words()];
+            m.fill_mask(&mut dwa).unwrap();
+            let mut reference = vec![0u32; m.mask_words()];
+            m.fill_reference_mask(&mut reference).unwrap();
+            compared += 1;
+            if dwa != reference {
+                let bit = |mask: &[u32], v: u32| mask[(v / 32) as usize] >> (v % 32) & 1 == 1;
+                let diff: Vec<String> = (0..n)
+                    .filter(|&v| bit(&dwa, v) != bit(&reference, v))
+                    .take(12)
+                    .map(|v| {
+                        let b = engine.vocab().token_bytes(v).unwrap_or_default();
+                        format!("{v} {:?} dwa={} ref={}", String::from_utf8_lossy(b), bit(&dwa, v), bit(&reference, v))
+                    })
+                    .collect();
+                panic!("walk {w} after {:?}: masks differ:\n{}", String::from_utf8_lossy(&trace), diff.join("\n"));
+            }
+            assert_eq!(m.mask_fallbacks(), 0, "fill_mask fell back to the reference after {trace:?}");
+            let allowed: Vec<u32> = (0..n)
+                .filter(|&v| reference[(v / 32) as usize] >> (v % 32) & 1 == 1 && !engine.vocab().is_eos(v))
+                .collect();
+            // A token outside the mask is refused.
+            let outside: Vec<u32> = (0..n)
+                .filter(|&v| reference[(v / 32) as usize] >> (v % 32) & 1 == 0 && !engine.vocab().is_special(v))
+                .collect();
+            if !outside.is_empty() {
+                let v = outside[rng.below(outside.len())];
+                assert!(m.clone().commit(v).is_err(), "token {v} outside the mask was accepted");
+            }
+            if allowed.is_empty() {
+                break;
+            }
+            // Prefer longer tokens half of the time (several terminals, partial lexemes).
+            let pick = if rng.below(2) == 0 {
+                let longest = allowed.iter().map(|&v| engine.vocab().token_bytes(v).unwrap_or_default().len()).max();
+                let long: Vec<u32> = allowed
+                    .iter()
+                    .copied()
+                    .filter(|&v| Some(engine.vocab().token_bytes(v).unwrap_or_default().len()) == longest)
+                    .collect();
+                long[rng.below(long.len())]
+            } else {
+                allowed[rng.below(allowed.len())]
+            };
+            trace.extend_from_slice(engine.vocab().token_bytes(pick).unwrap_or_default());
+            m.commit(pick).unwrap();
+        }
+    }
+    compared
+}
+
+const EXPR: &str = r#"
+start: expr
+expr: expr "+" term | term
+term: NUM | "(" expr ")"
+NUM: /[0-9]+/
+%ignore " "
+"#;
+
+#[test]
+fn expression_grammar_small_vocabulary() {
+    let engine = engine_from_lark(EXPR, vocab_over(b"1+() ", 2, &["12+(", "))+", "1 + 2", "((1", "9)"]));
+    let n = differential(&engine, 60, 25, 7);
+    assert!(n > 500, "{n}");
+}
+
+#[test]
+fn json_grammar_small_vocabulary() {
+    let vocab = vocab_over(
+        b"{}[]:,\"a1 -.e",
+        2,
+        &[
+            "{\"", "\":", "\": ", "\",", "true", "false", "null", "tr", "ue", "1.5e-3", "}}]", "]]", "\"a\"", "\\n",
+            "\\u00", "e1",
+        ],
+    );
+    let engine = engine_from_file("grammars/json.lark", vocab);
+    let n = differential(&engine, 40, 40, 11);
+    assert!(n > 800, "{n}");
+}
+
+/// Contextual priorities (DESIGN.md §2), guards read on the stack: every grammar of the priority
+/// tests, including the one where one GSS node stands for two stacks that resolve differently.
+#[test]
+fn priority_grammars() {
+    let dir = repo_root().join("tests/data/lark_verdicts");
+    let mut total = 0;
+    for name in [
+        "issue_mode.lark",
+        "sql_union_all.lark",
+        "keyword_if.lark",
+        "negative_priority.lark",
+        "equal_priority.lark",
+        "ignored_comment.lark",
+        "reduce_then_keyword.lark",
+        "every_filter.lark",
+    ] {
+        let src = std::fs::read_to_string(dir.join(name)).unwrap();
+        let text: String = src.chars().filter(|c| c.is_ascii_graphic() || *c == ' ').collect();
+        // The vocabulary: every character of the grammar file, pairs of them, and its words.
+        let mut alphabet: Vec<u8> = b" abcdefghijklmnopqrstuvwxyz".to_vec();
+        alphabet.extend(text.bytes().filter(|b| b.is_ascii_punctuation() || b.is_ascii_digit()));
+        alphabet.sort_unstable();
+        alphabet.dedup();
+        let words: Vec<String> = text
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .flat_map(|w| [w.to_string(), format!(" {w}"), format!("{w} ")])
+            .collect();
+        let words: Vec<&str> = words.iter().map(String::as_str).collect();
+        let engine = engine_from_lark(&src, vocab_over(&alphabet, 1, &words));
+        total += differential(&engine, 25, 14, 3);
+    }
+    let two_stacks = r#"
+start: a w KW "1" | a v "2" | b w ";" | b v "3"
+a: "<"
+b: "<"
+w: "(" ")"
+v: "(" ")" NAME
+KW.5: "k"
+NAME: /[a-z]+/
+"#;
+    let engine = engine_from_lark(two_stacks, vocab_over(b"<()k123;ab", 2, &["<()k", "()k1", "k3"]));
+    total += differential(&engine, 60, 8, 5);
+    assert!(total > 2000, "{total}");
+}
+
+#[test]
+fn lazy_grammars() {
+    let dir = repo_root().join("tests/data/lark_verdicts");
+    let mut total = 0;
+    for name in
+        ["lazy_string.lark", "lazy_comment.lark", "lazy_then_greedy.lark", "lazy_optional.lark", "lazy_counted.lark"]
+    {
+        let src = std::fs::read_to_string(dir.join(name)).unwrap();
+        let engine = engine_from_lark(&src, vocab_over(b"\"ab:i /*;\n", 2, &["/* a */", "\"a\"", "\":\"", "*/ b;"]));
+        total += differential(&engine, 25, 16, 9);
+    }
+    assert!(total > 800, "{total}");
+}
+
+/// GBNF: character-level terminals with `K_t = ∅` (every segmentation), many same-length forks.
+#[test]
+fn gbnf_character_level() {
+    let src = r#"
+root ::= "(" item ("," " "? item)* ")"
+item ::= [a-c]+ | "ab" "c"? | [0-9]{1,3}
+"#;
+    let g = dwac_grammar::gbnf::parse(src).unwrap();
+    let vocab = vocab_over(b"(), abc019", 2, &["abc", "(ab", "c)", ", a", "123"]);
+    let engine = Arc::new(dwac_compile::compile_engine(&g, vocab).unwrap().0);
+    let n = differential(&engine, 60, 20, 13);
+    assert!(n > 600, "{n}");
+}
+
+/// Per-terminal longest match (`K_t = {t}`), inhibitors carried across token boundaries (`KILL`).
+#[test]
+fn munch_own_and_carried_inhibitors() {
+    let src = r#"
+start: (NUM | DOTS | DOT)+
+NUM: /[0-9]+(\.[0-9]+)?/
+DOTS: ".."
+DOT: "."
+%munch own NUM
+"#;
+    let engine = engine_from_lark(src, vocab_over(b"1.5", 3, &["1..5", "..."]));
+    let n = differential(&engine, 40, 20, 17);
+    assert!(n > 500, "{n}");
+    let engine = engine_from_lark(EXPR, vocab_over(b"12+ ", 3, &[]));
+    differential(&engine, 30, 20, 19);
+}
+
+/// JSON-Schema grammars: constrained strings are lexer components forked at `q0`.
+#[test]
+fn json_schema_components() {
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {
+            "id": {"type": "string", "pattern": "^[a-c]{2,3}$"},
+            "n": {"type": "integer", "minimum": 10, "maximum": 99},
+            "tags": {"type": "array", "items": {"enum": ["ab", "b"]}, "maxItems": 2}
+        },
+        "required": ["id"]
+    });
+    let sg = dwac_grammar::schema::compile_schema(&schema, &Default::default()).unwrap();
+    let vocab = vocab_over(b"{}[]:,\"abcdint1 ", 2, &["\"id\"", "\"n\"", "\"tags\"", "\": \"", "12", "99}"]);
+    let engine = Arc::new(dwac_compile::compile_engine(&sg.grammar, vocab).unwrap().0);
+    let n = differential(&engine, 40, 30, 23);
+    assert!(n > 600, "{n}");
+}
+
+/// Compare the two masks at every step of `text` encoded with `tok` (and at its end).
+fn along_text(engine: &Arc<Engine>, tok: &dwac_vocab::Tokenizer, text: &str) -> usize {
+    let ids = tok.encode(text).unwrap();
+    let mut m = Matcher::new(engine.clone());
+    let mut dwa = vec![0u32; m.mask_words()];
+    let mut reference = vec![0u32; m.mask_words()];
+    let mut n = 0;
+    for (i, &id) in ids.iter().chain(std::iter::once(&u32::MAX)).enumerate() {
+        m.fill_mask(&mut dwa).unwrap();
+        m.fill_reference_mask(&mut reference).unwrap();
+        n += 1;
+        if dwa != reference {
+            let bit = |mask: &[u32], v: u32| mask[(v / 32) as usize] >> (v % 32) & 1 == 1;
+            let diff: Vec<String> = (0..engine.vocab().len() as u32)
+                .filter(|&v| bit(&dwa, v) != bit(&reference, v))
+                .take(10)
+                .map(|v| {
+                    format!(
+                        "{v} {:?} dwa={}",
+                        String::from_utf8_lossy(engine.vocab().token_bytes(v).unwrap()),
+                        bit(&dwa, v)
+                    )
+                })
+                .collect();
+            panic!("step {i} of {text:?}: masks differ:\n{}", diff.join("\n"));
+        }
+        if id == u32::MAX {
+            break;
+        }
+        m.commit(id).unwrap();
+    }
+    assert_eq!(m.mask_fallbacks(), 0);
+    n
+}
+
+#[test]
+fn json_grammar_gpt2_maskbench_sample() {
+    let tok = dwac_vocab::Tokenizer::from_file(&tokenizer_path("gpt2")).unwrap();
+    let t0 = std::time::Instant::now();
+    let (engine, stats) = {
+        let path = repo_root().join("grammars/json.lark");
+        let g = dwac_compile::parse_source(dwac_compile::SourceKind::Lark, &std::fs::read_to_string(path).unwrap())
+            .unwrap();
+        dwac_compile::compile_engine(&g, tok.vocab().clone()).unwrap()
+    };
+    println!("compile {:?}: {:?}", t0.elapsed(), stats.mask);
+    let engine = Arc::new(engine);
+    let mut n = 0;
+    for inst in maskbench_instances().iter().filter(|i| i.valid).step_by(97).take(12) {
+        n += along_text(&engine, &tok, &json_dumps(&inst.data));
+    }
+    assert!(n > 200, "{n}");
+}
