@@ -139,24 +139,52 @@ fn bench(grammar: &str, tok_name: &str, replays: usize, limit: Option<usize>, as
     if as_json {
         bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
     }
-    let mut first = vec![f64::INFINITY; steps];
-    let mut best = vec![f64::INFINITY; steps];
+    // Per step: (mask, commit) times of the first pass and the minimum over the replays. A step is
+    // one mask then one commit; each trace ends with one more mask (the end token must be in it).
+    let masks = steps + traces.len();
+    let (mut mask_first, mut mask_best) = (vec![f64::INFINITY; masks], vec![f64::INFINITY; masks]);
+    let (mut commit_first, mut commit_best) = (vec![f64::INFINITY; steps], vec![f64::INFINITY; steps]);
     let mut accept_us = Vec::new();
+    let mut buf = vec![0u32; engine.vocab().len().div_ceil(32)];
+    let eos = engine.vocab().eos.first().copied();
     for r in 0..replays.max(1) {
-        let mut k = 0;
+        let (mut k, mut km) = (0, 0);
         for tr in &traces {
             bar.inc(1);
             let mut m = Matcher::new(Arc::clone(&engine));
-            for &t in tr {
+            for t in tr.iter().map(Some).chain(std::iter::once(None)) {
+                let s = Instant::now();
+                m.fill_mask(&mut buf).map_err(|e| anyhow::anyhow!("{e}"))?;
+                let us = s.elapsed().as_secs_f64() * 1e6;
+                if r == 0 {
+                    mask_first[km] = us;
+                    if std::env::var_os("DWAC_MASK_TRACE").is_some() {
+                        let c = m.mask_counters();
+                        eprintln!(
+                            "MASK {us:.2} reads {} dense {} rangesets {} ranges {}",
+                            c.reads, c.dense_sets, c.range_sets, c.ranges
+                        );
+                    }
+                }
+                mask_best[km] = mask_best[km].min(us);
+                km += 1;
+                let Some(&t) = t else {
+                    if let Some(e) = eos {
+                        anyhow::ensure!(buf[(e / 32) as usize] >> (e % 32) & 1 == 1, "end token not in the final mask");
+                    }
+                    break;
+                };
+                anyhow::ensure!(buf[(t / 32) as usize] >> (t % 32) & 1 == 1, "trace token {t} not in the mask");
                 let s = Instant::now();
                 m.commit(t).map_err(|e| anyhow::anyhow!("trace rejected: {e}"))?;
                 let us = s.elapsed().as_secs_f64() * 1e6;
                 if r == 0 {
-                    first[k] = us;
+                    commit_first[k] = us;
                 }
-                best[k] = best[k].min(us);
+                commit_best[k] = commit_best[k].min(us);
                 k += 1;
             }
+            anyhow::ensure!(m.mask_fallbacks() == 0, "fill_mask fell back to the reference mask");
             let s = Instant::now();
             let ok = m.is_accepting();
             if r == 0 {
@@ -166,6 +194,21 @@ fn bench(grammar: &str, tok_name: &str, replays: usize, limit: Option<usize>, as
         }
     }
     bar.finish_and_clear();
+    if std::env::var_os("DWAC_MASK_TRACE").is_some() {
+        // The slowest masks (minimum over replays): trace, step, time.
+        let mut idx: Vec<usize> = (0..masks).collect();
+        idx.sort_by(|&a, &b| mask_best[b].total_cmp(&mask_best[a]));
+        let mut starts = Vec::new();
+        let mut acc = 0;
+        for tr in &traces {
+            starts.push(acc);
+            acc += tr.len() + 1;
+        }
+        for &i in idx.iter().take(5) {
+            let tr = starts.partition_point(|&s| s <= i) - 1;
+            eprintln!("SLOW trace {tr} step {} of {}: {:.1} us", i - starts[tr], traces[tr].len(), mask_best[i]);
+        }
+    }
     let out = json!({
         "grammar": grammar,
         "tokenizer": tok.name(),
@@ -173,8 +216,11 @@ fn bench(grammar: &str, tok_name: &str, replays: usize, limit: Option<usize>, as
         "steps": steps,
         "replays": replays,
         "compile_ms": (compile_ms * 10.0).round() / 10.0,
-        "commit_us": percentiles(first),
-        "commit_us_min_of_replays": percentiles(best),
+        "masks": masks,
+        "mask_us": percentiles(mask_first),
+        "mask_us_min_of_replays": percentiles(mask_best),
+        "commit_us": percentiles(commit_first),
+        "commit_us_min_of_replays": percentiles(commit_best),
         "is_accepting_us": percentiles(accept_us),
     });
     if as_json {
@@ -189,7 +235,7 @@ fn bench(grammar: &str, tok_name: &str, replays: usize, limit: Option<usize>, as
             out["compile_ms"],
             tok.name()
         );
-        for key in ["commit_us", "commit_us_min_of_replays", "is_accepting_us"] {
+        for key in ["mask_us", "mask_us_min_of_replays", "commit_us", "commit_us_min_of_replays", "is_accepting_us"] {
             let p = &out[key];
             println!(
                 "  {key:<26} p50 {:>7} p90 {:>7} p99 {:>7} p99.9 {:>8} max {:>9} mean {:>7}",

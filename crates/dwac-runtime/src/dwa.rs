@@ -38,6 +38,11 @@ pub struct MaskTables {
     /// `set_off[i]..set_off[i+1]`.
     pub set_off: Vec<u32>,
     pub set_ranges: Vec<u32>,
+    /// Per set: [`NONE`], or the offset in `dense` of its bitmap (`ceil(num_tokens / 32)` words,
+    /// bit `v % 32` of word `v / 32`), kept for sets with many ranges, where a word-wise OR is
+    /// cheaper than filling ranges.
+    pub set_dense: Vec<u32>,
+    pub dense: Vec<u32>,
     /// Carried inhibitors `(kill_s[i], kill_k[i])`, sorted, and the tokens that fire each.
     pub kill_s: Vec<u32>,
     pub kill_k: Vec<u32>,
@@ -81,6 +86,18 @@ impl MaskTables {
 
     pub fn num_sets(&self) -> usize {
         self.set_off.len().saturating_sub(1)
+    }
+
+    /// Words of a token bitmap.
+    pub fn words(&self) -> usize {
+        self.num_tokens.div_ceil(32) as usize
+    }
+
+    /// The bitmap of set `s`, if it has one.
+    #[inline]
+    pub fn dense(&self, s: u32) -> Option<&[u32]> {
+        let off = *self.set_dense.get(s as usize)?;
+        (off != NONE).then(|| &self.dense[off as usize..off as usize + self.words()])
     }
 
     /// The kill set of carried inhibitor `(s, k)`, if the compiler tabulated it.
@@ -128,6 +145,23 @@ impl MaskTables {
                 check(i == 0 || pair[0] > prev, "set ranges must be sorted and disjoint")?;
                 prev = pair[1];
             }
+        }
+        check(self.set_dense.len() == sets, "dense set table size")?;
+        let words = self.words();
+        for s in 0..sets as u32 {
+            let off = self.set_dense[s as usize];
+            if off == NONE {
+                continue;
+            }
+            check((off as usize).checked_add(words).is_some_and(|e| e <= self.dense.len()), "dense set out of range")?;
+            // The bitmap must be exactly the ranges (and no bit past the last token).
+            let mut want = vec![0u32; words];
+            for r in self.set(s).chunks(2) {
+                for v in r[0]..r[1] {
+                    want[(v / 32) as usize] |= 1 << (v % 32);
+                }
+            }
+            check(self.dense[off as usize..off as usize + words] == want[..], "dense set differs from its ranges")?;
         }
         check(self.kill_s.len() == self.kill_k.len() && self.kill_k.len() == self.kill_set.len(), "kill table size")?;
         for i in 1..self.kill_s.len() {

@@ -36,9 +36,21 @@ struct Item {
     seed: u32,
 }
 
+/// What the last [`fill`] did (for benchmarks and diagnostics).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MaskCounters {
+    /// (node, state) reads.
+    pub reads: u32,
+    /// Token sets ORed in as bitmaps / as ranges, and the ranges filled.
+    pub dense_sets: u32,
+    pub range_sets: u32,
+    pub ranges: u32,
+}
+
 /// Reusable buffers: no allocation once they have grown to the workload.
 #[derive(Default)]
 pub struct MaskScratch {
+    pub counters: MaskCounters,
     pending: Vec<Item>,
     batch: Vec<Item>,
     seeds: Vec<Vec<u32>>,
@@ -46,6 +58,18 @@ pub struct MaskScratch {
 }
 
 impl MaskScratch {
+    /// Buffers sized for `words`-word masks, so that typical masks (up to two seeds, tens of
+    /// walk items) allocate nothing.
+    pub fn with_capacity(words: usize) -> MaskScratch {
+        MaskScratch {
+            counters: MaskCounters::default(),
+            pending: Vec::with_capacity(64),
+            batch: Vec::with_capacity(64),
+            seeds: vec![vec![0; words], vec![0; words]],
+            used_seeds: 0,
+        }
+    }
+
     fn new_seed(&mut self, words: usize) -> u32 {
         if self.used_seeds == self.seeds.len() {
             self.seeds.push(Vec::new());
@@ -74,15 +98,44 @@ fn range_words(lo: u32, hi: u32) -> impl Iterator<Item = (usize, u32)> {
 /// Set bits `lo..hi` of `out`, each ANDed with `seed` when there is one.
 #[inline]
 fn or_range(out: &mut [u32], lo: u32, hi: u32, seed: Option<&[u32]>) {
+    let w = (lo / 32) as usize;
+    if (hi - 1) / 32 == lo / 32 {
+        // Within one word (most ranges: one or a few tokens).
+        let n = hi - lo;
+        let bits = if n == 32 { u32::MAX } else { ((1u32 << n) - 1) << (lo % 32) };
+        out[w] |= bits & seed.map_or(u32::MAX, |s| s[w]);
+        return;
+    }
     for (w, bits) in range_words(lo, hi) {
         out[w] |= bits & seed.map_or(u32::MAX, |s| s[w]);
     }
 }
 
-fn or_set(t: &MaskTables, out: &mut [u32], set: u32, seed: Option<&[u32]>) {
+/// OR set `set` (∩ `seed`) into `out`. `fresh`: `out` has not been written yet (it is then
+/// zeroed first, or overwritten by a bitmap copy, which saves a pass).
+fn or_set(t: &MaskTables, out: &mut [u32], set: u32, seed: Option<&[u32]>, c: &mut MaskCounters, fresh: &mut bool) {
     if set == NONE {
         return;
     }
+    if *fresh {
+        *fresh = false;
+        if let (Some(bits), None) = (t.dense(set), seed) {
+            c.dense_sets += 1;
+            out.copy_from_slice(bits);
+            return;
+        }
+        out.iter_mut().for_each(|w| *w = 0);
+    }
+    if let Some(bits) = t.dense(set) {
+        c.dense_sets += 1;
+        match seed {
+            None => out.iter_mut().zip(bits).for_each(|(o, b)| *o |= b),
+            Some(s) => out.iter_mut().zip(bits).zip(s).for_each(|((o, b), s)| *o |= b & s),
+        }
+        return;
+    }
+    c.range_sets += 1;
+    c.ranges += (t.set(set).len() / 2) as u32;
     for r in t.set(set).chunks_exact(2) {
         or_range(out, r[0], r[1], seed);
     }
@@ -96,10 +149,11 @@ pub fn fill<'a>(
     sc: &mut MaskScratch,
     out: &mut [u32],
 ) {
-    out.iter_mut().for_each(|w| *w = 0);
     let words = out.len();
+    let mut fresh = true;
     sc.pending.clear();
     sc.used_seeds = 0;
+    sc.counters = MaskCounters::default();
     for th in threads {
         let d0 = t.start.get(th.q as usize).copied().unwrap_or(NONE);
         let r0 = t.start_rho.get(th.q as usize).copied().unwrap_or(NONE);
@@ -108,19 +162,26 @@ pub fn fill<'a>(
         } else {
             let s = sc.new_seed(words);
             let seed = &mut sc.seeds[s as usize];
-            or_range(seed, 0, t.num_tokens.max(1), None);
-            if t.num_tokens == 0 {
-                seed.iter_mut().for_each(|w| *w = 0);
+            seed.iter_mut().for_each(|w| *w = u32::MAX);
+            if !t.num_tokens.is_multiple_of(32) {
+                if let Some(last) = seed.last_mut() {
+                    *last = (1u32 << (t.num_tokens % 32)) - 1;
+                }
             }
             for &k in th.kills {
-                for r in t.set(k).chunks_exact(2) {
-                    clear_range(seed, r[0], r[1]);
+                match t.dense(k) {
+                    Some(bits) => seed.iter_mut().zip(bits).for_each(|(s, b)| *s &= !b),
+                    None => {
+                        for r in t.set(k).chunks_exact(2) {
+                            clear_range(seed, r[0], r[1]);
+                        }
+                    }
                 }
             }
             s
         };
         let seed_ref = (seed != ALL).then(|| sc.seeds[seed as usize].as_slice());
-        or_set(t, out, r0, seed_ref);
+        or_set(t, out, r0, seed_ref, &mut sc.counters, &mut fresh);
         if d0 == NONE {
             continue;
         }
@@ -154,7 +215,8 @@ pub fn fill<'a>(
             let it = &batch[j];
             let (d2, rho) = t.step(it.d, it.node.state);
             let seed_ref = (seed != ALL).then(|| sc.seeds[seed as usize].as_slice());
-            or_set(t, out, rho, seed_ref);
+            or_set(t, out, rho, seed_ref, &mut sc.counters, &mut fresh);
+            sc.counters.reads += 1;
             if d2 != DEAD && !t.is_final(d2) {
                 for m in it.node.preds.iter() {
                     sc.pending.push(Item { node: m.clone(), d: d2, seed });
@@ -164,6 +226,9 @@ pub fn fill<'a>(
         }
         batch.clear();
         sc.batch = batch;
+    }
+    if fresh {
+        out.iter_mut().for_each(|w| *w = 0);
     }
 }
 

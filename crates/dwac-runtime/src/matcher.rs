@@ -123,7 +123,8 @@ pub struct Matcher {
     scratch: MaskBuffers,
 }
 
-/// Buffers `fill_mask` reuses (a clone starts with empty ones).
+/// Buffers `fill_mask` reuses, sized when the matcher is made or cloned so the mask path does not
+/// allocate (a clone gets buffers of its own).
 #[derive(Default)]
 struct MaskBuffers {
     walk: MaskScratch,
@@ -131,11 +132,31 @@ struct MaskBuffers {
     kill_ranges: Vec<(usize, usize)>,
     /// Masks computed by the reference because the tables did not cover a thread.
     fallbacks: u64,
+    words: usize,
+}
+
+impl MaskBuffers {
+    fn new(engine: &Engine) -> MaskBuffers {
+        let words = if engine.mask.is_some() { engine.vocab.len().div_ceil(32) } else { 0 };
+        MaskBuffers {
+            walk: MaskScratch::with_capacity(words),
+            kills: Vec::with_capacity(16),
+            kill_ranges: Vec::with_capacity(16),
+            fallbacks: 0,
+            words,
+        }
+    }
 }
 
 impl Clone for MaskBuffers {
     fn clone(&self) -> Self {
-        MaskBuffers::default()
+        MaskBuffers {
+            walk: MaskScratch::with_capacity(self.words),
+            kills: Vec::with_capacity(16),
+            kill_ranges: Vec::with_capacity(16),
+            fallbacks: self.fallbacks,
+            words: self.words,
+        }
     }
 }
 
@@ -181,12 +202,14 @@ impl Matcher {
         let lex_start = engine.tables.lexer.start;
         let root = Node::new(0, 0, Vec::new());
         let threads = vec![Thread { q: lex_start, inh: Vec::new(), heads: vec![root] }];
-        Matcher {
+        let mut m = Matcher {
             engine,
             cur: Config { threads: Arc::new(threads), pos: 0, terminated: false },
             history: Vec::new(),
             scratch: MaskBuffers::default(),
-        }
+        };
+        m.scratch = MaskBuffers::new(&m.engine);
+        m
     }
 
     pub fn engine(&self) -> &Arc<Engine> {
@@ -553,6 +576,11 @@ impl Matcher {
         });
         mask::fill(t, views, &mut sc.walk, out);
         Ok(())
+    }
+
+    /// What the last [`fill_mask`](Self::fill_mask) did (stack reads, sets ORed).
+    pub fn mask_counters(&self) -> crate::mask::MaskCounters {
+        self.scratch.walk.counters
     }
 
     /// Masks that [`fill_mask`](Self::fill_mask) had to compute with the reference (see there).

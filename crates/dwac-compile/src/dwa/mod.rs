@@ -35,6 +35,9 @@ use templates::Lr;
 use terminal_dwa::{carried_inhibitors, kill_set, TokenClass, Walker};
 use trie::Trie;
 
+/// Sets with more ranges than this (and than a sixteenth of the bitmap's words) also get a bitmap.
+const DENSE_FROM_RANGES: usize = 64;
+
 /// Limits of one mask-table build.
 #[derive(Clone, Debug)]
 pub struct MaskOptions {
@@ -190,6 +193,25 @@ pub fn build_mask_tables(
     }
     out.set_off = sets.off;
     out.set_ranges = sets.ranges;
+    // Bitmaps for sets with many ranges: filling r ranges costs about r word writes, a bitmap OR
+    // ceil(n/32) (vectorized), so a bitmap pays from about words/16 ranges on.
+    let words = out.words();
+    for s in 0..out.num_sets() as u32 {
+        let ranges = out.set(s).len() / 2;
+        if ranges > DENSE_FROM_RANGES.max(words / 16) {
+            let off = out.dense.len() as u32;
+            let mut bits = vec![0u32; words];
+            for r in out.set(s).chunks(2) {
+                for v in r[0]..r[1] {
+                    bits[(v / 32) as usize] |= 1 << (v % 32);
+                }
+            }
+            out.dense.extend(bits);
+            out.set_dense.push(off);
+        } else {
+            out.set_dense.push(NONE);
+        }
+    }
     stats.dwa_states = out.default_target.len();
     stats.configurations = det.num_configs();
     stats.token_sets = out.num_sets();
