@@ -10,6 +10,7 @@
 //!   (Glaiveai2K + Github_easy) compiled in a limited worker subprocess, instances judged, compile
 //!   times and table sizes; `--peer` runs llguidance on the same jobs (`schema_bench.rs`).
 
+mod differential;
 mod schema_bench;
 mod schema_suite;
 mod util;
@@ -96,6 +97,21 @@ enum Cmd {
         /// Address-space limit of a worker process, GiB.
         #[arg(long, default_value_t = 2.0)]
         mem_gib: f64,
+    },
+    /// The Parser DWA mask against the reference mask at every step of the MaskBench valid
+    /// instances (reference masks cached by configuration).
+    Differential {
+        /// Grammar (repository-relative).
+        #[arg(long, default_value = "grammars/json.lark")]
+        grammar: String,
+        /// Tokenizers (names under ../shared/data/tokenizers or paths); repeat the flag.
+        #[arg(long = "tokenizer", default_values_t = ["gpt2".to_string(), "qwen3".to_string(), "deepseek-r1".to_string(), "phi-3.5-mini".to_string()])]
+        tokenizers: Vec<String>,
+        /// Use only the first N instances.
+        #[arg(long)]
+        limit: Option<usize>,
+        #[arg(long)]
+        json: bool,
     },
     /// Internal: compile jobs read from stdin (used by schema-bench).
     #[command(hide = true)]
@@ -287,5 +303,8 @@ fn main() -> Result<()> {
             schema_bench::run(schema_bench::BenchArgs { limit, filter, json, out, peer, tokenizer, timeout_s, mem_gib })
         }
         Cmd::SchemaWorker { tokenizer } => schema_bench::worker(&tokenizer),
+        Cmd::Differential { grammar, tokenizers, limit, json } => {
+            differential::run(differential::Args { grammar, tokenizers, limit, json })
+        }
     }
 }

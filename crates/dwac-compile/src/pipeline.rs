@@ -8,7 +8,7 @@ use dwac_grammar::schema::{compile_schema, SchemaOptions};
 use dwac_grammar::{Grammar, Munch, Symbol, Terminal, Warning};
 use dwac_runtime::{Engine, GrammarTables, Vocabulary};
 
-use crate::dwa::{build_mask_tables, MaskOptions, MaskStats};
+use crate::dwa::{build_mask_tables_with_progress, MaskOptions, MaskStats};
 use crate::{build_lexer, CompileError};
 
 /// The kind of a grammar source, chosen by file extension.
@@ -87,6 +87,7 @@ pub struct CompileStats {
     pub lr_conflicts: usize,
     /// Nonterminals whose right recursion was left in place (normalization budget).
     pub right_recursive_left: usize,
+    /// Wall time of the whole compilation (grammar, lexer, LR tables and, when built, the Parser DWA).
     pub compile_ms: f64,
     /// The longest-match analysis's warnings (terminal adjacencies it makes impossible), located
     /// at line:column.
@@ -175,13 +176,26 @@ pub fn compile_engine_with(
     vocab: Vocabulary,
     opts: &EngineOptions,
 ) -> Result<(Engine, CompileStats), CompileError> {
+    compile_engine_with_progress(g, vocab, opts, &mut |_, _| {})
+}
+
+/// [`compile_engine_with`], reporting the Parser DWA build's progress (lexer states done, total).
+pub fn compile_engine_with_progress(
+    g: &Grammar,
+    vocab: Vocabulary,
+    opts: &EngineOptions,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<(Engine, CompileStats), CompileError> {
+    let t0 = Instant::now();
     let mut c = compile_grammar(g)?;
     let mask = if opts.mask {
-        let (m, ms) = build_mask_tables(&c.tables, &vocab, &opts.mask_options)?;
+        let (m, ms) = build_mask_tables_with_progress(&c.tables, &vocab, &opts.mask_options, progress)?;
         c.stats.mask = Some(ms);
         Some(m)
     } else {
         None
     };
-    Ok((Engine::with_mask(c.tables, vocab, mask)?, c.stats))
+    let engine = Engine::with_mask(c.tables, vocab, mask)?;
+    c.stats.compile_ms = t0.elapsed().as_secs_f64() * 1e3;
+    Ok((engine, c.stats))
 }

@@ -11,6 +11,7 @@ pub mod mask;
 pub mod matcher;
 mod prio;
 pub mod tables;
+pub mod trie;
 
 pub use matcher::{CommitError, Engine, MaskError, Matcher};
 pub use tables::{Action, GrammarTables, LexerTables, LrTables, TableError, Vocabulary, DEAD};

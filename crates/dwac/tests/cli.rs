@@ -166,3 +166,30 @@ fn an_unsatisfiable_schema_is_refused_in_schema_terms() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("unsat.json: no JSON value satisfies this schema"), "{err}");
 }
+
+#[test]
+fn compile_and_bench_report_the_contract_fields() {
+    let o = dwac(&["compile", "grammars/json.lark", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let v = json(&o);
+    for key in ["artifact", "bytes", "compile_ms", "peak_rss_mb", "dwa_states", "max_lookback", "undecided_tokens"] {
+        assert!(v.get(key).is_some(), "compile --json lacks {key}: {v}");
+    }
+    assert!(v["dwa_states"].as_u64().unwrap() > 10);
+    assert!(v["max_lookback"].as_u64().is_some_and(|d| d >= 1));
+
+    let f = tmp("bench.jsonl", "{\"text\": \"{\\\"a\\\": [1, 2]}\"}\n{\"text\": \"[true, {}]\"}\n");
+    let o = dwac(&["bench", "grammars/json.lark", "--jsonl", &f, "--replays", "2", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let v = json(&o);
+    assert!(v["masks"].as_u64().unwrap() >= 10, "{v}");
+    for key in ["mask_us", "commit_us", "mask_us_min_of_replays", "commit_us_min_of_replays"] {
+        for p in ["p50", "p90", "p99", "p999", "max", "mean"] {
+            assert!(v[key][p].as_f64().is_some(), "bench --json lacks {key}.{p}: {v}");
+        }
+    }
+    assert!(v.get("open_us").is_some());
+
+    let o = dwac(&["mask", "grammars/json.lark", "--prefix", "[1", "--json"]);
+    assert_eq!(json(&o)["source"], "dwa");
+}

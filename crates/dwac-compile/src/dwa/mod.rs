@@ -4,7 +4,7 @@
 //!
 //! | module | stage |
 //! |---|---|
-//! | [`trie`] | the vocabulary as a byte trie |
+//! | `dwac_runtime::trie` | the vocabulary as a byte trie (shared with the runtime's reference mask) |
 //! | [`terminal_dwa`] | Terminal DWA: each token's lexings from each lexer state (token classes), `KILL` sets |
 //! | [`templates`] | per-terminal stack effects, run symbolically on a known segment above the real stack |
 //! | [`compose`] | composition of a token's terminals and its lookahead check, with push/pop cancellation and priority guards |
@@ -19,7 +19,6 @@ pub mod determinize;
 pub mod sets;
 pub mod templates;
 pub mod terminal_dwa;
-pub mod trie;
 
 use std::collections::HashMap;
 use std::time::Instant;
@@ -30,10 +29,10 @@ use dwac_runtime::{GrammarTables, Vocabulary, DEAD};
 use crate::CompileError;
 use compose::{Composer, Steps};
 use determinize::Determinizer;
+use dwac_runtime::trie::Trie;
 use sets::SetPool;
 use templates::Lr;
 use terminal_dwa::{carried_inhibitors, kill_set, TokenClass, Walker};
-use trie::Trie;
 
 /// Sets with more ranges than this (and than a sixteenth of the bitmap's words) also get a bitmap.
 const DENSE_FROM_RANGES: usize = 64;
@@ -112,6 +111,16 @@ pub fn build_mask_tables(
     vocab: &Vocabulary,
     opts: &MaskOptions,
 ) -> Result<(MaskTables, MaskStats), CompileError> {
+    build_mask_tables_with_progress(tables, vocab, opts, &mut |_, _| {})
+}
+
+/// [`build_mask_tables`], reporting `(lexer states done, lexer states)` as it goes.
+pub fn build_mask_tables_with_progress(
+    tables: &GrammarTables,
+    vocab: &Vocabulary,
+    opts: &MaskOptions,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<(MaskTables, MaskStats), CompileError> {
     let t0 = Instant::now();
     let lex = &tables.lexer;
     let n_tokens = vocab.len() as u32;
@@ -132,6 +141,7 @@ pub fn build_mask_tables(
     };
     let mut stats = MaskStats::default();
     for q in 0..lex.num_states {
+        progress(q as u64, lex.num_states as u64);
         if q != lex.start && !lex.can_continue(q) {
             continue;
         }

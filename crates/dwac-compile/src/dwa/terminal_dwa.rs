@@ -15,7 +15,7 @@ use dwac_runtime::LexerTables;
 
 use super::compose::{Step, Steps, ANY};
 use super::sets::SetPool;
-use super::trie::Trie;
+use dwac_runtime::trie::Trie;
 
 /// One lexing of a token: (step sequence id, lookahead class).
 pub type Sig = (u32, u32);

@@ -2,6 +2,7 @@
 
 /// Node `i` has children `edges[child_off[i]..child_off[i+1]]` (byte, node), sorted by byte,
 /// and ends tokens `tokens[tok_off[i]..tok_off[i+1]]`. Node 0 is the root (the empty prefix).
+#[derive(Debug)]
 pub struct Trie {
     pub child_off: Vec<u32>,
     pub edges: Vec<(u8, u32)>,
