@@ -63,6 +63,15 @@ fn differential(engine: &Arc<Engine>, walks: usize, steps: usize, seed: u64) -> 
             m.fill_mask(&mut dwa).unwrap();
             let mut reference = vec![0u32; m.mask_words()];
             m.fill_reference_mask(&mut reference).unwrap();
+            // The trie-shared reference (used by corpus runs) is the same mask.
+            let mut shared = vec![0u32; m.mask_words()];
+            m.fill_reference_mask_shared(&mut shared, 2).unwrap();
+            assert_eq!(
+                shared,
+                reference,
+                "walk {w}: shared reference differs after {:?}",
+                String::from_utf8_lossy(&trace)
+            );
             compared += 1;
             if dwa != reference {
                 let bit = |mask: &[u32], v: u32| mask[(v / 32) as usize] >> (v % 32) & 1 == 1;
@@ -250,56 +259,24 @@ fn json_schema_components() {
     assert!(n > 600, "{n}");
 }
 
-/// Compare the two masks at every step of `text` encoded with `tok` (and at its end).
-fn along_text(engine: &Arc<Engine>, tok: &dwac_vocab::Tokenizer, text: &str) -> usize {
-    let ids = tok.encode(text).unwrap();
-    let mut m = Matcher::new(engine.clone());
-    let mut dwa = vec![0u32; m.mask_words()];
-    let mut reference = vec![0u32; m.mask_words()];
-    let mut n = 0;
-    for (i, &id) in ids.iter().chain(std::iter::once(&u32::MAX)).enumerate() {
-        m.fill_mask(&mut dwa).unwrap();
-        m.fill_reference_mask(&mut reference).unwrap();
-        n += 1;
-        if dwa != reference {
-            let bit = |mask: &[u32], v: u32| mask[(v / 32) as usize] >> (v % 32) & 1 == 1;
-            let diff: Vec<String> = (0..engine.vocab().len() as u32)
-                .filter(|&v| bit(&dwa, v) != bit(&reference, v))
-                .take(10)
-                .map(|v| {
-                    format!(
-                        "{v} {:?} dwa={}",
-                        String::from_utf8_lossy(engine.vocab().token_bytes(v).unwrap()),
-                        bit(&dwa, v)
-                    )
-                })
-                .collect();
-            panic!("step {i} of {text:?}: masks differ:\n{}", diff.join("\n"));
-        }
-        if id == u32::MAX {
-            break;
-        }
-        m.commit(id).unwrap();
-    }
-    assert_eq!(m.mask_fallbacks(), 0);
-    n
-}
-
+/// The JSON grammar over MaskBench valid instances with four real tokenizers (every fourth
+/// instance here; `cargo xtask differential` runs all of them): the DWA mask equals the reference
+/// mask at every step, with references cached by configuration (`dwac_tests::differential`).
 #[test]
-fn json_grammar_gpt2_maskbench_sample() {
-    let tok = dwac_vocab::Tokenizer::from_file(&tokenizer_path("gpt2")).unwrap();
-    let t0 = std::time::Instant::now();
-    let (engine, stats) = {
-        let path = repo_root().join("grammars/json.lark");
-        let g = dwac_compile::parse_source(dwac_compile::SourceKind::Lark, &std::fs::read_to_string(path).unwrap())
-            .unwrap();
-        dwac_compile::compile_engine(&g, tok.vocab().clone()).unwrap()
-    };
-    println!("compile {:?}: {:?}", t0.elapsed(), stats.mask);
-    let engine = Arc::new(engine);
-    let mut n = 0;
-    for inst in maskbench_instances().iter().filter(|i| i.valid).step_by(97).take(12) {
-        n += along_text(&engine, &tok, &json_dumps(&inst.data));
+fn json_grammar_maskbench_four_tokenizers() {
+    let texts: Vec<String> =
+        maskbench_instances().into_iter().filter(|i| i.valid).step_by(4).map(|i| json_dumps(&i.data)).collect();
+    for name in ["gpt2", "qwen3", "deepseek-r1", "phi-3.5-mini"] {
+        let tok = dwac_vocab::Tokenizer::from_file(&tokenizer_path(name)).unwrap();
+        let engine = engine_from_file("grammars/json.lark", tok.vocab().clone());
+        let traces: Vec<Vec<u32>> = texts.iter().map(|t| tok.encode(t).unwrap()).collect();
+        let r = dwac_tests::differential::differential(&engine, &traces, 2, &mut |_| {});
+        println!(
+            "{name}: {} steps compared, {} reference masks computed",
+            r.steps_compared, r.reference_masks_computed
+        );
+        assert_eq!(r.mismatches, 0, "{name}: {:?}", r.examples);
+        assert_eq!((r.fallbacks, r.rejected_traces), (0, 0), "{name}");
+        assert!(r.steps_compared > 40_000, "{name}: only {} steps", r.steps_compared);
     }
-    assert!(n > 200, "{n}");
 }

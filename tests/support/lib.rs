@@ -1,6 +1,7 @@
 //! Shared support for the end-to-end tests and for xtask: where the shared data lives,
 //! a `json.dumps`-style serializer, MaskBench / JSON-Schema-Test-Suite loaders.
 
+pub mod differential;
 pub mod jsoncheck;
 
 use std::path::{Path, PathBuf};
