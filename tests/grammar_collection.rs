@@ -598,6 +598,46 @@ fn sample(root: &Path, s: &str) -> (String, Vec<u8>) {
     }
 }
 
+/// The Parser DWA for the embedded GPT-2 vocabulary against the reference mask at every step of
+/// the grammar's samples (valid ones to their end, the others until the grammar rejects them).
+fn dwa_differential(
+    case: &Case,
+    src: &str,
+    root: &Path,
+    tok: &dwac_vocab::Tokenizer,
+    problems: &mut Vec<String>,
+) -> String {
+    let f = case.file;
+    let g = if f.ends_with(".gbnf") {
+        dwac_grammar::gbnf::parse(src).map_err(|e| e.to_string())
+    } else {
+        let opts = LarkOptions { start: case.start.map(str::to_string) };
+        dwac_grammar::lark::parse_with_options(src, &opts).map_err(|e| e.to_string())
+    };
+    let engine = match g.and_then(|g| compile_engine(&g, tok.vocab().clone()).map_err(|e| e.to_string())) {
+        Ok((e, _)) => Arc::new(e),
+        Err(e) => {
+            problems.push(format!("{f}: no Parser DWA for gpt2: {e}"));
+            return String::new();
+        }
+    };
+    let mut traces = Vec::new();
+    let samples = case.valid.iter().chain(case.invalid).chain(case.munch.iter().map(|m| &m.0));
+    for s in samples.chain(case.munch_looser.iter().map(|m| &m.0)) {
+        let (_, text) = sample(root, s);
+        match std::str::from_utf8(&text).ok().map(|t| tok.encode(t)) {
+            Some(Ok(ids)) => traces.push(ids),
+            _ => problems.push(format!("{f}: sample {s:?} cannot be encoded with gpt2")),
+        }
+    }
+    let r = dwac_tests::differential::differential(&engine, &traces, 2, &mut |_| {});
+    if r.mismatches > 0 || r.fallbacks > 0 {
+        problems
+            .push(format!("{f}: DWA mask differs from the reference: {:?} ({} fallbacks)", r.examples, r.fallbacks));
+    }
+    format!(", DWA = reference on {} steps", r.steps_compared)
+}
+
 /// Check one loaded grammar's samples; returns the summary for the table.
 fn check_samples(case: &Case, engine: &Arc<Engine>, root: &Path, problems: &mut Vec<String>) -> String {
     let f = case.file;
@@ -698,6 +738,7 @@ fn every_grammar_loads_and_parses_samples_or_fails_clearly() {
 
     let mut table = Vec::new();
     let (mut n_loads, mut n_fails) = (0, 0);
+    let gpt2 = dwac_vocab::Tokenizer::default_embedded().unwrap();
     for case in EXPECTED.iter().filter(|c| on_disk.iter().any(|d| d == c.file)) {
         let f = case.file;
         let src = std::fs::read_to_string(root.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
@@ -736,7 +777,8 @@ fn every_grammar_loads_and_parses_samples_or_fails_clearly() {
                 if got != want {
                     problems.push(format!("{f}: longest-match warnings {got:?}, expected {want:?}"));
                 }
-                let summary = check_samples(case, &engine, &root, &mut problems);
+                let mut summary = check_samples(case, &engine, &root, &mut problems);
+                summary += &dwa_differential(case, &src, &root, &gpt2, &mut problems);
                 let status = match case.start {
                     Some(s) => format!("loads (start {s})"),
                     None => "loads".to_string(),

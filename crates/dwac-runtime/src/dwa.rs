@@ -26,6 +26,9 @@ pub struct MaskTables {
     pub start: Vec<u32>,
     /// Per lexer state: token set accepted before any stack read, or [`NONE`].
     pub start_rho: Vec<u32>,
+    /// Per lexer state: tokens the DWA leaves UNDECIDED (too many or too long lexings), decided
+    /// at run time by committing them; a set or [`NONE`].
+    pub undecided: Vec<u32>,
     /// Per DWA state: its explicit edges are `edge_off[d]..edge_off[d+1]`.
     pub edge_off: Vec<u32>,
     pub edge_label: Vec<u32>,
@@ -120,6 +123,8 @@ impl MaskTables {
         check(self.start_rho.len() == lexer_states as usize, "start output table size")?;
         check(self.start.iter().all(|&d| d == NONE || (d as usize) < n), "start state out of range")?;
         check(self.start_rho.iter().all(|&s| set_ok(s)), "start output out of range")?;
+        check(self.undecided.len() == lexer_states as usize, "undecided table size")?;
+        check(self.undecided.iter().all(|&s| set_ok(s)), "undecided set out of range")?;
         check(self.edge_off.len() == n + 1, "edge offsets size")?;
         check(self.edge_off.first() == Some(&0), "edge offsets start")?;
         check(self.edge_off.windows(2).all(|w| w[0] <= w[1]), "edge offsets order")?;

@@ -45,6 +45,8 @@ pub struct MaskCounters {
     pub dense_sets: u32,
     pub range_sets: u32,
     pub ranges: u32,
+    /// UNDECIDED tokens decided by committing them (counted by the matcher).
+    pub undecided: u32,
 }
 
 /// Reusable buffers: no allocation once they have grown to the workload.

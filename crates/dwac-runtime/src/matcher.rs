@@ -578,6 +578,23 @@ impl Matcher {
             heads: &th.heads,
         });
         mask::fill(t, views, &mut sc.walk, out);
+        // Tokens the DWA left UNDECIDED at a thread's lexer state: decided exactly by commit.
+        let mut commit_sc = Scratch::default();
+        for th in self.cur.threads.iter() {
+            let u = t.undecided.get(th.q as usize).copied().unwrap_or(crate::dwa::NONE);
+            if u == crate::dwa::NONE {
+                continue;
+            }
+            for r in t.set(u).chunks_exact(2) {
+                for v in r[0]..r[1] {
+                    let (w, b) = ((v / 32) as usize, 1u32 << (v % 32));
+                    if out[w] & b == 0 && self.token_allowed(v, &mut commit_sc) {
+                        out[w] |= b;
+                    }
+                    self.scratch.walk.counters.undecided += 1;
+                }
+            }
+        }
         Ok(())
     }
 

@@ -309,10 +309,12 @@ fn mask_stats_json(stats: &CompileStats) -> serde_json::Value {
         Some(m) => json!({
             "dwa_states": m.dwa_states,
             "max_lookback": if m.max_lookback == u32::MAX { json!("unbounded") } else { json!(m.max_lookback) },
-            "undecided_tokens": 0,
+            "undecided_tokens": m.undecided_tokens,
             "token_classes": m.token_classes,
             "token_sets": m.token_sets,
             "lexer_states_with_dwa": m.lexer_states_with_dwa,
+            "lexer_states_over_budget": m.lexer_states_over_budget,
+            "slowest_lexer_state_ms": (m.slowest_lexer_state_ms * 10.0).round() / 10.0,
             "carried_inhibitors": m.carried_inhibitors,
             "dwa_build_ms": (m.build_ms * 10.0).round() / 10.0,
         }),
@@ -355,6 +357,14 @@ fn compile(args: CompileArgs) -> Result<u8> {
             out["compile_ms"],
             out["peak_rss_mb"]
         );
+        if let Some(m) = &s.mask {
+            if m.undecided_tokens > 0 {
+                println!(
+                    "note: {} (lexer state, token) pairs are decided at run time by committing the token (exact, slower); {} lexer states ran over the automaton budget",
+                    m.undecided_tokens, m.lexer_states_over_budget
+                );
+            }
+        }
     }
     Ok(0)
 }

@@ -1,107 +1,76 @@
-//! Composition (ALGORITHM.md §3): what one lexing of one token does to a stack.
+//! Composition (ALGORITHM.md §3): what the lexings of a lexer state's tokens do to a stack.
 //!
-//! A lexing of a token from a lexer state is a sequence of [`Step`]s, each a terminal to shift
-//! (or a guarded ignored terminal), followed by a lookahead check: the pending partial lexeme
-//! must still be able to become a terminal that can be shifted (DESIGN.md §2, one-lexeme
-//! lookahead). A [`Config`] is one such lexing part-way through, on one stack read top-down: the
-//! steps still to do, the lookahead class, and the simulations in flight ([`Phase`]). Each step
-//! runs its terminal's template ([`templates`](super::templates)) on the known segment the previous
-//! step left, so pushes of one terminal are consumed by the pops of the next before anything of
-//! the real stack is read: the push/pop cancellation of ALGORITHM.md §3.
+//! A lexing is a sequence of [`Step`]s (a lexeme's terminals to shift, or a guarded ignored
+//! terminal) followed by a lookahead check: the pending partial lexeme must still be able to become
+//! a terminal that can be shifted (DESIGN.md §2, one-lexeme lookahead). The lexings of a lexer
+//! state's tokens form a trie of steps ([`Plan`]): a node is a step sequence, its children extend it
+//! by one step, and its *ends* are lexings that stop there, each with a lookahead class.
 //!
-//! **Priorities** (DESIGN.md §2) are per stack: a step `shift t` carries a *guard*, the
-//! higher-priority terminals that matched the same lexeme. On a stack where a guard terminal can be
-//! shifted, the step (and the whole lexing) dies. A guard can need deeper reads than the step
-//! itself; its outcomes then wait in `done` and absorb each real state read meanwhile, which is why
-//! such a configuration needs every label explicit ([`Labels::All`]).
+//! A [`Config`] is a position in that trie on one stack read top-down: the step in progress (or
+//! the end whose lookahead is being checked) and the simulations in flight. Each step runs its
+//! terminals' templates ([`templates`](super::templates)) on the known segment the previous step
+//! left, so pushes of one terminal are consumed by the pops of the next before anything of the real
+//! stack is read: the push/pop cancellation of ALGORITHM.md §3. A finished step continues into every
+//! child and end of its node: lexings with a common beginning share its simulation, and the token
+//! classes riding on a configuration are split among the children by the determinizer.
+//!
+//! **Priorities** (DESIGN.md §2) are per stack: a step carries a *guard*, the higher-priority
+//! terminals that matched the same lexeme. On a stack where a guard terminal can be shifted, the step
+//! dies. A guard can need deeper reads than the step itself; its outcomes then wait in `done` and
+//! absorb each real state read meanwhile, which is why such a configuration needs every label
+//! explicit ([`Labels::All`]).
 
 use std::collections::HashMap;
 
 use super::sets::SetPool;
 use super::templates::{Lr, Outcome, Read, Wait};
 
-/// One terminal of a lexing.
+/// One lexeme of a lexing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Step {
-    /// Shift `t`, unless a terminal of the guard set (ids in [`Composer::terms`]) can be shifted.
-    Shift { t: u32, guard: u32 },
+    /// Shift one of the terminals of set `terms` (same-length matches of equal priority: a GLR
+    /// fork, every one tried), unless a terminal of the guard set can be shifted. Set ids are in
+    /// [`Composer::terms`].
+    Shift { terms: u32, guard: u32 },
     /// An ignored terminal, used only where no terminal of the (non-empty) guard set can be shifted.
     Pass { guard: u32 },
-}
-
-/// Interned step sequences as (first step, rest) lists; id 0 is the empty sequence.
-#[derive(Default)]
-pub struct Steps {
-    seqs: Vec<(Step, u32)>,
-    index: HashMap<(Step, u32), u32>,
-}
-
-impl Steps {
-    pub fn new() -> Steps {
-        Steps { seqs: vec![(Step::Pass { guard: 0 }, 0)], index: HashMap::new() }
-    }
-
-    pub fn cons(&mut self, step: Step, rest: u32) -> u32 {
-        if let Some(&id) = self.index.get(&(step, rest)) {
-            return id;
-        }
-        let id = self.seqs.len() as u32;
-        self.seqs.push((step, rest));
-        self.index.insert((step, rest), id);
-        id
-    }
-
-    /// The sequence of `steps` (in order).
-    pub fn of(&mut self, steps: &[Step]) -> u32 {
-        steps.iter().rev().fold(0, |rest, &s| self.cons(s, rest))
-    }
-
-    pub fn get(&self, id: u32) -> Option<(Step, u32)> {
-        (id != 0).then(|| self.seqs[id as usize])
-    }
-
-    /// The steps of sequence `id`, in order.
-    pub fn to_vec(&self, mut id: u32) -> Vec<Step> {
-        let mut v = Vec::new();
-        while let Some((s, rest)) = self.get(id) {
-            v.push(s);
-            id = rest;
-        }
-        v
-    }
 }
 
 /// The lookahead class of a lexing's end: any terminal may come ([`ANY`]: the pending lexeme is
 /// empty or can become an ignored terminal), or one of a set of terminals must be shiftable.
 pub const ANY: u32 = u32::MAX;
 
-/// The `term` of a [`Phase::Step`] for a guarded ignored terminal.
-pub const NO_TERM: u32 = u32::MAX;
+/// The trie of a lexer state's lexings: children (node, step) and ends (end id, lookahead class)
+/// per node. Node 0 is the empty sequence. End ids are global (`Composer::end`).
+#[derive(Default)]
+pub struct Plan {
+    pub children: HashMap<u32, Vec<(u32, Step)>>,
+    pub ends: HashMap<u32, Vec<(u32, u32)>>,
+    /// The lookahead class of the thread itself: an end at the root whose class covers it is
+    /// allowed without reading (`ALWAYS`: every live stack of the thread satisfies its own class).
+    pub thread: u32,
+}
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Phase {
-    /// Doing a step: `main` are the waiting simulations of `term`, `done` its shifted stacks held
-    /// while the `guard` simulations (terminal, wait) are undecided.
-    Step { term: u32, main: Vec<Wait>, done: Vec<Vec<u32>>, guard: Vec<(u32, Wait)> },
-    /// The lookahead check: some terminal of the class can be shifted; (terminal, wait) pairs.
-    Look { sims: Vec<(u32, Wait)> },
+    /// Doing the step of trie node `node`: `main` are its waiting simulations (terminal, wait),
+    /// `done` its shifted stacks held while the `guard` simulations (terminal, wait) are undecided.
+    Step { node: u32, main: Vec<(u32, Wait)>, done: Vec<Vec<u32>>, guard: Vec<(u32, Wait)> },
+    /// The lookahead check of end `end`: some terminal of its class can be shifted.
+    Look { end: u32, sims: Vec<(u32, Wait)> },
 }
 
-/// One lexing, part-way through, on one stack: every simulation in it waits for the next real
-/// state of that stack.
+/// A position in a lexing trie on one stack: every simulation in it waits for the next real state
+/// of that stack.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Config {
-    /// Steps still to do after the current one.
-    pub rest: u32,
-    /// Lookahead class ([`ANY`] or a terminal set id).
-    pub class: u32,
     pub phase: Phase,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Settled {
-    /// The lexing is possible on this stack: the token is allowed.
-    Accept,
+    /// The lexing ending at this end id is possible on this stack: its tokens are allowed.
+    Accept(u32),
     Config(Config),
 }
 
@@ -113,11 +82,21 @@ pub enum Labels {
     Some(Vec<u32>),
 }
 
-/// Runs lexings on stacks: the LR tables, the step sequences and the terminal sets.
+/// Runs lexings on stacks: the LR tables, the terminal sets, the end ids and the current plan.
 pub struct Composer<'a> {
     pub lr: Lr<'a>,
-    pub steps: Steps,
     pub terms: SetPool,
+    plan: std::rc::Rc<Plan>,
+    ends: Vec<(u32, u32)>,
+    end_ids: HashMap<(u32, u32), u32>,
+    /// Expansions from a known segment whose bottom (a state read) they never looked at, keyed by
+    /// (node, segment above the bottom): the same for every state read (per plan).
+    expansions: HashMap<(u32, Vec<u32>), Vec<Settled>>,
+    /// Expansions done for the current plan, and the most allowed (work budget): past it,
+    /// `exhausted` is set and expansions stop producing outcomes.
+    pub work: u64,
+    pub budget: u64,
+    pub exhausted: bool,
 }
 
 fn canon<T: Ord>(mut v: Vec<T>) -> Vec<T> {
@@ -126,12 +105,99 @@ fn canon<T: Ord>(mut v: Vec<T>) -> Vec<T> {
     v
 }
 
-impl Composer<'_> {
-    /// Start the lexing `seq` with lookahead `class` on the known segment `k`.
-    pub fn start(&mut self, seq: u32, class: u32, k: Vec<u32>, out: &mut Vec<Settled>) {
-        let Some((step, rest)) = self.steps.get(seq) else {
-            return self.start_look(class, k, out);
-        };
+impl<'a> Composer<'a> {
+    pub fn new(lr: Lr<'a>) -> Composer<'a> {
+        Composer {
+            lr,
+            terms: SetPool::new(),
+            plan: Default::default(),
+            ends: Vec::new(),
+            end_ids: HashMap::new(),
+            expansions: HashMap::new(),
+            work: 0,
+            budget: u64::MAX,
+            exhausted: false,
+        }
+    }
+
+    /// Use `plan` for the lexings of the next lexer state.
+    pub fn set_plan(&mut self, plan: Plan) {
+        self.plan = std::rc::Rc::new(plan);
+        self.expansions.clear();
+        self.work = 0;
+        self.exhausted = false;
+    }
+
+    /// The id of the end (trie node, lookahead class).
+    pub fn end(&mut self, node: u32, class: u32) -> u32 {
+        if let Some(&e) = self.end_ids.get(&(node, class)) {
+            return e;
+        }
+        let e = self.ends.len() as u32;
+        self.ends.push((node, class));
+        self.end_ids.insert((node, class), e);
+        e
+    }
+
+    fn end_class(&self, e: u32) -> u32 {
+        self.ends[e as usize].1
+    }
+
+    /// Continue every lexing through trie node `node` from known segment `k`.
+    pub fn expand(&mut self, node: u32, k: Vec<u32>, out: &mut Vec<Settled>) {
+        // Below the bottom of `k` is a state read for some configuration: if this expansion does
+        // not look at it, its outcome is the same whichever state that was.
+        let key = (k.len() >= 2).then(|| (node, k[1..].to_vec()));
+        if let Some(r) = key.as_ref().and_then(|key| self.expansions.get(key)) {
+            out.extend(r.iter().cloned());
+            return;
+        }
+        self.work += 1;
+        if self.work > self.budget {
+            self.exhausted = true;
+            return;
+        }
+        let outer = self.lr.bottom_touched.replace(false);
+        let mut local = Vec::new();
+        let plan = std::rc::Rc::clone(&self.plan);
+        if let Some(ends) = plan.ends.get(&node) {
+            for &(e, class) in ends {
+                if node == 0 && self.always(class) {
+                    local.push(Settled::Accept(e));
+                } else {
+                    self.begin_look(e, class, k.clone(), &mut local);
+                }
+            }
+        }
+        if let Some(children) = plan.children.get(&node) {
+            for &(c, step) in children {
+                self.begin_step(c, step, k.clone(), &mut local);
+            }
+        }
+        let touched = self.lr.bottom_touched.get();
+        // Outcomes count as work too: they are what the memo holds.
+        self.work += local.len() as u64;
+        if let (Some(key), false) = (key, touched) {
+            self.expansions.insert(key, local.clone());
+        }
+        out.extend(local);
+        self.lr.bottom_touched.set(outer || touched);
+    }
+
+    /// Does lookahead class `class` cover the thread's own class (`ALWAYS`)?
+    fn always(&self, class: u32) -> bool {
+        let thread = self.plan.thread;
+        if class == ANY {
+            return true;
+        }
+        if thread == ANY {
+            return false;
+        }
+        let (have, need) = (self.terms.get(class), self.terms.get(thread));
+        need.iter().all(|t| have.binary_search(t).is_ok())
+    }
+
+    fn begin_step(&mut self, node: u32, step: Step, k: Vec<u32>, out: &mut Vec<Settled>) {
         let guard_set = match step {
             Step::Shift { guard, .. } | Step::Pass { guard } => guard,
         };
@@ -144,20 +210,26 @@ impl Composer<'_> {
             }
             guard.extend(o.waiting.into_iter().map(|w| (g, w)));
         }
-        let (term, main, done) = match step {
-            Step::Shift { t, .. } => {
-                let mut o = Outcome::default();
-                self.lr.run(t, k, &mut o);
-                (t, o.waiting, o.shifted)
+        let (main, done) = match step {
+            Step::Shift { terms, .. } => {
+                let mut main = Vec::new();
+                let mut done = Vec::new();
+                for &t in self.terms.get(terms).to_vec().iter() {
+                    let mut o = Outcome::default();
+                    self.lr.run(t, k.clone(), &mut o);
+                    main.extend(o.waiting.into_iter().map(|w| (t, w)));
+                    done.extend(o.shifted);
+                }
+                (main, done)
             }
-            Step::Pass { .. } => (NO_TERM, Vec::new(), vec![k]),
+            Step::Pass { .. } => (Vec::new(), vec![k]),
         };
-        self.settle_step(rest, class, term, main, done, guard, out);
+        self.settle_step(node, main, done, guard, out);
     }
 
-    fn start_look(&mut self, class: u32, k: Vec<u32>, out: &mut Vec<Settled>) {
+    fn begin_look(&mut self, end: u32, class: u32, k: Vec<u32>, out: &mut Vec<Settled>) {
         if class == ANY {
-            out.push(Settled::Accept);
+            out.push(Settled::Accept(end));
             return;
         }
         let mut sims = Vec::new();
@@ -165,59 +237,58 @@ impl Composer<'_> {
             let mut o = Outcome::default();
             self.lr.run(t, k.clone(), &mut o);
             if o.success {
-                out.push(Settled::Accept);
+                out.push(Settled::Accept(end));
                 return;
             }
             sims.extend(o.waiting.into_iter().map(|w| (t, w)));
         }
         if !sims.is_empty() {
-            out.push(Settled::Config(Config { rest: 0, class, phase: Phase::Look { sims: canon(sims) } }));
+            out.push(Settled::Config(Config { phase: Phase::Look { end, sims: canon(sims) } }));
         }
     }
 
     /// After a step's simulations have run as far as they can without reading.
-    #[allow(clippy::too_many_arguments)]
     fn settle_step(
         &mut self,
-        rest: u32,
-        class: u32,
-        term: u32,
-        main: Vec<Wait>,
+        node: u32,
+        main: Vec<(u32, Wait)>,
         done: Vec<Vec<u32>>,
         guard: Vec<(u32, Wait)>,
         out: &mut Vec<Settled>,
     ) {
         if guard.is_empty() {
-            for k in done {
-                self.start(rest, class, k, out);
+            for k in canon(done) {
+                self.expand(node, k, out);
             }
             if !main.is_empty() {
-                let phase = Phase::Step { term, main: canon(main), done: Vec::new(), guard: Vec::new() };
-                out.push(Settled::Config(Config { rest, class, phase }));
+                let phase = Phase::Step { node, main: canon(main), done: Vec::new(), guard: Vec::new() };
+                out.push(Settled::Config(Config { phase }));
             }
         } else if !(main.is_empty() && done.is_empty()) {
-            let phase = Phase::Step { term, main: canon(main), done: canon(done), guard: canon(guard) };
-            out.push(Settled::Config(Config { rest, class, phase }));
+            if !done.is_empty() {
+                // Held outcomes carry the bottom state: the result depends on it.
+                self.lr.bottom_touched.set(true);
+            }
+            let phase = Phase::Step { node, main: canon(main), done: canon(done), guard: canon(guard) };
+            out.push(Settled::Config(Config { phase }));
         }
     }
 
     /// Read the next real state of the stack (`None`: a state none of `labels(c)` names).
     pub fn read(&mut self, c: &Config, label: Option<u32>, out: &mut Vec<Settled>) {
         match &c.phase {
-            Phase::Step { term, main, done, guard } => {
+            Phase::Step { node, main, done, guard } => {
                 let mut new_guard = Vec::new();
                 for &(g, w) in guard {
-                    match self.lr.read(w, label) {
-                        Read::Wait(w2) => new_guard.push((g, w2)),
-                        Read::Run(k) => {
-                            let mut o = Outcome::default();
-                            self.lr.run(g, k, &mut o);
+                    let o = self.read_sim(g, w, label);
+                    match o {
+                        Err(w2) => new_guard.push((g, w2)),
+                        Ok(o) => {
                             if o.success {
                                 return;
                             }
                             new_guard.extend(o.waiting.into_iter().map(|w| (g, w)));
                         }
-                        Read::Dead => {}
                     }
                 }
                 // Held outcomes keep the state just read below their known segment.
@@ -232,42 +303,60 @@ impl Composer<'_> {
                     }
                 }
                 let mut new_main = Vec::new();
-                for &w in main {
-                    match self.lr.read(w, label) {
-                        Read::Wait(w2) => new_main.push(w2),
-                        Read::Run(k) => {
-                            let mut o = Outcome::default();
-                            self.lr.run(*term, k, &mut o);
-                            new_main.extend(o.waiting);
+                for &(t, w) in main {
+                    match self.read_sim(t, w, label) {
+                        Err(w2) => new_main.push((t, w2)),
+                        Ok(o) => {
+                            new_main.extend(o.waiting.into_iter().map(|w| (t, w)));
                             new_done.extend(o.shifted);
                         }
-                        Read::Dead => {}
                     }
                 }
-                self.settle_step(c.rest, c.class, *term, new_main, new_done, new_guard, out);
+                self.settle_step(*node, new_main, new_done, new_guard, out);
             }
-            Phase::Look { sims } => {
+            Phase::Look { end, sims } => {
                 let mut new_sims = Vec::new();
                 for &(t, w) in sims {
-                    match self.lr.read(w, label) {
-                        Read::Wait(w2) => new_sims.push((t, w2)),
-                        Read::Run(k) => {
-                            let mut o = Outcome::default();
-                            self.lr.run(t, k, &mut o);
+                    match self.read_sim(t, w, label) {
+                        Err(w2) => new_sims.push((t, w2)),
+                        Ok(o) => {
                             if o.success {
-                                out.push(Settled::Accept);
+                                out.push(Settled::Accept(*end));
                                 return;
                             }
                             new_sims.extend(o.waiting.into_iter().map(|w| (t, w)));
                         }
-                        Read::Dead => {}
                     }
                 }
                 if !new_sims.is_empty() {
-                    let phase = Phase::Look { sims: canon(new_sims) };
-                    out.push(Settled::Config(Config { rest: 0, class: c.class, phase }));
+                    out.push(Settled::Config(Config { phase: Phase::Look { end: *end, sims: canon(new_sims) } }));
                 }
             }
+        }
+    }
+
+    /// One waiting simulation of `t` reads `label`: still waiting (`Err`), or run on.
+    fn read_sim(&self, t: u32, w: Wait, label: Option<u32>) -> Result<Outcome, Wait> {
+        let mut o = Outcome::default();
+        match self.lr.read(w, label) {
+            Read::Wait(w2) => return Err(w2),
+            Read::Run(k) => self.lr.run(t, k, &mut o),
+            Read::Peek(p) => self.lr.run_peek(t, p, &mut o),
+            Read::Dead => {}
+        }
+        Ok(o)
+    }
+
+    /// What reading `p` tells the simulations of `c` before anything else runs (see
+    /// [`Lr::first_use`]): when a read touches nothing else of `p`, its outcome is the same for
+    /// every state with this signature.
+    pub fn first_uses(&self, c: &Config, p: u32, out: &mut Vec<u32>) {
+        let sims: Vec<(u32, Wait)> = match &c.phase {
+            Phase::Step { main, guard, .. } => main.iter().chain(guard).copied().collect(),
+            Phase::Look { sims, .. } => sims.clone(),
+        };
+        for (t, w) in sims {
+            self.lr.first_use(t, w, p, out);
         }
     }
 
@@ -275,23 +364,25 @@ impl Composer<'_> {
     pub fn labels(&mut self, c: &Config) -> Labels {
         let mut v: Vec<u32> = Vec::new();
         match &c.phase {
-            Phase::Step { term, main, done, guard } => {
+            Phase::Step { main, done, guard, .. } => {
                 if !done.is_empty() {
                     return Labels::All;
                 }
-                for &w in main {
-                    v.extend_from_slice(self.lr.labels(*term, w));
-                }
-                for &(g, w) in guard {
-                    v.extend_from_slice(self.lr.labels(g, w));
+                for &(t, w) in main.iter().chain(guard) {
+                    v.extend_from_slice(self.lr.labels(t, w));
                 }
             }
-            Phase::Look { sims } => {
+            Phase::Look { sims, .. } => {
                 for &(t, w) in sims {
                     v.extend_from_slice(self.lr.labels(t, w));
                 }
             }
         }
         Labels::Some(canon(v))
+    }
+
+    /// The lookahead class of end `e` (for diagnostics).
+    pub fn class_of_end(&self, e: u32) -> u32 {
+        self.end_class(e)
     }
 }

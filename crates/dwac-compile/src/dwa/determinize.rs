@@ -3,20 +3,21 @@
 //! A DWA state is a map from configurations ([`Config`]) to the token classes still riding on
 //! them (absolute residuals: the state alone says which tokens are undecided). Reading a real
 //! stack state moves every configuration one read further; the classes of configurations that
-//! accept are the edge's output, the rest form the next state. Token classes are those of the
-//! lexer state ([`TokenClass`]), so weights are small sets, interned with memoized unions.
-//! Explicit edges equal to the DEFAULT edge are dropped.
+//! accept are the edge's output, the rest form the next state. A configuration that moves on in
+//! the lexing trie keeps only the classes with a lexing through its new position (memoized set
+//! intersections). Token classes are those of the lexer state ([`TokenClass`]), so weights are
+//! small interned sets. Explicit edges equal to the DEFAULT edge are dropped.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 use dwac_runtime::DEAD;
 
-use super::compose::{Composer, Config, Labels, Settled, ANY};
+use super::compose::{Composer, Config, Labels, Phase, Plan, Settled};
 use super::sets::SetPool;
-use super::terminal_dwa::{Sig, TokenClass};
+use super::terminal_dwa::{TokenClass, Walker};
 
-/// A settled id meaning "the lexing is accepted" (others are configuration ids).
-const ACCEPT: u32 = u32::MAX;
+/// Marks an accepting settled entry (the end id is in the low bits).
+const ACCEPT_BIT: u64 = 1 << 40;
 /// The DEFAULT label in the read memo.
 const DEFAULT: u32 = u32::MAX;
 
@@ -42,11 +43,16 @@ pub struct Determinizer<'a> {
     pub comp: Composer<'a>,
     configs: Vec<Config>,
     config_ids: HashMap<Config, u32>,
-    reads: HashMap<(u32, u32), Box<[u32]>>,
+    /// Per lexer state (the plan decides how configurations continue): (config, label) → settled.
+    reads: HashMap<(u32, u32), Box<[u64]>>,
+    /// Per lexer state: (config, first-use signature of the state read) → settled, for reads whose
+    /// outcome touched nothing else of the state read (shared by every state with that signature).
+    shared_reads: HashMap<(u32, Vec<u32>), Box<[u64]>>,
     labels: HashMap<u32, Option<Box<[u32]>>>,
-    starts: HashMap<Sig, Box<[u32]>>,
     /// States a single lexer state's DWA may have.
     pub max_states: usize,
+    /// Lexing-trie expansions a single lexer state's DWA may take.
+    pub work_budget: u64,
 }
 
 impl<'a> Determinizer<'a> {
@@ -56,9 +62,10 @@ impl<'a> Determinizer<'a> {
             configs: Vec::new(),
             config_ids: HashMap::new(),
             reads: HashMap::new(),
+            shared_reads: HashMap::new(),
             labels: HashMap::new(),
-            starts: HashMap::new(),
             max_states,
+            work_budget: u64::MAX,
         }
     }
 
@@ -66,18 +73,19 @@ impl<'a> Determinizer<'a> {
         self.configs.len()
     }
 
-    fn ids(&mut self, settled: Vec<Settled>) -> Box<[u32]> {
-        let mut v: Vec<u32> = settled
+    /// Settled outcomes as ids: configuration ids, or `ACCEPT_BIT | end`.
+    fn ids(&mut self, settled: Vec<Settled>) -> Box<[u64]> {
+        let mut v: Vec<u64> = settled
             .into_iter()
             .map(|s| match s {
-                Settled::Accept => ACCEPT,
+                Settled::Accept(e) => ACCEPT_BIT | e as u64,
                 Settled::Config(c) => match self.config_ids.get(&c) {
-                    Some(&id) => id,
+                    Some(&id) => id as u64,
                     None => {
                         let id = self.configs.len() as u32;
                         self.configs.push(c.clone());
                         self.config_ids.insert(c, id);
-                        id
+                        id as u64
                     }
                 },
             })
@@ -87,26 +95,35 @@ impl<'a> Determinizer<'a> {
         v.into_boxed_slice()
     }
 
-    fn start_ids(&mut self, sig: Sig) -> Box<[u32]> {
-        if let Some(s) = self.starts.get(&sig) {
-            return s.clone();
-        }
-        let mut out = Vec::new();
-        self.comp.start(sig.0, sig.1, Vec::new(), &mut out);
-        let ids = self.ids(out);
-        self.starts.insert(sig, ids.clone());
-        ids
-    }
-
-    fn read_ids(&mut self, c: u32, label: Option<u32>) -> Box<[u32]> {
+    fn read_ids(&mut self, c: u32, label: Option<u32>) -> Box<[u64]> {
         let key = (c, label.unwrap_or(DEFAULT));
         if let Some(r) = self.reads.get(&key) {
             return r.clone();
         }
-        let mut out = Vec::new();
         let config = self.configs[c as usize].clone();
+        // A read whose outcome depends on the state read only through its first lookup is shared
+        // by all states with the same first-lookup signature.
+        let signature = label.map(|p| {
+            let mut sig = Vec::new();
+            self.comp.first_uses(&config, p, &mut sig);
+            (c, sig)
+        });
+        if let Some(r) = signature.as_ref().and_then(|s| self.shared_reads.get(s)) {
+            let r = r.clone();
+            self.reads.insert(key, r.clone());
+            return r;
+        }
+        let mut out = Vec::new();
+        self.comp.lr.bottom_touched.set(false);
         self.comp.read(&config, label, &mut out);
+        let touched = self.comp.lr.bottom_touched.get()
+            || out
+                .iter()
+                .any(|s| matches!(s, Settled::Config(Config { phase: Phase::Step { done, .. } }) if !done.is_empty()));
         let ids = self.ids(out);
+        if let (Some(sig), false) = (signature, touched) {
+            self.shared_reads.insert(sig, ids.clone());
+        }
         self.reads.insert(key, ids.clone());
         ids
     }
@@ -125,44 +142,80 @@ impl<'a> Determinizer<'a> {
         l
     }
 
-    /// Is a lexing with no steps and lookahead `class` allowed on every stack a thread of lookahead
-    /// class `thread` can have? (`ALWAYS`: every live stack satisfies the thread's own class.)
-    fn always(&self, sig: Sig, thread: u32) -> bool {
-        if sig.0 != 0 {
-            return false;
-        }
-        if sig.1 == ANY {
-            return true;
-        }
-        if thread == ANY {
-            return false;
-        }
-        let (have, need) = (self.comp.terms.get(sig.1), self.comp.terms.get(thread));
-        need.iter().all(|t| have.binary_search(t).is_ok())
-    }
-
     /// The DWA for a thread of lookahead class `thread` whose tokens form `classes`.
-    pub fn build(&mut self, classes: &[TokenClass], thread: u32) -> Result<LocalDwa, TooLarge> {
+    pub fn build(&mut self, classes: &[TokenClass], walker: &Walker, thread: u32) -> Result<LocalDwa, TooLarge> {
         let mut sets = SetPool::new();
-        let mut entries: BTreeMap<u32, u32> = BTreeMap::new();
-        let mut start_rho = 0;
+        // The lexing trie of this state, and which classes lie below each node / end there.
+        let mut plan = Plan { thread, ..Plan::default() };
+        let mut below: HashMap<u32, Vec<u32>> = HashMap::new();
+        let mut at_end: HashMap<u32, Vec<u32>> = HashMap::new();
+        let mut children: HashMap<u32, BTreeSet<u32>> = HashMap::new();
+        let mut ends: HashMap<u32, BTreeSet<(u32, u32)>> = HashMap::new();
         for (ci, cls) in classes.iter().enumerate() {
-            let single = sets.intern(vec![ci as u32]);
-            for &sig in &cls.sigs {
-                if self.always(sig, thread) {
-                    start_rho = sets.union(start_rho, single);
-                    continue;
-                }
-                for &id in self.start_ids(sig).iter() {
-                    if id == ACCEPT {
-                        start_rho = sets.union(start_rho, single);
-                    } else {
-                        let e = entries.entry(id).or_insert(0);
-                        *e = sets.union(*e, single);
+            let ci = ci as u32;
+            for &(node, la) in &cls.sigs {
+                let e = self.comp.end(node, la);
+                ends.entry(node).or_default().insert((e, la));
+                at_end.entry(e).or_default().push(ci);
+                let mut n = node;
+                loop {
+                    below.entry(n).or_default().push(ci);
+                    if n == 0 {
+                        break;
                     }
+                    let (parent, _) = walker.node(n);
+                    children.entry(parent).or_default().insert(n);
+                    n = parent;
                 }
             }
         }
+        for (p, cs) in children {
+            plan.children.insert(p, cs.into_iter().map(|c| (c, walker.node(c).1)).collect());
+        }
+        for (n, es) in ends {
+            plan.ends.insert(n, es.into_iter().collect());
+        }
+        let below: HashMap<u32, u32> = below.into_iter().map(|(n, v)| (n, sets.intern(v))).collect();
+        let at_end: HashMap<u32, u32> = at_end.into_iter().map(|(e, v)| (e, sets.intern(v))).collect();
+        self.comp.set_plan(plan);
+        self.comp.budget = self.work_budget;
+        // Configurations are local to one lexer state's automaton.
+        self.configs.clear();
+        self.config_ids.clear();
+        self.labels.clear();
+        self.reads.clear();
+        self.shared_reads.clear();
+
+        // Where a settled outcome's classes may be: below its trie node, or at its end.
+        let filter = |det: &Self, id: u64| -> u32 {
+            if id & ACCEPT_BIT != 0 {
+                return at_end.get(&((id & !ACCEPT_BIT) as u32)).copied().unwrap_or(0);
+            }
+            match &det.configs[id as usize].phase {
+                Phase::Step { node, .. } => below.get(node).copied().unwrap_or(0),
+                Phase::Look { end, .. } => at_end.get(end).copied().unwrap_or(0),
+            }
+        };
+        let all = sets.intern((0..classes.len() as u32).collect());
+        let mut start_out = Vec::new();
+        self.comp.expand(0, Vec::new(), &mut start_out);
+        if self.comp.exhausted {
+            return Err(TooLarge);
+        }
+        let start_ids = self.ids(start_out);
+        let mut parts: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+        let mut rho_parts = Vec::new();
+        for &id in start_ids.iter() {
+            let w = sets.intersect(all, filter(self, id));
+            if id & ACCEPT_BIT != 0 {
+                rho_parts.push(w);
+            } else if w != 0 {
+                parts.entry(id as u32).or_default().push(w);
+            }
+        }
+        let start_rho = sets.union_many(&rho_parts);
+        let entries: BTreeMap<u32, u32> = parts.into_iter().map(|(c, p)| (c, sets.union_many(&p))).collect();
+
         let max_states = self.max_states;
         let mut index: HashMap<Vec<(u32, u32)>, u32> = HashMap::new();
         let mut contents: Vec<Vec<(u32, u32)>> = Vec::new();
@@ -188,35 +241,46 @@ impl<'a> Determinizer<'a> {
         let lr_states = self.comp.lr.tables.num_states;
         while let Some(d) = queue.pop_front() {
             let state = contents[d as usize].clone();
-            let mut all = false;
+            let mut all_labels = false;
             let mut labels: BTreeSet<u32> = BTreeSet::new();
             for &(c, _) in &state {
                 match self.labels_of(c) {
-                    None => all = true,
+                    None => all_labels = true,
                     Some(l) => labels.extend(l.iter().copied()),
                 }
             }
-            let labels: Vec<u32> = if all { (0..lr_states).collect() } else { labels.into_iter().collect() };
+            let labels: Vec<u32> = if all_labels { (0..lr_states).collect() } else { labels.into_iter().collect() };
             let step = |label: Option<u32>, det: &mut Self, sets: &mut SetPool| {
-                let mut rho = 0;
-                let mut next: BTreeMap<u32, u32> = BTreeMap::new();
+                let mut rho_parts = Vec::new();
+                let mut next: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
                 for &(c, s) in &state {
                     for &id in det.read_ids(c, label).iter() {
-                        if id == ACCEPT {
-                            rho = sets.union(rho, s);
+                        let w = sets.intersect(s, filter(det, id));
+                        if w == 0 {
+                            continue;
+                        }
+                        if id & ACCEPT_BIT != 0 {
+                            rho_parts.push(w);
                         } else {
-                            let e = next.entry(id).or_insert(0);
-                            *e = sets.union(*e, s);
+                            next.entry(id as u32).or_default().push(w);
                         }
                     }
                 }
-                (next.into_iter().collect::<Vec<_>>(), rho)
+                let rho = sets.union_many(&rho_parts);
+                let next: Vec<(u32, u32)> = next.into_iter().map(|(c, p)| (c, sets.union_many(&p))).collect();
+                (next, rho)
             };
             let (dn, drho) = step(None, self, &mut sets);
+            if self.comp.exhausted {
+                return Err(TooLarge);
+            }
             let default = (intern(dn, &mut contents, &mut queue)?, drho);
             let mut edges = Vec::new();
             for x in labels {
                 let (n, rho) = step(Some(x), self, &mut sets);
+                if self.comp.exhausted {
+                    return Err(TooLarge);
+                }
                 let target = intern(n, &mut contents, &mut queue)?;
                 if (target, rho) != default {
                     edges.push((x, target, rho));

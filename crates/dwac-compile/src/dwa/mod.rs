@@ -27,10 +27,9 @@ use dwac_runtime::dwa::{MaskTables, NONE};
 use dwac_runtime::{GrammarTables, Vocabulary, DEAD};
 
 use crate::CompileError;
-use compose::{Composer, Steps};
+use compose::Composer;
 use determinize::Determinizer;
 use dwac_runtime::trie::Trie;
-use sets::SetPool;
 use templates::Lr;
 use terminal_dwa::{carried_inhibitors, kill_set, TokenClass, Walker};
 
@@ -42,11 +41,15 @@ const DENSE_FROM_RANGES: usize = 64;
 pub struct MaskOptions {
     /// DWA states one lexer state's automaton may have.
     pub max_states_per_lexer_state: usize,
+    /// Lexing-trie expansions one lexer state's automaton may take. Past either limit, the lexer
+    /// state gets no automaton: all its tokens are UNDECIDED, decided at run time by commit
+    /// (exact, at reference-mask speed for threads in that state), and counted in the stats.
+    pub work_per_lexer_state: u64,
 }
 
 impl Default for MaskOptions {
     fn default() -> Self {
-        MaskOptions { max_states_per_lexer_state: 200_000 }
+        MaskOptions { max_states_per_lexer_state: 200_000, work_per_lexer_state: 4_000_000 }
     }
 }
 
@@ -61,6 +64,12 @@ pub struct MaskStats {
     /// The most stack states `get_mask` can read from one head (`u32::MAX`: unbounded, a cycle).
     pub max_lookback: u32,
     pub carried_inhibitors: usize,
+    /// (lexer state, token) pairs left UNDECIDED, decided at run time by committing the token.
+    pub undecided_tokens: usize,
+    /// Lexer states whose automaton exceeded its budget (all their tokens are UNDECIDED).
+    pub lexer_states_over_budget: usize,
+    /// The longest time one lexer state's automaton took (including one that ran over budget).
+    pub slowest_lexer_state_ms: f64,
     pub build_ms: f64,
 }
 
@@ -127,8 +136,9 @@ pub fn build_mask_tables_with_progress(
     let toks: Vec<(u32, &[u8])> =
         (0..n_tokens).filter(|&v| !vocab.is_special(v)).filter_map(|v| vocab.token_bytes(v).map(|b| (v, b))).collect();
     let trie = Trie::build(&toks);
-    let comp = Composer { lr: Lr::new(&tables.lr), steps: Steps::new(), terms: SetPool::new() };
+    let comp = Composer::new(Lr::new(&tables.lr));
     let mut det = Determinizer::new(comp, opts.max_states_per_lexer_state);
+    det.work_budget = opts.work_per_lexer_state;
     let mut walker = Walker::new(lex, &trie);
     let eof_class = det.comp.terms.intern(vec![tables.lr.eof()]);
     let mut sets = TokenSets::default();
@@ -136,6 +146,7 @@ pub fn build_mask_tables_with_progress(
         num_tokens: n_tokens,
         start: vec![NONE; lex.num_states as usize],
         start_rho: vec![NONE; lex.num_states as usize],
+        undecided: vec![NONE; lex.num_states as usize],
         edge_off: vec![0],
         ..MaskTables::default()
     };
@@ -145,19 +156,33 @@ pub fn build_mask_tables_with_progress(
         if q != lex.start && !lex.can_continue(q) {
             continue;
         }
-        let mut classes = walker.classes(q, &mut det.comp.steps, &mut det.comp.terms);
+        let tq = Instant::now();
+        let (mut classes, undecided) = walker.classes(q, &mut det.comp.terms);
+        stats.undecided_tokens += undecided.len();
+        out.undecided[q as usize] = sets.intern(undecided);
         if q == lex.start && !vocab.eos.is_empty() {
             classes.push(TokenClass { sigs: vec![(0, eof_class)], tokens: vocab.eos.clone() });
         }
         stats.token_classes += classes.len();
         let thread = walker.class(q, &mut det.comp.terms);
-        let local = det.build(&classes, thread).map_err(|_| {
-            CompileError::Budget(format!(
-                "the mask automaton of lexer state {q} exceeds {} states",
-                opts.max_states_per_lexer_state
-            ))
-        })?;
+        let local = match det.build(&classes, &walker, thread) {
+            Ok(local) => local,
+            Err(_) => {
+                // Over budget: every token with a lexing here is decided at run time.
+                let mut all: Vec<u32> = sets.members(out.undecided[q as usize]);
+                all.extend(classes.iter().flat_map(|c| c.tokens.iter().copied()));
+                all.sort_unstable();
+                all.dedup();
+                stats.undecided_tokens += all.len() - sets.members(out.undecided[q as usize]).len();
+                stats.lexer_states_over_budget += 1;
+                stats.slowest_lexer_state_ms = stats.slowest_lexer_state_ms.max(tq.elapsed().as_secs_f64() * 1e3);
+                out.undecided[q as usize] = sets.intern(all);
+                continue;
+            }
+        };
         stats.lexer_states_with_dwa += 1;
+        stats.configurations += det.num_configs();
+        stats.slowest_lexer_state_ms = stats.slowest_lexer_state_ms.max(tq.elapsed().as_secs_f64() * 1e3);
         // Class sets → token sets (memoized per local set).
         let mut expand: HashMap<u32, u32> = HashMap::new();
         let mut to_tokens = |set: u32, sets: &mut TokenSets| -> u32 {
@@ -223,7 +248,6 @@ pub fn build_mask_tables_with_progress(
         }
     }
     stats.dwa_states = out.default_target.len();
-    stats.configurations = det.num_configs();
     stats.token_sets = out.num_sets();
     stats.max_lookback = max_lookback(&out);
     stats.build_ms = t0.elapsed().as_secs_f64() * 1e3;
@@ -231,6 +255,15 @@ pub fn build_mask_tables_with_progress(
 }
 
 impl TokenSets {
+    /// The tokens of set `id` ([`NONE`]: none).
+    fn members(&self, id: u32) -> Vec<u32> {
+        if id == NONE {
+            return Vec::new();
+        }
+        let (a, b) = (self.off[id as usize] as usize, self.off[id as usize + 1] as usize);
+        self.ranges[2 * a..2 * b].chunks(2).flat_map(|r| r[0]..r[1]).collect()
+    }
+
     /// A set with no ranges (for kill entries that kill nothing).
     fn intern_empty(&mut self) -> u32 {
         if let Some(&id) = self.index.get(&Vec::new()) {

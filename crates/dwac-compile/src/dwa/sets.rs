@@ -8,6 +8,7 @@ pub struct SetPool {
     sets: Vec<Box<[u32]>>,
     index: HashMap<Box<[u32]>, u32>,
     unions: HashMap<(u32, u32), u32>,
+    intersections: HashMap<(u32, u32), u32>,
 }
 
 impl SetPool {
@@ -70,6 +71,51 @@ impl SetPool {
         u
     }
 
+    /// The union of many sets, interning only the result.
+    pub fn union_many(&mut self, parts: &[u32]) -> u32 {
+        match parts {
+            [] => 0,
+            [a] => *a,
+            [a, b] => self.union(*a, *b),
+            _ => {
+                let mut v: Vec<u32> = parts.iter().flat_map(|&p| self.get(p).iter().copied()).collect();
+                v.sort_unstable();
+                v.dedup();
+                self.intern_sorted(v.into_boxed_slice())
+            }
+        }
+    }
+
+    pub fn intersect(&mut self, a: u32, b: u32) -> u32 {
+        if a == b {
+            return a;
+        }
+        if a == 0 || b == 0 {
+            return 0;
+        }
+        let key = (a.min(b), a.max(b));
+        if let Some(&u) = self.intersections.get(&key) {
+            return u;
+        }
+        let (x, y) = (self.get(a), self.get(b));
+        let mut out = Vec::new();
+        let (mut i, mut j) = (0, 0);
+        while i < x.len() && j < y.len() {
+            match x[i].cmp(&y[j]) {
+                std::cmp::Ordering::Less => i += 1,
+                std::cmp::Ordering::Greater => j += 1,
+                std::cmp::Ordering::Equal => {
+                    out.push(x[i]);
+                    i += 1;
+                    j += 1;
+                }
+            }
+        }
+        let u = self.intern_sorted(out.into_boxed_slice());
+        self.intersections.insert(key, u);
+        u
+    }
+
     pub fn len(&self) -> usize {
         self.sets.len()
     }
@@ -94,5 +140,11 @@ mod tests {
         assert_eq!(p.union(a, 0), a);
         assert_eq!(p.intern(vec![1, 3, 5]), a);
         assert_eq!(p.get(0), &[] as &[u32]);
+        let c = p.intern(vec![7]);
+        let m = p.union_many(&[a, b, c, 0]);
+        assert_eq!(p.get(m), &[1, 2, 3, 5, 7, 9]);
+        let i = p.intersect(a, b);
+        assert_eq!(p.get(i), &[3]);
+        assert_eq!(p.intersect(a, 0), 0);
     }
 }

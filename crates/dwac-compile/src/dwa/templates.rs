@@ -41,7 +41,10 @@ pub struct Outcome {
 /// The result of reading one real state (or an unknown one: DEFAULT) for a waiting simulation.
 pub enum Read {
     Wait(Wait),
+    /// Continue from this known segment (its bottom is the state read).
     Run(Vec<u32>),
+    /// The state read is the top: look up ACTION on it ([`Lr::run_peek`]).
+    Peek(u32),
     Dead,
 }
 
@@ -50,11 +53,15 @@ pub struct Lr<'a> {
     pub tables: &'a LrTables,
     action_labels: HashMap<u32, Vec<u32>>,
     goto_labels: HashMap<u32, Vec<u32>>,
+    /// Set when a simulation looks up ACTION or GOTO on the bottom of a known segment (the state a
+    /// read put there) other than in that read's own first lookup: the outcome then depends on
+    /// which state was read, not only on that first lookup's result.
+    pub bottom_touched: std::cell::Cell<bool>,
 }
 
 impl<'a> Lr<'a> {
     pub fn new(tables: &'a LrTables) -> Lr<'a> {
-        Lr { tables, action_labels: HashMap::new(), goto_labels: HashMap::new() }
+        Lr { tables, action_labels: HashMap::new(), goto_labels: HashMap::new(), bottom_touched: Default::default() }
     }
 
     /// Run terminal `t` (or `$`) from known segment `k`, adding to `out`.
@@ -67,6 +74,9 @@ impl<'a> Lr<'a> {
                 push_unique(&mut out.waiting, Wait::Peek);
                 continue;
             };
+            if k.len() == 1 {
+                self.bottom_touched.set(true);
+            }
             for &a in lr.actions(top, t) {
                 match Action::unpack(a) {
                     Action::Shift(p) => {
@@ -85,6 +95,9 @@ impl<'a> Lr<'a> {
                         let m = m as usize;
                         if m < k.len() {
                             let mut k2 = k[..k.len() - m].to_vec();
+                            if k2.len() == 1 {
+                                self.bottom_touched.set(true);
+                            }
                             let g = lr.goto(*k2.last().unwrap_or(&0), lhs);
                             if g == DEAD {
                                 continue;
@@ -103,10 +116,52 @@ impl<'a> Lr<'a> {
         }
     }
 
+    /// Run terminal `t` from the real state `p` just read as the top: its ACTION row, then shifts
+    /// on top of `p` and pops past it. Only this first lookup uses `p` (it does not count as
+    /// touching the bottom).
+    pub fn run_peek(&self, t: u32, p: u32, out: &mut Outcome) {
+        let lr = self.tables;
+        for &a in lr.actions(p, t) {
+            match Action::unpack(a) {
+                Action::Shift(s) => {
+                    out.success = true;
+                    let k2 = vec![p, s];
+                    if !out.shifted.contains(&k2) {
+                        out.shifted.push(k2);
+                    }
+                }
+                Action::Accept => out.success = true,
+                Action::Reduce(r) => {
+                    let (Some(&m), Some(&lhs)) = (lr.rule_len.get(r as usize), lr.rule_lhs.get(r as usize)) else {
+                        continue;
+                    };
+                    // The known segment is [p]: pop it and m − 1 more, then read the revealed state.
+                    push_unique(&mut out.waiting, Wait::Pop { j: m.saturating_sub(1), a: lhs });
+                }
+            }
+        }
+    }
+
+    /// What a read of `p` tells waiting simulation `w` of terminal `t` before anything else runs:
+    /// the ACTION row of `p` for a peek, the GOTO target for a revealed state; nothing for a pop.
+    pub fn first_use(&self, t: u32, w: Wait, p: u32, out: &mut Vec<u32>) {
+        match w {
+            Wait::Peek => {
+                out.push(u32::MAX);
+                out.extend_from_slice(self.tables.actions(p, t));
+            }
+            Wait::Pop { j: 0, a } => {
+                out.push(u32::MAX - 1);
+                out.push(self.tables.goto(p, a));
+            }
+            Wait::Pop { .. } => {}
+        }
+    }
+
     /// Read real state `label` (`None`: a state no explicit label covers) for a waiting simulation.
     pub fn read(&self, w: Wait, label: Option<u32>) -> Read {
         match (w, label) {
-            (Wait::Peek, Some(p)) => Read::Run(vec![p]),
+            (Wait::Peek, Some(p)) => Read::Peek(p),
             (Wait::Peek, None) => Read::Dead,
             (Wait::Pop { j: 0, a }, Some(p)) => match self.tables.goto(p, a) {
                 DEAD => Read::Dead,

@@ -4,21 +4,28 @@
 //! same-length forks, contextual priorities as guards), and the `KILL` sets of inhibitors carried
 //! across token boundaries.
 //!
-//! A lexing is a *signature*: its step sequence (terminals to shift, each with its guard) and the
-//! lookahead class of the pending lexeme at the token's end. Tokens with the same set of
-//! signatures from a state behave identically there: they form one token class of that state.
+//! A lexing is a *signature*: its step sequence (terminals to shift, each with its guard), as a node
+//! of the walker's trie of step sequences (shared by all lexer states, so lexings with a common
+//! beginning share their simulation), and the lookahead class of the pending lexeme at the token's
+//! end. Tokens with the same set of signatures from a state behave identically there: they form
+//! one token class of that state.
 
 use std::collections::{BTreeMap, HashMap};
 
 use dwac_runtime::lexer::Inhibitor;
 use dwac_runtime::LexerTables;
 
-use super::compose::{Step, Steps, ANY};
+use super::compose::{Step, ANY};
 use super::sets::SetPool;
 use dwac_runtime::trie::Trie;
 
-/// One lexing of a token: (step sequence id, lookahead class).
+/// One lexing of a token: (node of the step-sequence trie, lookahead class).
 pub type Sig = (u32, u32);
+
+/// Lexings a token prefix may have before its tokens are left to run time (UNDECIDED).
+pub const MAX_LEXINGS: usize = 64;
+/// Steps (lexemes) a lexing may have before its token is left to run time (UNDECIDED).
+pub const MAX_STEPS: u32 = 64;
 
 /// The tokens of one class at one lexer state, and their lexings.
 pub struct TokenClass {
@@ -38,22 +45,16 @@ struct Branch {
 pub struct Walker<'a> {
     pub lex: &'a LexerTables,
     pub trie: &'a Trie,
-    /// Step sequences being built: (parent, step); node 0 is the empty sequence.
+    /// The trie of step sequences: (parent, step); node 0 is the empty sequence.
     prefixes: Vec<(u32, Step)>,
     prefix_index: HashMap<(u32, Step), u32>,
-    /// Prefix node → interned sequence id in [`Steps`].
-    finished: HashMap<u32, u32>,
+    /// Steps of each node's sequence.
+    depth: Vec<u32>,
 }
 
 impl<'a> Walker<'a> {
     pub fn new(lex: &'a LexerTables, trie: &'a Trie) -> Walker<'a> {
-        Walker {
-            lex,
-            trie,
-            prefixes: vec![(0, Step::Pass { guard: 0 })],
-            prefix_index: HashMap::new(),
-            finished: HashMap::new(),
-        }
+        Walker { lex, trie, prefixes: vec![(0, Step::Pass { guard: 0 })], prefix_index: HashMap::new(), depth: vec![0] }
     }
 
     fn extend(&mut self, prefix: u32, step: Step) -> u32 {
@@ -62,25 +63,14 @@ impl<'a> Walker<'a> {
         }
         let id = self.prefixes.len() as u32;
         self.prefixes.push((prefix, step));
+        self.depth.push(self.depth[prefix as usize] + 1);
         self.prefix_index.insert((prefix, step), id);
         id
     }
 
-    fn sequence(&mut self, prefix: u32, steps: &mut Steps) -> u32 {
-        if let Some(&s) = self.finished.get(&prefix) {
-            return s;
-        }
-        let mut v = Vec::new();
-        let mut p = prefix;
-        while p != 0 {
-            let (parent, step) = self.prefixes[p as usize];
-            v.push(step);
-            p = parent;
-        }
-        v.reverse();
-        let s = steps.of(&v);
-        self.finished.insert(prefix, s);
-        s
+    /// Node `n` of the step-sequence trie: (parent, step). Node 0 (the root) has no step.
+    pub fn node(&self, n: u32) -> (u32, Step) {
+        self.prefixes[n as usize]
     }
 
     /// The lookahead class of a pending lexeme at lexer state `q`.
@@ -119,6 +109,9 @@ impl<'a> Walker<'a> {
                 let group: Vec<u32> = sorted[i..].iter().copied().take_while(|&t| lex.priority_of(t) == p).collect();
                 i += group.len();
                 let guard = terms.intern(higher.clone());
+                // One branch per resulting inhibitor set: its non-ignored terminals form one step
+                // (a fork the parser resolves), each ignored terminal a pass.
+                let mut by_inh: BTreeMap<Vec<Inhibitor>, (Vec<u32>, bool)> = BTreeMap::new();
                 for &t in &group {
                     let mut h2 = h1.clone();
                     if let Some(inh) = lex.inhibitor_for(t, q2) {
@@ -126,16 +119,23 @@ impl<'a> Walker<'a> {
                         h2.sort_unstable();
                         h2.dedup();
                     }
-                    let prefix = if lex.is_ignored(t) {
-                        if guard == 0 {
-                            br.prefix
-                        } else {
-                            self.extend(br.prefix, Step::Pass { guard })
-                        }
+                    let e = by_inh.entry(h2).or_default();
+                    if lex.is_ignored(t) {
+                        e.1 = true;
                     } else {
-                        self.extend(br.prefix, Step::Shift { t, guard })
-                    };
-                    out.push(Branch { q: lex.start, inh: h2, prefix });
+                        e.0.push(t);
+                    }
+                }
+                for (h2, (shifts, ignored)) in by_inh {
+                    if !shifts.is_empty() {
+                        let step = Step::Shift { terms: terms.intern(shifts), guard };
+                        let prefix = self.extend(br.prefix, step);
+                        out.push(Branch { q: lex.start, inh: h2.clone(), prefix });
+                    }
+                    if ignored {
+                        let prefix = if guard == 0 { br.prefix } else { self.extend(br.prefix, Step::Pass { guard }) };
+                        out.push(Branch { q: lex.start, inh: h2, prefix });
+                    }
                 }
                 if group.iter().any(|&t| lex.is_ignored(t)) {
                     break;
@@ -146,17 +146,19 @@ impl<'a> Walker<'a> {
     }
 
     /// The token classes at lexer state `q`: every token with at least one lexing, grouped by its
-    /// set of signatures. Deterministic order (by first token).
-    pub fn classes(&mut self, q: u32, steps: &mut Steps, terms: &mut SetPool) -> Vec<TokenClass> {
+    /// set of signatures, deterministic order (by first token); and the tokens left undecided
+    /// (more than [`MAX_LEXINGS`] lexings of a prefix, or one longer than [`MAX_STEPS`] steps),
+    /// sorted.
+    pub fn classes(&mut self, q: u32, terms: &mut SetPool) -> (Vec<TokenClass>, Vec<u32>) {
         let mut per_token: Vec<(u32, Vec<Sig>)> = Vec::new();
+        let mut undecided: Vec<u32> = Vec::new();
         let mut stack: Vec<(u32, Vec<Branch>)> = vec![(0, vec![Branch { q, inh: Vec::new(), prefix: 0 }])];
         let mut next = Vec::new();
         while let Some((node, branches)) = stack.pop() {
             if node != 0 && !self.trie.tokens_at(node).is_empty() {
                 let mut sigs: Vec<Sig> = Vec::with_capacity(branches.len());
                 for br in &branches {
-                    let seq = self.sequence(br.prefix, steps);
-                    sigs.push((seq, self.class(br.q, terms)));
+                    sigs.push((br.prefix, self.class(br.q, terms)));
                 }
                 sigs.sort_unstable();
                 sigs.dedup();
@@ -175,6 +177,12 @@ impl<'a> Walker<'a> {
                 let mut nb = std::mem::take(&mut next);
                 nb.sort_unstable();
                 nb.dedup();
+                if nb.len() > MAX_LEXINGS || nb.iter().any(|b| self.depth[b.prefix as usize] > MAX_STEPS) {
+                    // Too many lexings (same-length forks or every-segmentation grammars) or too
+                    // long ones: these tokens are decided at run time by committing them.
+                    self.trie.subtree_tokens(child, &mut undecided);
+                    continue;
+                }
                 stack.push((child, nb));
             }
         }
@@ -190,7 +198,9 @@ impl<'a> Walker<'a> {
             })
             .collect();
         classes.sort_by_key(|c| c.tokens[0]);
-        classes
+        undecided.sort_unstable();
+        undecided.dedup();
+        (classes, undecided)
     }
 }
 
