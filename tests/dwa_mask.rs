@@ -280,3 +280,52 @@ fn json_grammar_maskbench_four_tokenizers() {
         assert!(r.steps_compared > 40_000, "{name}: only {} steps", r.steps_compared);
     }
 }
+
+/// JSON-Schema grammars (test (d) of the compiler issue): every 90th MaskBench schema of
+/// Glaiveai2K and Github_easy (constrained strings, formats, enums, nested objects: lexer
+/// components), compiled for the embedded GPT-2 vocabulary, over its valid instances (object keys
+/// in schema order, `json.dumps` spacing): the DWA mask equals the reference mask at every step.
+/// Schemas the compiler refuses (unsupported keywords, unsatisfiable) are skipped and counted.
+#[test]
+fn maskbench_schemas_sample() {
+    use dwac_grammar::schema::{compile_schema, order_instance, SchemaOptions};
+    let tok = dwac_vocab::Tokenizer::default_embedded().unwrap();
+    let files: Vec<_> = maskbench_files()
+        .into_iter()
+        .filter(|f| {
+            let n = f.file_name().unwrap().to_string_lossy().into_owned();
+            n.starts_with("Glaiveai2K---") || n.starts_with("Github_easy---")
+        })
+        .step_by(90)
+        .collect();
+    let (mut schemas, mut refused, mut steps) = (0, 0, 0u64);
+    for f in &files {
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
+        let schema = &v["schema"];
+        let Ok(sg) = compile_schema(schema, &SchemaOptions::default()) else {
+            refused += 1;
+            continue;
+        };
+        let Ok((engine, _)) = dwac_compile::compile_engine(&sg.grammar, tok.vocab().clone()) else {
+            refused += 1;
+            continue;
+        };
+        let engine = Arc::new(engine);
+        let traces: Vec<Vec<u32>> = v["tests"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|t| t["valid"] == true)
+            .take(3)
+            .map(|t| tok.encode(&json_dumps(&order_instance(schema, &t["data"]))).unwrap())
+            .collect();
+        let r = dwac_tests::differential::differential(&engine, &traces, 2, &mut |_| {});
+        let name = f.file_name().unwrap().to_string_lossy().into_owned();
+        assert_eq!(r.mismatches, 0, "{name}: {:?}", r.examples);
+        assert_eq!(r.fallbacks, 0, "{name}");
+        schemas += 1;
+        steps += r.steps_compared;
+    }
+    println!("{schemas} schemas ({refused} refused), {steps} steps compared");
+    assert!(schemas >= 25 && steps > 2_000, "{schemas} schemas, {steps} steps");
+}

@@ -23,6 +23,9 @@ pub mod terminal_dwa;
 use std::collections::HashMap;
 use std::time::Instant;
 
+/// Hash map with a fast, fixed-seed hasher (compile-time memo tables; deterministic).
+pub(crate) type FastMap<K, V> = HashMap<K, V, foldhash::fast::FixedState>;
+
 use dwac_runtime::dwa::{MaskTables, NONE};
 use dwac_runtime::{GrammarTables, Vocabulary, DEAD};
 
@@ -84,16 +87,7 @@ struct TokenSets {
 impl TokenSets {
     /// The id of the set of (sorted, distinct) `tokens`, or [`NONE`] for the empty set.
     fn intern(&mut self, tokens: Vec<u32>) -> u32 {
-        if tokens.is_empty() {
-            return NONE;
-        }
-        if let Some(&id) = self.index.get(&tokens) {
-            return id;
-        }
-        if self.off.is_empty() {
-            self.off.push(0);
-        }
-        let mut n = 0u32;
+        let mut ranges = Vec::new();
         let mut i = 0;
         while i < tokens.len() {
             let lo = tokens[i];
@@ -103,14 +97,103 @@ impl TokenSets {
                 hi += 1;
                 i += 1;
             }
-            self.ranges.push(lo);
-            self.ranges.push(hi);
-            n += 1;
+            ranges.push(lo);
+            ranges.push(hi);
+        }
+        self.intern_ranges(ranges)
+    }
+
+    /// The id of the set given as sorted, disjoint, non-adjacent half-open `ranges` (flat), or
+    /// [`NONE`] for the empty set.
+    fn intern_ranges(&mut self, ranges: Vec<u32>) -> u32 {
+        if ranges.is_empty() {
+            return NONE;
+        }
+        if let Some(&id) = self.index.get(&ranges) {
+            return id;
+        }
+        if self.off.is_empty() {
+            self.off.push(0);
         }
         let id = (self.off.len() - 1) as u32;
-        self.off.push(self.off[id as usize] + n);
-        self.index.insert(tokens, id);
+        self.off.push(self.off[id as usize] + (ranges.len() / 2) as u32);
+        self.ranges.extend_from_slice(&ranges);
+        self.index.insert(ranges, id);
         id
+    }
+}
+
+/// The union of token classes as ranges: small unions by sorting, large ones through a bitmap.
+struct Union {
+    bits: Vec<u64>,
+    list: Vec<u32>,
+}
+
+impl Union {
+    fn ranges<'c>(&mut self, classes: impl Iterator<Item = &'c [u32]> + Clone) -> Vec<u32> {
+        let total: usize = classes.clone().map(<[u32]>::len).sum();
+        let mut ranges = Vec::new();
+        if total <= 4096 {
+            self.list.clear();
+            for c in classes {
+                self.list.extend_from_slice(c);
+            }
+            self.list.sort_unstable();
+            self.list.dedup();
+            for &t in &self.list {
+                match ranges.last_mut() {
+                    Some(hi) if *hi == t => *hi = t + 1,
+                    _ => {
+                        ranges.push(t);
+                        ranges.push(t + 1);
+                    }
+                }
+            }
+            return ranges;
+        }
+        for c in classes {
+            for &t in c {
+                let w = (t / 64) as usize;
+                if w >= self.bits.len() {
+                    self.bits.resize(w + 1, 0);
+                }
+                self.bits[w] |= 1 << (t % 64);
+            }
+        }
+        let mut open: Option<u32> = None;
+        for (wi, w) in self.bits.iter_mut().enumerate() {
+            let word = std::mem::take(w);
+            if word == 0 || word == u64::MAX {
+                match (open, word) {
+                    (Some(lo), 0) => {
+                        ranges.push(lo);
+                        ranges.push(wi as u32 * 64);
+                        open = None;
+                    }
+                    (None, u64::MAX) => open = Some(wi as u32 * 64),
+                    _ => {}
+                }
+                continue;
+            }
+            for b in 0..64u32 {
+                let set = word >> b & 1 == 1;
+                let t = wi as u32 * 64 + b;
+                match (open, set) {
+                    (None, true) => open = Some(t),
+                    (Some(lo), false) => {
+                        ranges.push(lo);
+                        ranges.push(t);
+                        open = None;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        if let Some(lo) = open {
+            ranges.push(lo);
+            ranges.push(self.bits.len() as u32 * 64);
+        }
+        ranges
     }
 }
 
@@ -142,6 +225,7 @@ pub fn build_mask_tables_with_progress(
     let mut walker = Walker::new(lex, &trie);
     let eof_class = det.comp.terms.intern(vec![tables.lr.eof()]);
     let mut sets = TokenSets::default();
+    let mut union = Union { bits: Vec::new(), list: Vec::new() };
     let mut out = MaskTables {
         num_tokens: n_tokens,
         start: vec![NONE; lex.num_states as usize],
@@ -190,11 +274,8 @@ pub fn build_mask_tables_with_progress(
                 return NONE;
             }
             *expand.entry(set).or_insert_with(|| {
-                let mut v: Vec<u32> =
-                    local.sets.get(set).iter().flat_map(|&c| classes[c as usize].tokens.iter().copied()).collect();
-                v.sort_unstable();
-                v.dedup();
-                sets.intern(v)
+                let members = local.sets.get(set).iter().map(|&c| classes[c as usize].tokens.as_slice());
+                sets.intern_ranges(union.ranges(members))
             })
         };
         let base = out.default_target.len() as u32;

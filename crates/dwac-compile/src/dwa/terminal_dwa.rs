@@ -10,13 +10,15 @@
 //! end. Tokens with the same set of signatures from a state behave identically there: they form
 //! one token class of that state.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use dwac_runtime::lexer::Inhibitor;
+use dwac_runtime::tables::DEAD;
 use dwac_runtime::LexerTables;
 
 use super::compose::{Step, ANY};
 use super::sets::SetPool;
+use super::FastMap;
 use dwac_runtime::trie::Trie;
 
 /// One lexing of a token: (node of the step-sequence trie, lookahead class).
@@ -33,28 +35,75 @@ pub struct TokenClass {
     pub tokens: Vec<u32>,
 }
 
-#[derive(Clone, PartialEq, Eq, PartialOrd, Ord)]
+/// One way the lexer can be after a token prefix: lexer state, carried inhibitors (an interned
+/// set, `Walker::inh_sets`; 0 is the empty set) and the steps so far (a node of
+/// `Walker::prefixes`).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 struct Branch {
     q: u32,
-    inh: Vec<Inhibitor>,
-    /// Steps so far, as a node of `Walker::prefixes`.
+    inh: u32,
     prefix: u32,
 }
 
+/// One outcome of a byte from (lexer state, inhibitors), relative to the branch's steps: the new
+/// lexer state and inhibitors, and the step taken (if a lexeme ended).
+#[derive(Clone, Copy)]
+struct Outcome {
+    q: u32,
+    inh: u32,
+    step: Option<Step>,
+}
+
 /// Walks the trie from lexer states; owns the prefix trie of step sequences built on the way.
+/// Everything it memoizes (byte outcomes, lookahead classes, signature sets) depends on the lexer
+/// alone, so one walker serves every lexer state of a grammar.
 pub struct Walker<'a> {
     pub lex: &'a LexerTables,
     pub trie: &'a Trie,
     /// The trie of step sequences: (parent, step); node 0 is the empty sequence.
     prefixes: Vec<(u32, Step)>,
-    prefix_index: HashMap<(u32, Step), u32>,
+    prefix_index: FastMap<(u32, Step), u32>,
     /// Steps of each node's sequence.
     depth: Vec<u32>,
+    /// Interned inhibitor sets (sorted, distinct); id 0 is the empty set.
+    inh_sets: Vec<Vec<Inhibitor>>,
+    inh_index: FastMap<Vec<Inhibitor>, u32>,
+    /// Byte outcomes of (lexer state, inhibitor set, byte) that need more than one DFA step:
+    /// ranges of `outcomes`.
+    advance_memo: FastMap<(u32, u32, u8), (u32, u32)>,
+    outcomes: Vec<Outcome>,
+    /// Per lexer state: its lookahead class, or `u32::MAX` until computed.
+    class_memo: Vec<u32>,
+    /// Interned signature sets (sorted, distinct).
+    sig_sets: Vec<Vec<Sig>>,
+    sig_index: FastMap<Vec<Sig>, u32>,
+}
+
+/// Per-walk scratch: the branch arena, the (token, signature set) pairs found, undecided tokens.
+#[derive(Default)]
+struct Scratch {
+    arena: Vec<Branch>,
+    sigs: Vec<Sig>,
+    per_token: Vec<(u32, u32)>,
+    undecided: Vec<u32>,
 }
 
 impl<'a> Walker<'a> {
     pub fn new(lex: &'a LexerTables, trie: &'a Trie) -> Walker<'a> {
-        Walker { lex, trie, prefixes: vec![(0, Step::Pass { guard: 0 })], prefix_index: HashMap::new(), depth: vec![0] }
+        Walker {
+            lex,
+            trie,
+            prefixes: vec![(0, Step::Pass { guard: 0 })],
+            prefix_index: FastMap::default(),
+            depth: vec![0],
+            inh_sets: vec![Vec::new()],
+            inh_index: FastMap::from_iter([(Vec::new(), 0)]),
+            advance_memo: FastMap::default(),
+            outcomes: Vec::new(),
+            class_memo: vec![u32::MAX; lex.num_states as usize],
+            sig_sets: Vec::new(),
+            sig_index: FastMap::default(),
+        }
     }
 
     fn extend(&mut self, prefix: u32, step: Step) -> u32 {
@@ -68,31 +117,88 @@ impl<'a> Walker<'a> {
         id
     }
 
+    fn intern_inh(&mut self, h: &[Inhibitor]) -> u32 {
+        if let Some(&id) = self.inh_index.get(h) {
+            return id;
+        }
+        let id = self.inh_sets.len() as u32;
+        self.inh_sets.push(h.to_vec());
+        self.inh_index.insert(h.to_vec(), id);
+        id
+    }
+
     /// Node `n` of the step-sequence trie: (parent, step). Node 0 (the root) has no step.
     pub fn node(&self, n: u32) -> (u32, Step) {
         self.prefixes[n as usize]
     }
 
     /// The lookahead class of a pending lexeme at lexer state `q`.
-    pub fn class(&self, q: u32, terms: &mut SetPool) -> u32 {
+    pub fn class(&mut self, q: u32, terms: &mut SetPool) -> u32 {
+        if let Some(&c) = self.class_memo.get(q as usize).filter(|c| **c != u32::MAX) {
+            return c;
+        }
         let lex = self.lex;
-        if q == lex.start || lex.may_become_ignored(q) {
+        let c = if q == lex.start || lex.may_become_ignored(q) {
             ANY
         } else {
             terms.intern(lex.pending_terminals(q).collect())
+        };
+        if let Some(m) = self.class_memo.get_mut(q as usize) {
+            *m = c;
+        }
+        c
+    }
+
+    /// Every branch after byte `b` from `br` (`commit`'s step, without the parser), appended to
+    /// `out`.
+    fn advance(&mut self, br: Branch, b: u8, terms: &mut SetPool, out: &mut Vec<Branch>) {
+        let lex = self.lex;
+        // Fast path, most of the walk: no inhibitors, no forks, no lexeme ends here.
+        if br.inh == 0 && br.q != lex.start {
+            let q2 = lex.step(br.q, b);
+            if q2 == DEAD {
+                return;
+            }
+            if lex.accepts(q2).is_empty() {
+                if lex.can_continue(q2) {
+                    out.push(Branch { q: q2, inh: 0, prefix: br.prefix });
+                }
+                return;
+            }
+        }
+        let (off, len) = match self.advance_memo.get(&(br.q, br.inh, b)) {
+            Some(&r) => r,
+            None => {
+                let off = self.outcomes.len() as u32;
+                self.advance_outcomes(br.q, br.inh, b, terms);
+                let r = (off, self.outcomes.len() as u32 - off);
+                self.advance_memo.insert((br.q, br.inh, b), r);
+                r
+            }
+        };
+        for i in off..off + len {
+            let o = self.outcomes[i as usize];
+            let prefix = match o.step {
+                None => br.prefix,
+                Some(step) => self.extend(br.prefix, step),
+            };
+            out.push(Branch { q: o.q, inh: o.inh, prefix });
         }
     }
 
-    /// Every branch after byte `b` from `br` (`commit`'s step, without the parser).
-    fn advance(&mut self, br: &Branch, b: u8, terms: &mut SetPool, out: &mut Vec<Branch>) {
+    /// The outcomes of byte `b` from lexer state `q` with inhibitor set `inh`, appended to
+    /// `self.outcomes`.
+    fn advance_outcomes(&mut self, q: u32, inh: u32, b: u8, terms: &mut SetPool) {
         let lex = self.lex;
         let mut h1 = Vec::new();
-        if lex.step_inhibitors(&br.inh, b, &mut h1).is_none() {
+        let h = self.inh_sets[inh as usize].clone();
+        if lex.step_inhibitors(&h, b, &mut h1).is_none() {
             return;
         }
-        for q2 in lex.successors(br.q, b) {
+        let inh1 = self.intern_inh(&h1);
+        for q2 in lex.successors(q, b) {
             if lex.can_continue(q2) {
-                out.push(Branch { q: q2, inh: h1.clone(), prefix: br.prefix });
+                self.outcomes.push(Outcome { q: q2, inh: inh1, step: None });
             }
             let acc = lex.accepts(q2);
             if acc.is_empty() {
@@ -127,14 +233,14 @@ impl<'a> Walker<'a> {
                     }
                 }
                 for (h2, (shifts, ignored)) in by_inh {
+                    let inh2 = self.intern_inh(&h2);
                     if !shifts.is_empty() {
                         let step = Step::Shift { terms: terms.intern(shifts), guard };
-                        let prefix = self.extend(br.prefix, step);
-                        out.push(Branch { q: lex.start, inh: h2.clone(), prefix });
+                        self.outcomes.push(Outcome { q: lex.start, inh: inh2, step: Some(step) });
                     }
                     if ignored {
-                        let prefix = if guard == 0 { br.prefix } else { self.extend(br.prefix, Step::Pass { guard }) };
-                        out.push(Branch { q: lex.start, inh: h2, prefix });
+                        let step = (guard != 0).then_some(Step::Pass { guard });
+                        self.outcomes.push(Outcome { q: lex.start, inh: inh2, step });
                     }
                 }
                 if group.iter().any(|&t| lex.is_ignored(t)) {
@@ -145,62 +251,105 @@ impl<'a> Walker<'a> {
         }
     }
 
+    /// The signature set of the branches `arena[off..off + len]`, interned.
+    fn sig_set(&mut self, sc: &mut Scratch, off: usize, len: usize, terms: &mut SetPool) -> u32 {
+        sc.sigs.clear();
+        for i in off..off + len {
+            let br = sc.arena[i];
+            let c = self.class(br.q, terms);
+            sc.sigs.push((br.prefix, c));
+        }
+        sc.sigs.sort_unstable();
+        sc.sigs.dedup();
+        if let Some(&id) = self.sig_index.get(sc.sigs.as_slice()) {
+            return id;
+        }
+        let id = self.sig_sets.len() as u32;
+        self.sig_sets.push(sc.sigs.clone());
+        self.sig_index.insert(sc.sigs.clone(), id);
+        id
+    }
+
+    /// Walk the trie below `node` with the branches `arena[off..off + len]`.
+    fn walk(&mut self, node: u32, off: usize, len: usize, sc: &mut Scratch, terms: &mut SetPool) {
+        if node != 0 && !self.trie.tokens_at(node).is_empty() {
+            let id = self.sig_set(sc, off, len, terms);
+            for &tok in self.trie.tokens_at(node) {
+                sc.per_token.push((tok, id));
+            }
+        }
+        for &(b, child) in self.trie.children(node) {
+            let start = sc.arena.len();
+            for i in off..off + len {
+                let br = sc.arena[i];
+                self.advance(br, b, terms, &mut sc.arena);
+            }
+            let mut n = sc.arena.len() - start;
+            if n > 1 {
+                sc.arena[start..].sort_unstable();
+                let mut w = start + 1;
+                for r in start + 1..start + n {
+                    if sc.arena[r] != sc.arena[w - 1] {
+                        sc.arena[w] = sc.arena[r];
+                        w += 1;
+                    }
+                }
+                sc.arena.truncate(w);
+                n = w - start;
+            }
+            if n == 0 {
+                continue;
+            }
+            if n > MAX_LEXINGS || sc.arena[start..].iter().any(|b| self.depth[b.prefix as usize] > MAX_STEPS) {
+                // Too many lexings (same-length forks or every-segmentation grammars) or too
+                // long ones: these tokens are decided at run time by committing them.
+                self.trie.subtree_tokens(child, &mut sc.undecided);
+            } else {
+                self.walk(child, start, n, sc, terms);
+            }
+            sc.arena.truncate(start);
+        }
+    }
+
     /// The token classes at lexer state `q`: every token with at least one lexing, grouped by its
-    /// set of signatures, deterministic order (by first token); and the tokens left undecided
-    /// (more than [`MAX_LEXINGS`] lexings of a prefix, or one longer than [`MAX_STEPS`] steps),
-    /// sorted.
+    /// set of signatures, deterministic order (by first token), tokens sorted; and the tokens left
+    /// undecided (more than [`MAX_LEXINGS`] lexings of a prefix, or one longer than [`MAX_STEPS`]
+    /// steps), sorted.
     pub fn classes(&mut self, q: u32, terms: &mut SetPool) -> (Vec<TokenClass>, Vec<u32>) {
-        let mut per_token: Vec<(u32, Vec<Sig>)> = Vec::new();
-        let mut undecided: Vec<u32> = Vec::new();
-        let mut stack: Vec<(u32, Vec<Branch>)> = vec![(0, vec![Branch { q, inh: Vec::new(), prefix: 0 }])];
-        let mut next = Vec::new();
-        while let Some((node, branches)) = stack.pop() {
-            if node != 0 && !self.trie.tokens_at(node).is_empty() {
-                let mut sigs: Vec<Sig> = Vec::with_capacity(branches.len());
-                for br in &branches {
-                    sigs.push((br.prefix, self.class(br.q, terms)));
-                }
-                sigs.sort_unstable();
-                sigs.dedup();
-                for &tok in self.trie.tokens_at(node) {
-                    per_token.push((tok, sigs.clone()));
+        let mut sc = Scratch::default();
+        sc.arena.push(Branch { q, inh: 0, prefix: 0 });
+        self.walk(0, 0, 1, &mut sc, terms);
+        // Group by signature set, classes in order of their first token, tokens ascending: many
+        // tokens through a table indexed by token id, few by sorting.
+        let mut class_of: FastMap<u32, usize> = FastMap::default();
+        let mut classes: Vec<TokenClass> = Vec::new();
+        let mut add = |tok: u32, id: u32, classes: &mut Vec<TokenClass>| {
+            let c = *class_of.entry(id).or_insert_with(|| {
+                classes.push(TokenClass { sigs: self.sig_sets[id as usize].clone(), tokens: Vec::new() });
+                classes.len() - 1
+            });
+            classes[c].tokens.push(tok);
+        };
+        if sc.per_token.len() > 4096 {
+            let max = sc.per_token.iter().map(|p| p.0).max().unwrap_or(0) as usize + 1;
+            let mut by_tok = vec![u32::MAX; max];
+            for &(tok, id) in &sc.per_token {
+                by_tok[tok as usize] = id;
+            }
+            for (tok, &id) in by_tok.iter().enumerate() {
+                if id != u32::MAX {
+                    add(tok as u32, id, &mut classes);
                 }
             }
-            for &(b, child) in self.trie.children(node) {
-                next.clear();
-                for br in &branches {
-                    self.advance(br, b, terms, &mut next);
-                }
-                if next.is_empty() {
-                    continue;
-                }
-                let mut nb = std::mem::take(&mut next);
-                nb.sort_unstable();
-                nb.dedup();
-                if nb.len() > MAX_LEXINGS || nb.iter().any(|b| self.depth[b.prefix as usize] > MAX_STEPS) {
-                    // Too many lexings (same-length forks or every-segmentation grammars) or too
-                    // long ones: these tokens are decided at run time by committing them.
-                    self.trie.subtree_tokens(child, &mut undecided);
-                    continue;
-                }
-                stack.push((child, nb));
+        } else {
+            sc.per_token.sort_unstable();
+            for &(tok, id) in &sc.per_token {
+                add(tok, id, &mut classes);
             }
         }
-        let mut by_sigs: BTreeMap<Vec<Sig>, Vec<u32>> = BTreeMap::new();
-        for (tok, sigs) in per_token {
-            by_sigs.entry(sigs).or_default().push(tok);
-        }
-        let mut classes: Vec<TokenClass> = by_sigs
-            .into_iter()
-            .map(|(sigs, mut tokens)| {
-                tokens.sort_unstable();
-                TokenClass { sigs, tokens }
-            })
-            .collect();
-        classes.sort_by_key(|c| c.tokens[0]);
-        undecided.sort_unstable();
-        undecided.dedup();
-        (classes, undecided)
+        sc.undecided.sort_unstable();
+        sc.undecided.dedup();
+        (classes, sc.undecided)
     }
 }
 
