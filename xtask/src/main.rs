@@ -1,7 +1,9 @@
 //! `cargo xtask`: corpus runs and benchmarks (never timed tests).
 //!
-//! - `cargo xtask bench`: commit latency per token on the MaskBench traces (single thread),
-//!   p50/p90/p99/p99.9/max/mean, raw single pass and per-step minimum over R replays.
+//! - `cargo xtask bench`: get_mask / commit latency, compile time and peak memory next to
+//!   llguidance, glrmask and XGrammar on the same token ids (JSON grammar over MaskBench with
+//!   qwen3 and deepseek-r1, the MaskBench schemas); report and CDF plots under target/bench
+//!   (`bench/`).
 //! - `cargo xtask maskbench-jsonl --out FILE`: the MaskBench instances as `{"text","valid"}`
 //!   lines for `dwac check` (valid instances, plus broken variants marked invalid with `--broken`).
 //! - `cargo xtask schema-suite [--draft D|all] [--json] [--out FILE]`: the JSON-Schema-Test-Suite
@@ -10,6 +12,7 @@
 //!   (Glaiveai2K + Github_easy) compiled in a limited worker subprocess, instances judged, compile
 //!   times and table sizes; `--peer` runs llguidance on the same jobs (`schema_bench.rs`).
 
+mod bench;
 mod differential;
 mod schema_bench;
 mod schema_suite;
@@ -17,13 +20,10 @@ mod util;
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::Instant;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
-use dwac_runtime::Matcher;
-use dwac_tests::{engine_from_file, json_dumps, maskbench_instances, shared_data};
+use dwac_tests::{json_dumps, maskbench_instances, shared_data};
 use dwac_vocab::Tokenizer;
 use serde_json::json;
 
@@ -36,22 +36,57 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Commit latency on MaskBench traces.
+    /// get_mask / commit latency next to llguidance, glrmask and XGrammar on the same token ids
+    /// (report under target/bench/).
     Bench {
-        /// Grammar (repository-relative).
+        /// Grammar dwac uses for the generic JSON workloads (repository-relative).
         #[arg(long, default_value = "grammars/json.lark")]
         grammar: String,
-        /// Tokenizer name under ../shared/data/tokenizers, or a path to a tokenizer.json.
+        /// Tokenizers of the JSON-grammar workloads (names under ../shared/data/tokenizers or
+        /// paths); repeat the flag.
+        #[arg(long = "tokenizer", default_values_t = ["qwen3".to_string(), "deepseek-r1".to_string()])]
+        tokenizers: Vec<String>,
+        /// Tokenizer of the MaskBench-schema workload (`none` skips it).
         #[arg(long, default_value = "qwen3")]
-        tokenizer: String,
-        /// Replays of every trace (per-step minimum is reported next to the raw first pass).
+        schema_tokenizer: String,
+        /// Only the first N schemas of each split (Glaiveai2K, Github_easy).
+        #[arg(long)]
+        schemas: Option<usize>,
+        /// Replays of every trace (per-step minimum is reported next to the first pass).
         #[arg(long, default_value_t = 3)]
         replays: usize,
-        /// Use only the first N traces.
+        /// Peers to run, comma-separated (`none` for dwac alone).
+        #[arg(long, default_value = "llguidance,glrmask,xgrammar")]
+        peers: String,
+        /// Use only the first N traces of the JSON workloads.
         #[arg(long)]
         limit: Option<usize>,
+        /// Print the report as JSON on stdout.
         #[arg(long)]
         json: bool,
+        /// Where the jobs, raw results and the report go.
+        #[arg(long, default_value = "target/bench")]
+        out_dir: PathBuf,
+        /// Wall-clock limit for one engine on one workload, seconds.
+        #[arg(long, default_value_t = 3600)]
+        timeout_s: u64,
+    },
+    /// Internal: dwac's side of `bench` (the same job and result lines as the peers).
+    #[command(hide = true)]
+    BenchWorker {
+        #[arg(long)]
+        tokenizer: PathBuf,
+        #[arg(long)]
+        jobs: PathBuf,
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(long, default_value_t = 3)]
+        replays: usize,
+        /// EOS ids, comma-separated (default: the tokenizer's).
+        #[arg(long)]
+        eos: Option<String>,
+        #[arg(long, default_value = "grammars/json.lark")]
+        grammar: String,
     },
     /// Write MaskBench instances as JSON lines for `dwac check`.
     MaskbenchJsonl {
@@ -127,141 +162,6 @@ fn tokenizer(name: &str) -> Result<Tokenizer> {
     Tokenizer::from_file(&path).with_context(|| format!("loading {}", path.display()))
 }
 
-fn percentiles(mut v: Vec<f64>) -> serde_json::Value {
-    if v.is_empty() {
-        return json!(null);
-    }
-    v.sort_by(|a, b| a.total_cmp(b));
-    let q = |p: f64| v[((v.len() as f64 - 1.0) * p).round() as usize];
-    let mean = v.iter().sum::<f64>() / v.len() as f64;
-    let r = |x: f64| (x * 100.0).round() / 100.0;
-    json!({"p50": r(q(0.5)), "p90": r(q(0.9)), "p99": r(q(0.99)), "p999": r(q(0.999)), "max": r(q(1.0)), "mean": r(mean), "n": v.len()})
-}
-
-fn bench(grammar: &str, tok_name: &str, replays: usize, limit: Option<usize>, as_json: bool) -> Result<()> {
-    let tok = tokenizer(tok_name)?;
-    let t0 = Instant::now();
-    let engine = engine_from_file(grammar, tok.vocab().clone());
-    let compile_ms = t0.elapsed().as_secs_f64() * 1e3;
-    let mut traces: Vec<Vec<u32>> = Vec::new();
-    for inst in maskbench_instances().into_iter().filter(|i| i.valid) {
-        traces.push(tok.encode(&json_dumps(&inst.data))?);
-    }
-    if let Some(n) = limit {
-        traces.truncate(n);
-    }
-    let steps: usize = traces.iter().map(|t| t.len()).sum();
-    let bar = indicatif::ProgressBar::new((traces.len() * replays.max(1)) as u64);
-    if as_json {
-        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
-    }
-    // Per step: (mask, commit) times of the first pass and the minimum over the replays. A step is
-    // one mask then one commit; each trace ends with one more mask (the end token must be in it).
-    let masks = steps + traces.len();
-    let (mut mask_first, mut mask_best) = (vec![f64::INFINITY; masks], vec![f64::INFINITY; masks]);
-    let (mut commit_first, mut commit_best) = (vec![f64::INFINITY; steps], vec![f64::INFINITY; steps]);
-    let mut accept_us = Vec::new();
-    let mut buf = vec![0u32; engine.vocab().len().div_ceil(32)];
-    let eos = engine.vocab().eos.first().copied();
-    for r in 0..replays.max(1) {
-        let (mut k, mut km) = (0, 0);
-        for tr in &traces {
-            bar.inc(1);
-            let mut m = Matcher::new(Arc::clone(&engine));
-            for t in tr.iter().map(Some).chain(std::iter::once(None)) {
-                let s = Instant::now();
-                m.fill_mask(&mut buf).map_err(|e| anyhow::anyhow!("{e}"))?;
-                let us = s.elapsed().as_secs_f64() * 1e6;
-                if r == 0 {
-                    mask_first[km] = us;
-                    if std::env::var_os("DWAC_MASK_TRACE").is_some() {
-                        let c = m.mask_counters();
-                        eprintln!(
-                            "MASK {us:.2} reads {} dense {} rangesets {} ranges {}",
-                            c.reads, c.dense_sets, c.range_sets, c.ranges
-                        );
-                    }
-                }
-                mask_best[km] = mask_best[km].min(us);
-                km += 1;
-                let Some(&t) = t else {
-                    if let Some(e) = eos {
-                        anyhow::ensure!(buf[(e / 32) as usize] >> (e % 32) & 1 == 1, "end token not in the final mask");
-                    }
-                    break;
-                };
-                anyhow::ensure!(buf[(t / 32) as usize] >> (t % 32) & 1 == 1, "trace token {t} not in the mask");
-                let s = Instant::now();
-                m.commit(t).map_err(|e| anyhow::anyhow!("trace rejected: {e}"))?;
-                let us = s.elapsed().as_secs_f64() * 1e6;
-                if r == 0 {
-                    commit_first[k] = us;
-                }
-                commit_best[k] = commit_best[k].min(us);
-                k += 1;
-            }
-            anyhow::ensure!(m.mask_fallbacks() == 0, "fill_mask fell back to the reference mask");
-            let s = Instant::now();
-            let ok = m.is_accepting();
-            if r == 0 {
-                accept_us.push(s.elapsed().as_secs_f64() * 1e6);
-            }
-            anyhow::ensure!(ok, "trace not accepted at the end");
-        }
-    }
-    bar.finish_and_clear();
-    if std::env::var_os("DWAC_MASK_TRACE").is_some() {
-        // The slowest masks (minimum over replays): trace, step, time.
-        let mut idx: Vec<usize> = (0..masks).collect();
-        idx.sort_by(|&a, &b| mask_best[b].total_cmp(&mask_best[a]));
-        let mut starts = Vec::new();
-        let mut acc = 0;
-        for tr in &traces {
-            starts.push(acc);
-            acc += tr.len() + 1;
-        }
-        for &i in idx.iter().take(5) {
-            let tr = starts.partition_point(|&s| s <= i) - 1;
-            eprintln!("SLOW trace {tr} step {} of {}: {:.1} us", i - starts[tr], traces[tr].len(), mask_best[i]);
-        }
-    }
-    let out = json!({
-        "grammar": grammar,
-        "tokenizer": tok.name(),
-        "traces": traces.len(),
-        "steps": steps,
-        "replays": replays,
-        "compile_ms": (compile_ms * 10.0).round() / 10.0,
-        "masks": masks,
-        "mask_us": percentiles(mask_first),
-        "mask_us_min_of_replays": percentiles(mask_best),
-        "commit_us": percentiles(commit_first),
-        "commit_us_min_of_replays": percentiles(commit_best),
-        "is_accepting_us": percentiles(accept_us),
-    });
-    if as_json {
-        println!("{}", serde_json::to_string_pretty(&out)?);
-    } else {
-        println!(
-            "{} traces, {} steps, {} replays, grammar {} ({} ms), tokenizer {}",
-            traces.len(),
-            steps,
-            replays,
-            grammar,
-            out["compile_ms"],
-            tok.name()
-        );
-        for key in ["mask_us", "mask_us_min_of_replays", "commit_us", "commit_us_min_of_replays", "is_accepting_us"] {
-            let p = &out[key];
-            println!(
-                "  {key:<26} p50 {:>7} p90 {:>7} p99 {:>7} p99.9 {:>8} max {:>9} mean {:>7}",
-                p["p50"], p["p90"], p["p99"], p["p999"], p["max"], p["mean"]
-            );
-        }
-    }
-    Ok(())
-}
-
 fn maskbench_jsonl(out: PathBuf, broken: bool) -> Result<()> {
     let mut f =
         std::io::BufWriter::new(std::fs::File::create(&out).with_context(|| format!("creating {}", out.display()))?);
@@ -296,7 +196,41 @@ fn maskbench_jsonl(out: PathBuf, broken: bool) -> Result<()> {
 
 fn main() -> Result<()> {
     match Cli::parse().cmd {
-        Cmd::Bench { grammar, tokenizer, replays, limit, json } => bench(&grammar, &tokenizer, replays, limit, json),
+        Cmd::Bench {
+            grammar,
+            tokenizers,
+            schema_tokenizer,
+            schemas,
+            replays,
+            peers,
+            limit,
+            json,
+            out_dir,
+            timeout_s,
+        } => {
+            let peers =
+                peers.split(',').map(str::trim).filter(|p| !p.is_empty() && *p != "none").map(String::from).collect();
+            let out_dir = if out_dir.is_absolute() { out_dir } else { dwac_tests::repo_root().join(out_dir) };
+            bench::run(bench::Args {
+                grammar,
+                tokenizers,
+                schema_tokenizer,
+                schemas,
+                replays,
+                peers,
+                limit,
+                json,
+                out_dir,
+                timeout_s,
+            })
+        }
+        Cmd::BenchWorker { tokenizer, jobs, out, replays, eos, grammar } => {
+            let eos = match eos {
+                Some(e) => e.split(',').map(|x| x.trim().parse::<u32>()).collect::<Result<Vec<_>, _>>()?,
+                None => self::tokenizer(&tokenizer.display().to_string())?.vocab().eos.clone(),
+            };
+            bench::worker(bench::WorkerArgs { tokenizer, jobs, out, replays, eos, grammar })
+        }
         Cmd::MaskbenchJsonl { out, broken } => maskbench_jsonl(out, broken),
         Cmd::SchemaSuite { draft, json, out } => schema_suite::run(&draft, json, out),
         Cmd::SchemaBench { limit, filter, json, out, peer, tokenizer, timeout_s, mem_gib } => {

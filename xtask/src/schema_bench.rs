@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use dwac_grammar::schema::{compile_schema, order_instance, SchemaOptions};
 use dwac_runtime::{GrammarTables, Matcher, Vocabulary};
-use dwac_tests::{json_dumps, maskbench_files, repo_root, tokenizer_path};
+use dwac_tests::{json_dumps, maskbench_files, tokenizer_path};
 use serde_json::{json, Value};
 
 use crate::util::{catch, pct, round, Silenced};
@@ -409,15 +409,15 @@ fn peer_keyword(msg: &str) -> String {
 // ---------------------------------------------------------------------------------------------
 // The run.
 
-struct Schema {
-    name: String,
-    split: &'static str,
-    schema: Value,
-    texts: Vec<String>,
-    valid: Vec<bool>,
+pub(crate) struct Schema {
+    pub(crate) name: String,
+    pub(crate) split: &'static str,
+    pub(crate) schema: Value,
+    pub(crate) texts: Vec<String>,
+    pub(crate) valid: Vec<bool>,
 }
 
-fn load(limit: Option<usize>, filter: Option<&str>) -> Result<(Vec<Schema>, usize)> {
+pub(crate) fn load(limit: Option<usize>, filter: Option<&str>) -> Result<(Vec<Schema>, usize)> {
     let mut out = Vec::new();
     let mut per_split: BTreeMap<&str, usize> = BTreeMap::new();
     let mut order_panics = 0;
@@ -451,22 +451,6 @@ fn load(limit: Option<usize>, filter: Option<&str>) -> Result<(Vec<Schema>, usiz
         out.push(Schema { name: name.trim_end_matches(".json").to_string(), split, schema, texts, valid });
     }
     Ok((out, order_panics))
-}
-
-fn build_peer() -> Result<PathBuf> {
-    let dir = repo_root().join("xtask/peers/llguidance");
-    let target = dir.join("target");
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    eprintln!("building the llguidance peer (cargo build --release --manifest-path xtask/peers/llguidance/Cargo.toml)");
-    let st = Command::new(cargo)
-        .args(["build", "--release", "--manifest-path"])
-        .arg(dir.join("Cargo.toml"))
-        .arg("--target-dir")
-        .arg(&target)
-        .status()
-        .context("running cargo for the llguidance peer")?;
-    anyhow::ensure!(st.success(), "building the llguidance peer failed ({st})");
-    Ok(target.join("release/dwac-peer-llguidance"))
 }
 
 #[derive(Default)]
@@ -633,7 +617,7 @@ pub fn run(a: BenchArgs) -> Result<()> {
         Worker::new("dwac", exe, vec!["schema-worker".into(), "--tokenizer".into(), tok.display().to_string()], mem);
     let mut peer = if a.peer {
         anyhow::ensure!(a.tokenizer != "bytes", "--peer needs a real tokenizer.json");
-        let bin = build_peer()?;
+        let bin = crate::bench::build_rust_peer("llguidance")?;
         Some(Worker::new("llguidance", bin, vec!["--tokenizer".into(), tok.display().to_string()], mem))
     } else {
         None

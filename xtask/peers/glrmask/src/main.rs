@@ -1,7 +1,7 @@
 //! glrmask peer for dwac's mask/commit latency bench (same token ids as dwac).
 //!
 //! Usage: `dwac-peer-glrmask bench --tokenizer tokenizer.json --jobs JOBS.jsonl --replays N
-//! --out OUT.jsonl [--eos ID[,ID...]]`.
+//! --out OUT.jsonl [--eos ID[,ID...]] [--popcount] [--warmup SCHEMA_JSON|none]`.
 //!
 //! JOBS.jsonl has one job a line, `{"id", "kind": "json" | "schema", "schema"?, "traces": [[ids]]}`;
 //! OUT.jsonl gets a first `{"event": "env", ...}` line, then one result line per job (see
@@ -31,13 +31,19 @@
 //! - compile: `grammar.compile(&vocab)` with the default `CompileOptions` (MaskStrategy::Auto:
 //!   Parser DWA, or TokenTrie when that would be too large). `compile_ms` times parsing the
 //!   schema text + `from_expr` + `compile`. glrmask compiles eagerly, so `ttfm_ms` is null.
-//!   Before the first job one trivial schema (`{"type": "boolean"}`) is compiled to fill
-//!   the vocabulary-derived caches that live in the `Vocab` (reported as `warmup_ms` in the
-//!   env line, like llguidance's ParserFactory setup is done once).
+//!   glrmask keeps caches across compilations (vocabulary artifacts inside the `Vocab`, terminal
+//!   automata in process-wide statics): the first JSON grammar compiled in a process pays a
+//!   one-time ~0.3–0.7 s (qwen3) that later ones do not. So that job order does not decide which
+//!   job carries it, `{}` is compiled once before the first job (`warmup_ms` in the env line;
+//!   `--warmup SCHEMA_JSON` picks another schema, `--warmup none` skips it), as llguidance's
+//!   ParserFactory and xgrammar's TokenizerInfo do their per-vocabulary work up front. A job's
+//!   `compile_ms` can still profit from terminals cached by earlier jobs of the same run.
 //! - per trace: `constraint.start()` (untimed), then per token `state.fill_mask(&mut buf)`
 //!   (timed; `buf` is a reused `Vec<u32>`, bit `id % 32` of word `id / 32`), check the trace
 //!   token's bit, `state.commit_token(id)` (timed; `false` = rejected, trace stopped); after
 //!   the last token one more timed `fill_mask` and the EOS bit check.
+//! - `--popcount` adds `mask_popcount` (allowed tokens per mask of the first replay, counted
+//!   outside the timed calls), to compare mask sizes across engines.
 //! - `peak_rss_mb`: VmHWM of /proc/self/status after the job; the high-water mark is reset
 //!   (`5` into /proc/self/clear_refs) before each job, so it is the job's peak process RSS.
 
@@ -49,6 +55,9 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use glrmask::{Constraint, Expr, Grammar, TokenSet, Vocab};
 use serde_json::{json, Value};
+
+/// Compiled once before the first job (see the header).
+const DEFAULT_WARMUP: &str = "{}";
 
 const WELL_KNOWN_EOS: &[&str] = &[
     "<|endoftext|>",
@@ -67,11 +76,13 @@ struct Args {
     out: PathBuf,
     replays: usize,
     eos: Option<Vec<u32>>,
+    popcount: bool,
+    warmup: Option<String>,
 }
 
 fn parse_args() -> Result<Args> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let usage = "usage: dwac-peer-glrmask bench --tokenizer tokenizer.json --jobs JOBS.jsonl --replays N --out OUT.jsonl [--eos ID[,ID...]]";
+    let usage = "usage: dwac-peer-glrmask bench --tokenizer tokenizer.json --jobs JOBS.jsonl --replays N --out OUT.jsonl [--eos ID[,ID...]] [--popcount] [--warmup SCHEMA_JSON|none]";
     if args.first().map(String::as_str) != Some("bench") {
         bail!("{usage}");
     }
@@ -93,6 +104,12 @@ fn parse_args() -> Result<Args> {
         out: need("--out")?.into(),
         replays: need("--replays")?.parse().context("bad --replays")?,
         eos,
+        popcount: args.iter().any(|a| a == "--popcount"),
+        warmup: match get("--warmup").as_deref() {
+            None => Some(DEFAULT_WARMUP.to_string()),
+            Some("none") => None,
+            Some(s) => Some(s.to_string()),
+        },
     })
 }
 
@@ -183,12 +200,17 @@ struct Pass {
     rejected: usize,
     not_in_mask: usize,
     eos_missing: usize,
+    /// Masks and commits timed per trace (a rejected trace stops after its failed commit).
+    trace_masks: Vec<usize>,
+    trace_commits: Vec<usize>,
     panics: Vec<String>,
+    popcount: Vec<u32>,
 }
 
-fn run_pass(constraint: &Constraint, traces: &[Vec<u32>], eos: &[u32], buf: &mut [u32]) -> Pass {
+fn run_pass(constraint: &Constraint, traces: &[Vec<u32>], eos: &[u32], buf: &mut [u32], popcount: bool) -> Pass {
     let mut p = Pass::default();
     for trace in traces {
+        let (m0, c0) = (p.mask_us.len(), p.commit_us.len());
         let r = catch_unwind(AssertUnwindSafe(|| {
             let mut state = constraint.start();
             for &tok in trace {
@@ -196,6 +218,9 @@ fn run_pass(constraint: &Constraint, traces: &[Vec<u32>], eos: &[u32], buf: &mut
                 state.fill_mask(buf);
                 let dt = t0.elapsed();
                 p.mask_us.push(dt.as_secs_f64() * 1e6);
+                if popcount {
+                    p.popcount.push(buf.iter().map(|w| w.count_ones()).sum());
+                }
                 if !bit(buf, tok) {
                     p.not_in_mask += 1;
                 }
@@ -212,6 +237,9 @@ fn run_pass(constraint: &Constraint, traces: &[Vec<u32>], eos: &[u32], buf: &mut
             state.fill_mask(buf);
             let dt = t0.elapsed();
             p.mask_us.push(dt.as_secs_f64() * 1e6);
+            if popcount {
+                p.popcount.push(buf.iter().map(|w| w.count_ones()).sum());
+            }
             if !eos.iter().any(|&e| bit(buf, e)) {
                 p.eos_missing += 1;
             }
@@ -220,6 +248,8 @@ fn run_pass(constraint: &Constraint, traces: &[Vec<u32>], eos: &[u32], buf: &mut
             p.rejected += 1;
             p.panics.push(panic_message(&*e));
         }
+        p.trace_masks.push(p.mask_us.len() - m0);
+        p.trace_commits.push(p.commit_us.len() - c0);
     }
     p
 }
@@ -232,7 +262,7 @@ fn min_into(acc: &mut [f64], xs: &[f64]) {
     }
 }
 
-fn run_job(vocab: &Vocab, vocab_size: usize, eos: &[u32], replays: usize, job: &Value) -> Value {
+fn run_job(vocab: &Vocab, vocab_size: usize, eos: &[u32], replays: usize, popcount: bool, job: &Value) -> Value {
     let id = job["id"].clone();
     let kind = job["kind"].as_str().unwrap_or("schema");
     let schema_text = match kind {
@@ -258,24 +288,29 @@ fn run_job(vocab: &Vocab, vocab_size: usize, eos: &[u32], replays: usize, job: &
     };
     let words = constraint.mask_len().max(vocab_size.div_ceil(32));
     let mut buf = vec![0u32; words];
-    let first = run_pass(&constraint, &traces, eos, &mut buf);
+    let first = run_pass(&constraint, &traces, eos, &mut buf, popcount);
     let mut mask_min = first.mask_us.clone();
     let mut commit_min = first.commit_us.clone();
     for _ in 1..replays.max(1) {
-        let p = run_pass(&constraint, &traces, eos, &mut buf);
+        let p = run_pass(&constraint, &traces, eos, &mut buf, false);
         min_into(&mut mask_min, &p.mask_us);
         min_into(&mut commit_min, &p.commit_us);
     }
-    json!({
+    let mut r = json!({
         "id": id, "compiled": true, "compile_ms": compile_ms, "ttfm_ms": null,
         "mask_us": first.mask_us, "mask_us_min": mask_min,
         "commit_us": first.commit_us, "commit_us_min": commit_min,
+        "trace_masks": first.trace_masks, "trace_commits": first.trace_commits,
         "masks": first.mask_us.len(), "commits": first.commit_us.len(),
         "rejected_traces": first.rejected, "token_not_in_mask": first.not_in_mask,
         "eos_not_in_mask": first.eos_missing, "panics": first.panics,
         "mask_len_words": constraint.mask_len(),
         "peak_rss_mb": peak_rss_mb(),
-    })
+    });
+    if popcount {
+        r["mask_popcount"] = json!(first.popcount);
+    }
+    r
 }
 
 fn main() -> Result<()> {
@@ -319,8 +354,11 @@ fn main() -> Result<()> {
     let vocab = Vocab::new(entries);
     let setup_ms = t_setup.elapsed().as_secs_f64() * 1e3;
     let t_warm = Instant::now();
-    let warm = compile(&vocab, r#"{"type": "boolean"}"#, &eos).map(|_| ()).map_err(|e| e.to_string());
-    let warmup_ms = t_warm.elapsed().as_secs_f64() * 1e3;
+    let warm = match &args.warmup {
+        Some(w) => compile(&vocab, w, &eos).map(|_| ()).map_err(|e| e.to_string()),
+        None => Ok(()),
+    };
+    let warmup_ms = args.warmup.as_ref().map(|_| t_warm.elapsed().as_secs_f64() * 1e3);
 
     let mut out = std::io::BufWriter::new(
         std::fs::File::create(&args.out).with_context(|| format!("creating {}", args.out.display()))?,
@@ -330,7 +368,7 @@ fn main() -> Result<()> {
         "{}",
         json!({"event": "env", "peer": "glrmask", "version": glrmask_version(), "vocab_size": vocab_size,
                "vocab_byte_tokens": n_byte_tokens, "eos": eos, "python_overhead_ns": null,
-               "setup_ms": setup_ms, "warmup_ms": warmup_ms, "warmup_error": warm.err(),
+               "setup_ms": setup_ms, "warmup_ms": warmup_ms, "warmup_error": warm.err(), "warmup_schema": args.warmup,
                "replays": args.replays})
     )?;
     out.flush()?;
@@ -341,7 +379,7 @@ fn main() -> Result<()> {
             continue;
         }
         let job: Value = serde_json::from_str(&line).context("bad job line")?;
-        let r = run_job(&vocab, vocab_size, &eos, args.replays, &job);
+        let r = run_job(&vocab, vocab_size, &eos, args.replays, args.popcount, &job);
         writeln!(out, "{r}")?;
         out.flush()?;
     }

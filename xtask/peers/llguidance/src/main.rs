@@ -20,6 +20,9 @@
 //!   the same tokenizer (`tok_env.tokenize_bytes`, no special tokens) and fed with
 //!   `Matcher::try_consume_tokens` (validate each token, then consume it); the instance is
 //!   accepted when every token was consumed and `Matcher::is_accepting()` holds.
+//!
+//! With `bench` as the first argument it runs the mask/commit latency bench instead (see
+//! `bench.rs`); without it (as `cargo xtask schema-bench --peer` calls it) it is the worker above.
 
 use std::io::{BufRead, Write};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -31,6 +34,8 @@ use llguidance::earley::SlicedBiasComputer;
 use llguidance::toktrie::{InferenceCapabilities, TokEnv};
 use llguidance::{Matcher, ParserFactory, TokenParser};
 use serde_json::{json, Value};
+
+mod bench;
 
 fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = p.downcast_ref::<&str>() {
@@ -98,6 +103,9 @@ fn run_job(env: &TokEnv, factory: &ParserFactory, job: &Value, out: &mut impl Wr
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("bench") {
+        return bench::main(&args[2..]);
+    }
     let tok_path = match args.iter().position(|a| a == "--tokenizer") {
         Some(i) if i + 1 < args.len() => args[i + 1].clone(),
         _ => anyhow::bail!("usage: dwac-peer-llguidance --tokenizer tokenizer.json < jobs.jsonl"),

@@ -1,0 +1,337 @@
+//! Bench mode (`dwac-peer-llguidance bench ...`): mask/commit latency on dwac's token ids.
+//!
+//! Usage: `dwac-peer-llguidance bench --tokenizer tokenizer.json --jobs JOBS.jsonl --replays N
+//! --out OUT.jsonl [--eos ID[,ID...]] [--popcount]`.
+//!
+//! JOBS.jsonl has one job a line, `{"id", "kind": "json" | "schema", "schema"?, "traces": [[ids]]}`;
+//! OUT.jsonl gets a first `{"event": "env", ...}` line, then one result line per job: per-step
+//! times of the first replay and the minimum over replays, counters of rejected traces, trace
+//! tokens missing from the mask and final masks without an EOS bit.
+//!
+//! How llguidance (1.x public API, nothing copied) is driven here:
+//! - token environment: `ByteTokenizer::from_file(tokenizer.json)`, EOS set with
+//!   `set_eos_tokens(eos)` (`--eos` if given, else `eos_token` of `tokenizer_config.json` then
+//!   `special_tokens_map.json` beside tokenizer.json, else the first well-known end token among
+//!   the added tokens), `.into_tok_env(None)` (mask size = the tokenizer's id count); one
+//!   `ParserFactory::new(&env, InferenceCapabilities::default(), &SlicedBiasComputer::json_slices())`
+//!   for the run (as in the schema-bench worker), default `ParserLimits`, logging off.
+//! - grammar: kind "schema" → `TopLevelGrammar::from_json_schema(schema)`; kind "json" →
+//!   `TopLevelGrammar::from_json_schema(json!({}))` (llguidance's "any JSON value"); default
+//!   `JsonCompileOptions` (flexible whitespace, `,`/`:` separators, not lenient).
+//! - compile: `factory.create_parser(grammar)`, timed as `compile_ms`. The lexer is built
+//!   lazily, so `ttfm_ms` = `compile_ms` + the first `compute_mask` on a throwaway
+//!   `deep_clone` (the template parser stays untouched).
+//! - per trace: `Matcher::new(Ok(parser.clone()))` (untimed; a plain clone shares the lazily
+//!   built lexer state with the template, as matchers of one compiled grammar do), then per
+//!   token `matcher.compute_mask_or_eos()` (timed; the Rust `Matcher` has no `_into` variant,
+//!   so the timed call includes allocating the returned `SimpleVob`; `_or_eos` is
+//!   `compute_mask` plus returning the EOS set once the parser stopped itself), the trace
+//!   token's bit is checked, `matcher.consume_token(id)` (timed; `Err` = rejected, trace
+//!   stopped); after the last token one more timed mask and the EOS bit check.
+//!   llguidance forces bytes by default: where the grammar forces bytes its mask is the
+//!   single canonical token of those bytes, so a trace that tokenizes forced text differently
+//!   shows up in `token_not_in_mask` (the commit itself is still checked by the grammar).
+//! - `--popcount` adds `mask_popcount` (allowed tokens per mask of the first replay, counted
+//!   outside the timed calls), to compare mask sizes across engines.
+//! - `peak_rss_mb`: VmHWM of /proc/self/status after the job; the high-water mark is reset
+//!   (`5` into /proc/self/clear_refs) before each job.
+
+use std::io::{BufRead, Write};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use llguidance::api::TopLevelGrammar;
+use llguidance::earley::SlicedBiasComputer;
+use llguidance::toktrie::InferenceCapabilities;
+use llguidance::{Matcher, ParserFactory, TokenParser};
+use serde_json::{json, Value};
+
+use crate::panic_message;
+
+const WELL_KNOWN_EOS: &[&str] = &[
+    "<|endoftext|>",
+    "</s>",
+    "<|im_end|>",
+    "<｜end▁of▁sentence｜>",
+    "<|end|>",
+    "<|eot_id|>",
+    "<|end_of_text|>",
+    "<eos>",
+];
+
+struct Args {
+    tokenizer: PathBuf,
+    jobs: PathBuf,
+    out: PathBuf,
+    replays: usize,
+    eos: Option<Vec<u32>>,
+    popcount: bool,
+}
+
+fn parse_args(args: &[String]) -> Result<Args> {
+    let usage = "usage: dwac-peer-llguidance bench --tokenizer tokenizer.json --jobs JOBS.jsonl --replays N --out OUT.jsonl [--eos ID[,ID...]] [--popcount]";
+    let get = |name: &str| -> Option<String> {
+        args.iter().position(|a| a == name).and_then(|i| args.get(i + 1).cloned())
+    };
+    let need = |name: &str| get(name).with_context(|| format!("missing {name}\n{usage}"));
+    let eos = match get("--eos") {
+        None => None,
+        Some(s) => Some(
+            s.split(',')
+                .map(|x| x.trim().parse::<u32>().with_context(|| format!("bad --eos {s}")))
+                .collect::<Result<Vec<_>>>()?,
+        ),
+    };
+    if args.is_empty() {
+        bail!("{usage}");
+    }
+    Ok(Args {
+        tokenizer: need("--tokenizer")?.into(),
+        jobs: need("--jobs")?.into(),
+        out: need("--out")?.into(),
+        replays: need("--replays")?.parse().context("bad --replays")?,
+        eos,
+        popcount: args.iter().any(|a| a == "--popcount"),
+    })
+}
+
+/// `eos_token` of a side config: a string or `{"content": ...}`.
+fn side_eos(dir: &Path, file: &str) -> Option<String> {
+    let v: Value = serde_json::from_slice(&std::fs::read(dir.join(file)).ok()?).ok()?;
+    match v.get("eos_token")? {
+        Value::String(s) => Some(s.clone()),
+        Value::Object(o) => o.get("content")?.as_str().map(str::to_string),
+        _ => None,
+    }
+}
+
+/// Id of a token's content: added tokens first, then the model vocabulary.
+fn token_id(tok_json: &Value, content: &str) -> Option<u32> {
+    if let Some(added) = tok_json["added_tokens"].as_array() {
+        for t in added {
+            if t["content"].as_str() == Some(content) {
+                return t["id"].as_u64().map(|x| x as u32);
+            }
+        }
+    }
+    tok_json["model"]["vocab"].get(content).and_then(Value::as_u64).map(|x| x as u32)
+}
+
+fn resolve_eos(tok_path: &Path, tok_json: &Value) -> Result<Vec<u32>> {
+    let dir = tok_path.parent().unwrap_or(Path::new("."));
+    let mut eos = Vec::new();
+    for file in ["tokenizer_config.json", "special_tokens_map.json"] {
+        if let Some(content) = side_eos(dir, file) {
+            let id = token_id(tok_json, &content)
+                .with_context(|| format!("{file}: eos_token {content:?} is not in the tokenizer"))?;
+            if !eos.contains(&id) {
+                eos.push(id);
+            }
+        }
+    }
+    if eos.is_empty() {
+        if let Some(added) = tok_json["added_tokens"].as_array() {
+            if let Some(id) = WELL_KNOWN_EOS.iter().find_map(|w| {
+                added.iter().find(|t| t["content"].as_str() == Some(w)).and_then(|t| t["id"].as_u64())
+            }) {
+                eos.push(id as u32);
+            }
+        }
+    }
+    anyhow::ensure!(!eos.is_empty(), "no EOS token found; pass --eos");
+    Ok(eos)
+}
+
+fn reset_peak_rss() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+fn peak_rss_mb() -> Option<f64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
+}
+
+/// Per-step times of one replay over all traces, in trace order.
+#[derive(Default)]
+struct Pass {
+    mask_us: Vec<f64>,
+    commit_us: Vec<f64>,
+    rejected: usize,
+    not_in_mask: usize,
+    eos_missing: usize,
+    /// Masks and commits timed per trace (a rejected trace stops after its failed commit).
+    trace_masks: Vec<usize>,
+    trace_commits: Vec<usize>,
+    errors: Vec<String>,
+    popcount: Vec<usize>,
+}
+
+fn run_pass(parser: &TokenParser, traces: &[Vec<u32>], eos: &[u32], popcount: bool) -> Pass {
+    let mut p = Pass::default();
+    for trace in traces {
+        let (m0, c0) = (p.mask_us.len(), p.commit_us.len());
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            let mut m = Matcher::new(Ok(parser.clone()));
+            for &tok in trace {
+                let t0 = Instant::now();
+                let mask = m.compute_mask_or_eos();
+                let dt = t0.elapsed();
+                p.mask_us.push(dt.as_secs_f64() * 1e6);
+                if popcount {
+                    p.popcount.push(mask.as_ref().map_or(0, |v| v.num_set()));
+                }
+                match &mask {
+                    Ok(v) if v.is_allowed(tok) => {}
+                    Ok(_) => p.not_in_mask += 1,
+                    Err(e) => {
+                        p.not_in_mask += 1;
+                        p.errors.push(format!("mask: {e}"));
+                    }
+                }
+                drop(mask);
+                let t1 = Instant::now();
+                let r = m.consume_token(tok);
+                let dt = t1.elapsed();
+                p.commit_us.push(dt.as_secs_f64() * 1e6);
+                if let Err(e) = r {
+                    p.rejected += 1;
+                    p.errors.push(format!("commit: {e}"));
+                    return;
+                }
+            }
+            let t0 = Instant::now();
+            let mask = m.compute_mask_or_eos();
+            let dt = t0.elapsed();
+            p.mask_us.push(dt.as_secs_f64() * 1e6);
+            if popcount {
+                p.popcount.push(mask.as_ref().map_or(0, |v| v.num_set()));
+            }
+            match &mask {
+                Ok(v) if eos.iter().any(|&e| v.is_allowed(e)) => {}
+                Ok(_) => p.eos_missing += 1,
+                Err(e) => {
+                    p.eos_missing += 1;
+                    p.errors.push(format!("final mask: {e}"));
+                }
+            }
+        }));
+        if let Err(e) = r {
+            p.rejected += 1;
+            p.errors.push(format!("panic: {}", panic_message(&*e)));
+        }
+        p.trace_masks.push(p.mask_us.len() - m0);
+        p.trace_commits.push(p.commit_us.len() - c0);
+    }
+    p
+}
+
+fn min_into(acc: &mut [f64], xs: &[f64]) {
+    for (a, x) in acc.iter_mut().zip(xs) {
+        if *x < *a {
+            *a = *x;
+        }
+    }
+}
+
+fn run_job(factory: &ParserFactory, eos: &[u32], replays: usize, popcount: bool, job: &Value) -> Value {
+    let id = job["id"].clone();
+    let schema = match job["kind"].as_str().unwrap_or("schema") {
+        "json" => json!({}),
+        _ => job["schema"].clone(),
+    };
+    let traces: Vec<Vec<u32>> = job["traces"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|t| t.as_array().map(|x| x.iter().filter_map(|v| v.as_u64().map(|v| v as u32)).collect()).unwrap_or_default())
+                .collect()
+        })
+        .unwrap_or_default();
+    reset_peak_rss();
+    let t0 = Instant::now();
+    let created = catch_unwind(AssertUnwindSafe(|| factory.create_parser(TopLevelGrammar::from_json_schema(schema))));
+    let compile_ms = t0.elapsed().as_secs_f64() * 1e3;
+    let parser = match created {
+        Ok(Ok(p)) => p,
+        Ok(Err(e)) => return json!({"id": id, "compiled": false, "compile_ms": compile_ms, "error": e.to_string()}),
+        Err(p) => return json!({"id": id, "compiled": false, "compile_ms": compile_ms, "error": format!("panic: {}", panic_message(&*p))}),
+    };
+    // Time to first mask: the lazily built lexer's first state, on a throwaway deep clone.
+    let t1 = Instant::now();
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        let mut m = Matcher::new(Ok(parser.deep_clone()));
+        let _ = m.compute_mask();
+    }));
+    let ttfm_ms = compile_ms + t1.elapsed().as_secs_f64() * 1e3;
+    let first = run_pass(&parser, &traces, eos, popcount);
+    let mut mask_min = first.mask_us.clone();
+    let mut commit_min = first.commit_us.clone();
+    for _ in 1..replays.max(1) {
+        let p = run_pass(&parser, &traces, eos, false);
+        min_into(&mut mask_min, &p.mask_us);
+        min_into(&mut commit_min, &p.commit_us);
+    }
+    // llguidance's errors carry a full parser dump; keep the first line-ish part of a few.
+    let errors: Vec<String> = first.errors.iter().take(20).map(|e| e.chars().take(300).collect()).collect();
+    let mut r = json!({
+        "id": id, "compiled": true, "compile_ms": compile_ms, "ttfm_ms": ttfm_ms,
+        "mask_us": first.mask_us, "mask_us_min": mask_min,
+        "commit_us": first.commit_us, "commit_us_min": commit_min,
+        "trace_masks": first.trace_masks, "trace_commits": first.trace_commits,
+        "masks": first.mask_us.len(), "commits": first.commit_us.len(),
+        "rejected_traces": first.rejected, "token_not_in_mask": first.not_in_mask,
+        "eos_not_in_mask": first.eos_missing, "errors": errors,
+        "peak_rss_mb": peak_rss_mb(),
+    });
+    if popcount {
+        r["mask_popcount"] = json!(first.popcount);
+    }
+    r
+}
+
+/// `args` are the command-line arguments after `bench`.
+pub fn main(args: &[String]) -> Result<()> {
+    let args = parse_args(args)?;
+    let tok_text = std::fs::read(&args.tokenizer).with_context(|| format!("reading {}", args.tokenizer.display()))?;
+    let tok_json: Value = serde_json::from_slice(&tok_text).context("tokenizer.json is not JSON")?;
+    let eos = match &args.eos {
+        Some(e) => e.clone(),
+        None => resolve_eos(&args.tokenizer, &tok_json)?,
+    };
+    let t_setup = Instant::now();
+    let mut bt = toktrie_hf_tokenizers::ByteTokenizer::from_file(&args.tokenizer)
+        .with_context(|| format!("loading {}", args.tokenizer.display()))?;
+    bt.set_eos_tokens(&eos);
+    let env = bt.into_tok_env(None)?;
+    let mut factory = ParserFactory::new(&env, InferenceCapabilities::default(), &SlicedBiasComputer::json_slices())?;
+    factory.quiet();
+    let setup_ms = t_setup.elapsed().as_secs_f64() * 1e3;
+    let trie = env.tok_trie();
+    let mut out = std::io::BufWriter::new(
+        std::fs::File::create(&args.out).with_context(|| format!("creating {}", args.out.display()))?,
+    );
+    writeln!(
+        out,
+        "{}",
+        json!({"event": "env", "peer": "llguidance", "version": env!("DWAC_PEER_LLGUIDANCE_VERSION"),
+               "vocab_size": trie.vocab_size(), "eos": trie.eos_tokens(), "python_overhead_ns": null,
+               "setup_ms": setup_ms, "replays": args.replays})
+    )?;
+    out.flush()?;
+    let jobs = std::io::BufReader::new(std::fs::File::open(&args.jobs).with_context(|| format!("opening {}", args.jobs.display()))?);
+    for line in jobs.lines() {
+        let line = line?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let job: Value = serde_json::from_str(&line).context("bad job line")?;
+        let r = run_job(&factory, &eos, args.replays, args.popcount, &job);
+        writeln!(out, "{r}")?;
+        out.flush()?;
+    }
+    Ok(())
+}

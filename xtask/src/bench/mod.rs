@@ -1,0 +1,310 @@
+//! `cargo xtask bench`: dwac's `fill_mask`/`commit` next to llguidance, glrmask and XGrammar on
+//! the same token ids, each engine in its own process, single thread.
+//!
+//! Workloads (one jobs file each, `target/bench/jobs-*.jsonl`, lines
+//! `{"id", "kind": "json" | "schema", "schema"?, "traces": [[ids]]}`):
+//! - `json-<tokenizer>`: the generic JSON grammar (dwac: `grammars/json.lark`; peers: their own
+//!   "any JSON" grammar) over the MaskBench valid instances, for every `--tokenizer`;
+//! - `schemas-<tokenizer>`: every MaskBench schema of Glaiveai2K + Github_easy compiled on its
+//!   own, then run over its valid instances (`--schema-tokenizer`, `--schemas N` per split).
+//!
+//! Engines: `xtask bench-worker` (dwac, `worker.rs`), `xtask/peers/{llguidance,glrmask}` (Rust
+//! bench crates outside the workspace, built here with cargo into `target/peers/<name>`) and
+//! `xtask/peers/xgrammar/bench.py` (in the venv `setup.sh` makes from the Python package
+//! registry). All get the same jobs file, replays and EOS ids (dwac's), and write one result line
+//! per job with every step's time (first replay, and the minimum over the replays).
+//!
+//! Latency is compared on the traces that every engine ran to the end (a trace rejected by one
+//! engine, e.g. a top-level scalar for XGrammar's builtin JSON grammar, is left out for all);
+//! compile time, peak memory and coverage are per engine over all jobs. `report.rs` writes
+//! `target/bench/report.{md,json}` and one latency CDF per workload (`cdf-<workload>.svg`).
+
+mod report;
+mod worker;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use dwac_tests::{json_dumps, maskbench_instances, repo_root};
+use serde_json::{json, Value};
+
+pub use worker::{run as worker, WorkerArgs};
+
+pub const PEERS: [&str; 3] = ["llguidance", "glrmask", "xgrammar"];
+
+pub struct Args {
+    pub grammar: String,
+    pub tokenizers: Vec<String>,
+    pub schema_tokenizer: String,
+    pub schemas: Option<usize>,
+    pub replays: usize,
+    pub peers: Vec<String>,
+    pub limit: Option<usize>,
+    pub json: bool,
+    pub out_dir: PathBuf,
+    pub timeout_s: u64,
+}
+
+/// One workload: a jobs file for one tokenizer.
+pub struct Workload {
+    pub name: String,
+    pub tokenizer: String,
+    pub jobs_path: PathBuf,
+    /// Per job: its id and the length of each trace.
+    pub jobs: Vec<(String, Vec<usize>)>,
+}
+
+/// How to start one engine on a jobs file.
+struct EngineSpec {
+    name: String,
+    program: PathBuf,
+    args: Vec<String>,
+}
+
+pub(crate) fn min_into(acc: &mut [f64], xs: &[f64]) {
+    for (a, x) in acc.iter_mut().zip(xs) {
+        if *x < *a {
+            *a = *x;
+        }
+    }
+}
+
+/// Reset this process's peak RSS (VmHWM), so that the next reading is one job's peak.
+pub(crate) fn reset_peak_rss() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+pub(crate) fn peak_rss_mb() -> Option<f64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
+}
+
+/// Build one of the Rust peers (`xtask/peers/<name>`, its own workspace and lock file) into
+/// `target/peers/<name>`; returns the binary.
+pub fn build_rust_peer(name: &str) -> Result<PathBuf> {
+    let root = repo_root();
+    let manifest = root.join("xtask/peers").join(name).join("Cargo.toml");
+    let target = root.join("target/peers").join(name);
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    eprintln!("building the {name} peer (cargo build --release --manifest-path xtask/peers/{name}/Cargo.toml)");
+    let st = Command::new(cargo)
+        .args(["build", "--release", "--quiet", "--manifest-path"])
+        .arg(&manifest)
+        .arg("--target-dir")
+        .arg(&target)
+        .status()
+        .with_context(|| format!("running cargo for the {name} peer"))?;
+    anyhow::ensure!(st.success(), "building the {name} peer failed ({st})");
+    Ok(target.join("release").join(format!("dwac-peer-{name}")))
+}
+
+fn setup_peer(name: &str) -> Result<EngineSpec> {
+    let root = repo_root();
+    match name {
+        "llguidance" | "glrmask" => {
+            Ok(EngineSpec { name: name.to_string(), program: build_rust_peer(name)?, args: vec!["bench".into()] })
+        }
+        "xgrammar" => {
+            eprintln!("preparing the xgrammar venv (bash xtask/peers/xgrammar/setup.sh)");
+            let st = Command::new("bash")
+                .arg(root.join("xtask/peers/xgrammar/setup.sh"))
+                .status()
+                .context("running xtask/peers/xgrammar/setup.sh")?;
+            anyhow::ensure!(st.success(), "xtask/peers/xgrammar/setup.sh failed ({st})");
+            let venv = std::env::var_os("DWAC_XGRAMMAR_VENV")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| root.join("target/peers/xgrammar-venv"));
+            Ok(EngineSpec {
+                name: name.to_string(),
+                program: venv.join("bin/python"),
+                args: vec![root.join("xtask/peers/xgrammar/bench.py").display().to_string(), "bench".into()],
+            })
+        }
+        _ => bail!("unknown peer {name:?} (known: {})", PEERS.join(", ")),
+    }
+}
+
+fn tokenizer_file(name: &str) -> PathBuf {
+    let p = PathBuf::from(name);
+    if p.exists() {
+        p
+    } else {
+        dwac_tests::tokenizer_path(name)
+    }
+}
+
+fn write_jobs(path: &Path, jobs: &[Value]) -> Result<Vec<(String, Vec<usize>)>> {
+    let mut f =
+        std::io::BufWriter::new(std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?);
+    let mut shape = Vec::new();
+    for j in jobs {
+        writeln!(f, "{j}")?;
+        let lens = j["traces"].as_array().map(|ts| ts.iter().map(|t| t.as_array().map_or(0, Vec::len)).collect());
+        shape.push((j["id"].as_str().unwrap_or("").to_string(), lens.unwrap_or_default()));
+    }
+    f.flush()?;
+    Ok(shape)
+}
+
+fn json_workload(a: &Args, tok_name: &str) -> Result<(Workload, Vec<u32>)> {
+    let tok = dwac_vocab::Tokenizer::from_file(&tokenizer_file(tok_name))
+        .with_context(|| format!("loading tokenizer {tok_name}"))?;
+    let mut traces = Vec::new();
+    for inst in maskbench_instances().into_iter().filter(|i| i.valid) {
+        traces.push(tok.encode(&json_dumps(&inst.data))?);
+    }
+    if let Some(n) = a.limit {
+        traces.truncate(n);
+    }
+    let name = format!("json-{}", tok.name());
+    let jobs_path = a.out_dir.join(format!("jobs-{name}.jsonl"));
+    let jobs = write_jobs(&jobs_path, &[json!({"id": "json", "kind": "json", "traces": traces})])?;
+    Ok((Workload { name, tokenizer: tok_name.to_string(), jobs_path, jobs }, tok.vocab().eos.clone()))
+}
+
+fn schema_workload(a: &Args, tok_name: &str) -> Result<(Workload, Vec<u32>)> {
+    let tok = dwac_vocab::Tokenizer::from_file(&tokenizer_file(tok_name))
+        .with_context(|| format!("loading tokenizer {tok_name}"))?;
+    let (schemas, _) = crate::schema_bench::load(a.schemas, None)?;
+    let mut jobs = Vec::new();
+    for s in &schemas {
+        let mut traces = Vec::new();
+        for (text, ok) in s.texts.iter().zip(&s.valid) {
+            if *ok {
+                traces.push(tok.encode(text)?);
+            }
+        }
+        jobs.push(json!({"id": s.name, "kind": "schema", "schema": s.schema, "traces": traces}));
+    }
+    let name = format!("schemas-{}", tok.name());
+    let jobs_path = a.out_dir.join(format!("jobs-{name}.jsonl"));
+    let jobs = write_jobs(&jobs_path, &jobs)?;
+    Ok((Workload { name, tokenizer: tok_name.to_string(), jobs_path, jobs }, tok.vocab().eos.clone()))
+}
+
+/// Run one engine over one workload; returns its env line and result lines (by job order).
+fn run_engine(
+    a: &Args,
+    e: &EngineSpec,
+    w: &Workload,
+    eos: &[u32],
+    hidden: bool,
+) -> Result<(Value, Vec<Value>), String> {
+    let out = a.out_dir.join(format!("out-{}-{}.jsonl", w.name, e.name));
+    let _ = std::fs::remove_file(&out);
+    let eos_arg = eos.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
+    let mut cmd = Command::new(&e.program);
+    cmd.args(&e.args)
+        .arg("--tokenizer")
+        .arg(tokenizer_file(&w.tokenizer))
+        .arg("--jobs")
+        .arg(&w.jobs_path)
+        .arg("--replays")
+        .arg(a.replays.to_string())
+        .arg("--out")
+        .arg(&out)
+        .arg("--eos")
+        .arg(&eos_arg)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null());
+    if e.name == "dwac" {
+        cmd.arg("--grammar").arg(&a.grammar);
+    }
+    let log_path = a.out_dir.join(format!("log-{}-{}.txt", w.name, e.name));
+    let log = std::fs::File::create(&log_path).map_err(|x| format!("creating {}: {x}", log_path.display()))?;
+    cmd.stderr(Stdio::from(log));
+    let mut child = cmd.spawn().map_err(|x| format!("starting {}: {x}", e.program.display()))?;
+    let bar = crate::util::bar(w.jobs.len() as u64, hidden);
+    bar.set_message(format!("{} / {}", w.name, e.name));
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().map_err(|x| x.to_string())? {
+            break st;
+        }
+        if t0.elapsed() > Duration::from_secs(a.timeout_s) {
+            let _ = child.kill();
+            let _ = child.wait();
+            bar.finish_and_clear();
+            return Err(format!("timed out after {} s (--timeout-s)", a.timeout_s));
+        }
+        if let Ok(text) = std::fs::read_to_string(&out) {
+            bar.set_position(text.lines().count().saturating_sub(1) as u64);
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    };
+    bar.finish_and_clear();
+    let text = std::fs::read_to_string(&out).map_err(|x| format!("reading {}: {x}", out.display()))?;
+    let mut lines = text.lines().map(serde_json::from_str::<Value>);
+    let env = match lines.next() {
+        Some(Ok(v)) if v["event"] == "env" => v,
+        _ => {
+            let tail = std::fs::read_to_string(&log_path).unwrap_or_default();
+            let tail: Vec<&str> = tail.lines().rev().take(5).collect();
+            return Err(format!(
+                "{status}, no output; stderr: {}",
+                tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
+            ));
+        }
+    };
+    let results: Vec<Value> = lines.filter_map(Result::ok).collect();
+    if results.len() < w.jobs.len() {
+        return Err(format!("{status} after {} of {} jobs (see {})", results.len(), w.jobs.len(), log_path.display()));
+    }
+    Ok((env, results))
+}
+
+pub fn run(a: Args) -> Result<()> {
+    std::fs::create_dir_all(&a.out_dir).with_context(|| format!("creating {}", a.out_dir.display()))?;
+    let mut engines =
+        vec![EngineSpec { name: "dwac".into(), program: std::env::current_exe()?, args: vec!["bench-worker".into()] }];
+    let mut unavailable = Vec::new();
+    for p in &a.peers {
+        match setup_peer(p) {
+            Ok(e) => engines.push(e),
+            Err(e) => {
+                eprintln!("peer {p} unavailable: {e:#}");
+                unavailable.push((p.clone(), format!("{e:#}")));
+            }
+        }
+    }
+    let mut workloads = Vec::new();
+    for t in &a.tokenizers {
+        workloads.push(json_workload(&a, t)?);
+    }
+    if a.schema_tokenizer != "none" {
+        workloads.push(schema_workload(&a, &a.schema_tokenizer)?);
+    }
+    let t_run = Instant::now();
+    let mut runs = Vec::new();
+    for (w, eos) in &workloads {
+        let steps: usize = w.jobs.iter().flat_map(|(_, l)| l).sum();
+        eprintln!("workload {}: {} jobs, {} steps", w.name, w.jobs.len(), steps);
+        let mut per_engine = Vec::new();
+        for e in &engines {
+            let t = Instant::now();
+            let r = run_engine(&a, e, w, eos, a.json);
+            eprintln!(
+                "  {:<11} {:>7.1} s{}",
+                e.name,
+                t.elapsed().as_secs_f64(),
+                r.as_ref().err().map(|x| format!("  FAILED: {x}")).unwrap_or_default()
+            );
+            per_engine.push((e.name.clone(), r));
+        }
+        runs.push(report::WorkloadRun { workload: w, eos: eos.clone(), engines: per_engine });
+    }
+    let rep = report::build(&runs, &unavailable, a.replays, t_run.elapsed().as_secs_f64());
+    report::write(&a.out_dir, &rep, &runs)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&rep.json)?);
+    } else {
+        print!("{}", report::markdown(&rep));
+        eprintln!("report: {} (and report.json, cdf-*.svg)", a.out_dir.join("report.md").display());
+    }
+    Ok(())
+}

@@ -1,0 +1,198 @@
+//! dwac's side of the bench (`xtask bench-worker`): the same job and result lines as the peers
+//! (`xtask/peers/*`), so that every engine runs as its own process on the same token ids.
+//!
+//! - compile: kind "json" → the grammar file (default `grammars/json.lark`); kind "schema" →
+//!   `compile_schema` with default `SchemaOptions`, then `compile_engine` (lexer, LR tables and the
+//!   Parser DWA). `compile_ms` times all of it; `ttfm_ms` is null (dwac compiles ahead of time).
+//! - per trace: `Matcher::new` (untimed), then per token `fill_mask(&mut buf)` (timed; `buf` is one
+//!   reused `Vec<u32>`), the trace token's bit is checked, `commit(id)` (timed; `Err` = rejected,
+//!   trace stopped); after the last token one more timed `fill_mask` and the EOS bit check.
+//! - `undecided` counts tokens that `fill_mask` settled by committing them (first replay);
+//!   `mask_fallbacks` counts masks that fell back to the reference mask (none expected).
+//! - `peak_rss_mb`: VmHWM after the job, reset before it (as the peers do).
+//! - `DWAC_MASK_TRACE=1` prints the five slowest masks (min over replays) of each job to stderr.
+
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use dwac_compile::{compile_engine, CompileError, CompileStats};
+use dwac_grammar::schema::{compile_schema, SchemaOptions};
+use dwac_runtime::{Engine, Matcher};
+use dwac_vocab::Tokenizer;
+use serde_json::{json, Value};
+
+use super::{min_into, peak_rss_mb, reset_peak_rss};
+use crate::util::catch;
+
+pub struct WorkerArgs {
+    pub tokenizer: PathBuf,
+    pub jobs: PathBuf,
+    pub out: PathBuf,
+    pub replays: usize,
+    pub eos: Vec<u32>,
+    pub grammar: String,
+}
+
+#[derive(Default)]
+struct Pass {
+    mask_us: Vec<f64>,
+    commit_us: Vec<f64>,
+    trace_masks: Vec<usize>,
+    trace_commits: Vec<usize>,
+    rejected: usize,
+    not_in_mask: usize,
+    eos_missing: usize,
+    undecided: u64,
+    errors: Vec<String>,
+}
+
+fn bit(buf: &[u32], t: u32) -> bool {
+    buf.get((t / 32) as usize).is_some_and(|w| w >> (t % 32) & 1 == 1)
+}
+
+fn run_pass(engine: &Arc<Engine>, traces: &[Vec<u32>], eos: &[u32], buf: &mut [u32]) -> Pass {
+    let mut p = Pass::default();
+    'traces: for trace in traces {
+        let (m0, c0) = (p.mask_us.len(), p.commit_us.len());
+        let mut m = Matcher::new(Arc::clone(engine));
+        for &tok in trace {
+            let t0 = Instant::now();
+            let r = m.fill_mask(buf);
+            p.mask_us.push(t0.elapsed().as_secs_f64() * 1e6);
+            p.undecided += u64::from(m.mask_counters().undecided);
+            if let Err(e) = r {
+                p.errors.push(format!("mask: {e}"));
+            }
+            if !bit(buf, tok) {
+                p.not_in_mask += 1;
+            }
+            let t1 = Instant::now();
+            let r = m.commit(tok);
+            p.commit_us.push(t1.elapsed().as_secs_f64() * 1e6);
+            if let Err(e) = r {
+                p.rejected += 1;
+                p.errors.push(format!("commit: {e}"));
+                p.trace_masks.push(p.mask_us.len() - m0);
+                p.trace_commits.push(p.commit_us.len() - c0);
+                continue 'traces;
+            }
+        }
+        let t0 = Instant::now();
+        let r = m.fill_mask(buf);
+        p.mask_us.push(t0.elapsed().as_secs_f64() * 1e6);
+        p.undecided += u64::from(m.mask_counters().undecided);
+        if let Err(e) = r {
+            p.errors.push(format!("final mask: {e}"));
+        }
+        if !eos.iter().any(|&e| bit(buf, e)) {
+            p.eos_missing += 1;
+        }
+        p.trace_masks.push(p.mask_us.len() - m0);
+        p.trace_commits.push(p.commit_us.len() - c0);
+    }
+    p
+}
+
+fn compile(job: &Value, tok: &Tokenizer, grammar: &str) -> Result<(Arc<Engine>, Value), String> {
+    let vocab = tok.vocab().clone();
+    match job["kind"].as_str().unwrap_or("schema") {
+        "json" => {
+            let path = dwac_tests::repo_root().join(grammar);
+            let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let kind = dwac_compile::SourceKind::from_path(&path)
+                .ok_or_else(|| format!("{}: unknown grammar kind", path.display()))?;
+            let g = dwac_compile::parse_source(kind, &text).map_err(|e| e.to_string())?;
+            engine(compile_engine(&g, vocab))
+        }
+        _ => {
+            let sg = compile_schema(&job["schema"], &SchemaOptions::default())
+                .map_err(|e| format!("{} at {}: {}", e.keyword, e.pointer, e.message))?;
+            engine(compile_engine(&sg.grammar, vocab))
+        }
+    }
+}
+
+fn engine(r: Result<(Engine, CompileStats), CompileError>) -> Result<(Arc<Engine>, Value), String> {
+    let (e, st) = r.map_err(|e| e.to_string())?;
+    let stats = st.mask.map(|m| {
+        json!({"dwa_states": m.dwa_states, "undecided_tokens": m.undecided_tokens,
+               "lexer_states_over_budget": m.lexer_states_over_budget, "max_lookback": m.max_lookback,
+               "dwa_build_ms": m.build_ms})
+    });
+    Ok((Arc::new(e), stats.unwrap_or(Value::Null)))
+}
+
+fn run_job(tok: &Tokenizer, a: &WorkerArgs, job: &Value) -> Value {
+    let id = job["id"].clone();
+    let traces: Vec<Vec<u32>> = serde_json::from_value(job["traces"].clone()).unwrap_or_default();
+    reset_peak_rss();
+    let t0 = Instant::now();
+    let (engine, stats) = match catch(|| compile(job, tok, &a.grammar)) {
+        Ok(Ok(e)) => e,
+        Ok(Err(e)) => {
+            return json!({"id": id, "compiled": false, "compile_ms": t0.elapsed().as_secs_f64() * 1e3, "error": e})
+        }
+        Err(p) => {
+            return json!({"id": id, "compiled": false, "compile_ms": t0.elapsed().as_secs_f64() * 1e3,
+                          "error": format!("panic: {p}")})
+        }
+    };
+    let compile_ms = t0.elapsed().as_secs_f64() * 1e3;
+    let mut buf = vec![0u32; engine.vocab().len().div_ceil(32)];
+    let first = run_pass(&engine, &traces, &a.eos, &mut buf);
+    let (mut mask_min, mut commit_min) = (first.mask_us.clone(), first.commit_us.clone());
+    for _ in 1..a.replays.max(1) {
+        let p = run_pass(&engine, &traces, &a.eos, &mut buf);
+        min_into(&mut mask_min, &p.mask_us);
+        min_into(&mut commit_min, &p.commit_us);
+    }
+    if std::env::var_os("DWAC_MASK_TRACE").is_some() {
+        let mut idx: Vec<usize> = (0..mask_min.len()).collect();
+        idx.sort_by(|&x, &y| mask_min[y].total_cmp(&mask_min[x]));
+        for &i in idx.iter().take(5) {
+            eprintln!("SLOW job {id} mask #{i}: {:.1} us", mask_min[i]);
+        }
+    }
+    json!({
+        "id": id, "compiled": true, "compile_ms": compile_ms, "ttfm_ms": null,
+        "mask_us": first.mask_us, "mask_us_min": mask_min,
+        "commit_us": first.commit_us, "commit_us_min": commit_min,
+        "trace_masks": first.trace_masks, "trace_commits": first.trace_commits,
+        "masks": first.mask_us.len(), "commits": first.commit_us.len(),
+        "rejected_traces": first.rejected, "token_not_in_mask": first.not_in_mask,
+        "eos_not_in_mask": first.eos_missing, "errors": first.errors.iter().take(20).collect::<Vec<_>>(),
+        "undecided": first.undecided, "mask_fallbacks": 0,
+        "tables": stats,
+        "peak_rss_mb": peak_rss_mb(),
+    })
+}
+
+pub fn run(a: WorkerArgs) -> Result<()> {
+    let t_setup = Instant::now();
+    let tok = Tokenizer::from_file(&a.tokenizer).with_context(|| format!("loading {}", a.tokenizer.display()))?;
+    let setup_ms = t_setup.elapsed().as_secs_f64() * 1e3;
+    let jobs = std::fs::File::open(&a.jobs).with_context(|| format!("opening {}", a.jobs.display()))?;
+    let mut out = std::io::BufWriter::new(
+        std::fs::File::create(&a.out).with_context(|| format!("creating {}", a.out.display()))?,
+    );
+    let env = json!({"event": "env", "peer": "dwac", "version": env!("CARGO_PKG_VERSION"),
+                     "vocab_size": tok.vocab().len(), "eos": a.eos, "python_overhead_ns": null,
+                     "setup_ms": setup_ms, "replays": a.replays});
+    writeln!(out, "{env}")?;
+    out.flush()?;
+    let _quiet = crate::util::Silenced::install();
+    for line in std::io::BufReader::new(jobs).lines() {
+        let line = line?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let job: Value = serde_json::from_str(&line).context("bad job line")?;
+        let r = run_job(&tok, &a, &job);
+        writeln!(out, "{r}")?;
+        out.flush()?;
+    }
+    Ok(())
+}
