@@ -329,3 +329,90 @@ fn maskbench_schemas_sample() {
     println!("{schemas} schemas ({refused} refused), {steps} steps compared");
     assert!(schemas >= 25 && steps > 2_000, "{schemas} schemas, {steps} steps");
 }
+
+/// A random small Lark grammar over the alphabet `abc (),` and space: overlapping regex and
+/// literal terminals, some with priorities, sometimes `%ignore`d spaces, 2–4 rules with
+/// alternatives, recursion, `?` and `*`.
+fn random_grammar(rng: &mut Rng) -> String {
+    const PATTERNS: [&str; 12] = [
+        "/[ab]+/",
+        "/a[bc]*/",
+        "/c+/",
+        "/[a-c]{1,3}/",
+        "\"ab\"",
+        "\"a\"",
+        "\"b c\"",
+        "/b?a/",
+        "\"abc\"",
+        "/[abc]+ ?/",
+        "\"ca\"",
+        "/(ab)+/",
+    ];
+    let n_terms = 2 + rng.below(4);
+    let mut src = String::new();
+    let mut terms = Vec::new();
+    for i in 0..n_terms {
+        let prio = if rng.below(4) == 0 { format!(".{}", 1 + rng.below(3)) } else { String::new() };
+        src += &format!("T{i}{prio}: {}\n", PATTERNS[rng.below(PATTERNS.len())]);
+        terms.push(format!("T{i}"));
+    }
+    let n_rules = 2 + rng.below(3);
+    let rule = |i: usize| if i == 0 { "start".to_string() } else { format!("r{i}") };
+    for i in 0..n_rules {
+        let n_alts = 1 + rng.below(3);
+        let mut alts = Vec::new();
+        for a in 0..n_alts {
+            let len = 1 + rng.below(3);
+            let mut syms = Vec::new();
+            for _ in 0..len {
+                let s = match rng.below(6) {
+                    0 if i + 1 < n_rules => rule(i + 1 + rng.below(n_rules - i - 1)),
+                    1 if a > 0 => rule(i),
+                    2 => ["\"(\"", "\")\"", "\",\""][rng.below(3)].to_string(),
+                    _ => terms[rng.below(terms.len())].clone(),
+                };
+                let q = ["", "", "", "?", "*"][rng.below(5)];
+                syms.push(format!("{s}{q}"));
+            }
+            alts.push(syms.join(" "));
+        }
+        src += &format!("{}: {}\n", rule(i), alts.join(" | "));
+    }
+    if rng.below(2) == 0 {
+        src += "%ignore \" \"\n";
+    }
+    src
+}
+
+/// Seeded random small grammars (not proptest: no dependency needed for a seeded generator)
+/// with a synthetic vocabulary: the DWA mask equals the reference mask along random walks.
+/// Grammars the front-end or compiler refuses (e.g. an empty language) are skipped and counted.
+#[test]
+fn random_small_grammars() {
+    let vocab = vocab_over(b"abc (),", 2, &["abc", "a b", "(ab", "),", "c c", "abab", " (", "ca,"]);
+    let mut rng = Rng(0x5eed_1234_abcd_0001);
+    let (mut compiled, mut refused, mut masks) = (0, 0, 0);
+    for g in 0..150 {
+        let src = random_grammar(&mut rng);
+        let Ok(grammar) = dwac_compile::parse_source(dwac_compile::SourceKind::Lark, &src) else {
+            refused += 1;
+            continue;
+        };
+        let Ok((engine, _)) = dwac_compile::compile_engine(&grammar, vocab.clone()) else {
+            refused += 1;
+            continue;
+        };
+        let engine = Arc::new(engine);
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| differential(&engine, 4, 12, g + 1)));
+        match r {
+            Ok(n) => masks += n,
+            Err(e) => {
+                let msg = e.downcast_ref::<String>().cloned().unwrap_or_default();
+                panic!("grammar {g}:\n{src}\n{msg}");
+            }
+        }
+        compiled += 1;
+    }
+    println!("{compiled} grammars compiled ({refused} refused), {masks} masks compared");
+    assert!(compiled >= 80 && masks > 2_000, "{compiled} grammars, {masks} masks");
+}
