@@ -416,31 +416,3 @@ fn random_small_grammars() {
     println!("{compiled} grammars compiled ({refused} refused), {masks} masks compared");
     assert!(compiled >= 80 && masks > 2_000, "{compiled} grammars, {masks} masks");
 }
-
-/// A lexer state no token boundary leads to (here: inside `ab` pairs, since no token ends after
-/// an odd `a`) gets no automaton; a thread put there by raw `commit_bytes` still gets the exact
-/// mask (every token is UNDECIDED there and decided by commit).
-#[test]
-fn unreached_lexer_state_after_commit_bytes() {
-    let src = "start: \"x\" A \"y\"\nA: /(ab)+/\n";
-    let vocab = synthetic_vocab(&[b"x", b"ab", b"y", b"b", b"by", b"aby", b"xab"]);
-    let g = dwac_compile::parse_source(dwac_compile::SourceKind::Lark, src).unwrap();
-    let (engine, stats) = dwac_compile::compile_engine(&g, vocab).unwrap();
-    let unreached = stats.mask.as_ref().map(|m| m.lexer_states_unreached).unwrap_or(0);
-    assert!(unreached >= 1, "expected an unreached lexer state, stats {:?}", stats.mask);
-    let engine = Arc::new(engine);
-    for prefix in [&b"xa"[..], b"xaba", b"x", b"xab"] {
-        let mut m = Matcher::new(Arc::clone(&engine));
-        m.commit_bytes(prefix).unwrap();
-        let (mut dwa, mut reference) = (vec![0u32; m.mask_words()], vec![0u32; m.mask_words()]);
-        m.fill_mask(&mut dwa).unwrap();
-        m.fill_reference_mask(&mut reference).unwrap();
-        assert_eq!(dwa, reference, "after {:?}", String::from_utf8_lossy(prefix));
-        assert_eq!(m.mask_fallbacks(), 0);
-    }
-    // After an odd `a`, `b` and `by` are allowed (ids 3 and 4), `ab` (id 1) is not.
-    let mut m = Matcher::new(Arc::clone(&engine));
-    m.commit_bytes(b"xa").unwrap();
-    let allowed = m.allowed();
-    assert!(allowed.contains(&3) && allowed.contains(&4) && !allowed.contains(&1), "{allowed:?}");
-}

@@ -71,9 +71,6 @@ pub struct MaskStats {
     pub undecided_tokens: usize,
     /// Lexer states whose automaton exceeded its budget (all their tokens are UNDECIDED).
     pub lexer_states_over_budget: usize,
-    /// Live lexer states no token boundary leads to: no automaton, every token UNDECIDED there
-    /// (reached only by raw `commit_bytes`).
-    pub lexer_states_unreached: usize,
     /// The longest time one lexer state's automaton took (including one that ran over budget).
     pub slowest_lexer_state_ms: f64,
     pub build_ms: f64,
@@ -238,41 +235,13 @@ pub fn build_mask_tables_with_progress(
         ..MaskTables::default()
     };
     let mut stats = MaskStats::default();
-    // Lexer states in the order tokens reach them from `q0`: a state no token boundary leads to
-    // gets no automaton (see below), unless some walk left tokens UNDECIDED, whose end states
-    // are unknown: then every live state gets one.
-    let live = |q: u32| q == lex.start || lex.can_continue(q);
-    let mut reached = vec![false; lex.num_states as usize];
-    let mut queue = std::collections::VecDeque::from([lex.start]);
-    reached[lex.start as usize] = true;
-    let (mut done, mut all_pass, mut walk_undecided) = (0u64, false, false);
-    loop {
-        let Some(q) = queue.pop_front() else {
-            if all_pass || !walk_undecided {
-                break;
-            }
-            all_pass = true;
-            for q in 0..lex.num_states {
-                if live(q) && !reached[q as usize] {
-                    reached[q as usize] = true;
-                    queue.push_back(q);
-                }
-            }
-            continue;
-        };
-        progress(done, lex.num_states as u64);
-        done += 1;
-        if !live(q) {
+    for q in 0..lex.num_states {
+        progress(q as u64, lex.num_states as u64);
+        if q != lex.start && !lex.can_continue(q) {
             continue;
         }
         let tq = Instant::now();
-        let (mut classes, undecided, ends) = walker.classes(q, &mut det.comp.terms);
-        walk_undecided |= !undecided.is_empty();
-        for e in ends {
-            if !std::mem::replace(&mut reached[e as usize], true) {
-                queue.push_back(e);
-            }
-        }
+        let (mut classes, undecided) = walker.classes(q, &mut det.comp.terms);
         stats.undecided_tokens += undecided.len();
         out.undecided[q as usize] = sets.intern(undecided);
         if q == lex.start && !vocab.eos.is_empty() {
@@ -323,13 +292,6 @@ pub fn build_mask_tables_with_progress(
             out.default_target.push(global(st.default.0));
             out.default_rho.push(to_tokens(st.default.1, &mut sets));
         }
-    }
-    // A live state no token boundary leads to (only raw `commit_bytes` can put a thread there):
-    // every token is UNDECIDED there, so a mask from it is still exact (decided by commit).
-    let all_tokens = if n_tokens > 0 { sets.intern_ranges(vec![0, n_tokens]) } else { NONE };
-    for q in (0..lex.num_states).filter(|&q| live(q) && !reached[q as usize]) {
-        out.undecided[q as usize] = all_tokens;
-        stats.lexer_states_unreached += 1;
     }
     let carried = carried_inhibitors(lex);
     stats.carried_inhibitors = carried.len();

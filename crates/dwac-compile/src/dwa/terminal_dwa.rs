@@ -86,8 +86,6 @@ struct Scratch {
     sigs: Vec<Sig>,
     per_token: Vec<(u32, u32)>,
     undecided: Vec<u32>,
-    /// Lexer states some token leaves a thread in.
-    ends: Vec<u32>,
 }
 
 impl<'a> Walker<'a> {
@@ -276,7 +274,6 @@ impl<'a> Walker<'a> {
     fn walk(&mut self, node: u32, off: usize, len: usize, sc: &mut Scratch, terms: &mut SetPool) {
         if node != 0 && !self.trie.tokens_at(node).is_empty() {
             let id = self.sig_set(sc, off, len, terms);
-            sc.ends.extend(sc.arena[off..off + len].iter().map(|b| b.q));
             for &tok in self.trie.tokens_at(node) {
                 sc.per_token.push((tok, id));
             }
@@ -317,8 +314,8 @@ impl<'a> Walker<'a> {
     /// The token classes at lexer state `q`: every token with at least one lexing, grouped by its
     /// set of signatures, deterministic order (by first token), tokens sorted; and the tokens left
     /// undecided (more than [`MAX_LEXINGS`] lexings of a prefix, or one longer than [`MAX_STEPS`]
-    /// steps), sorted; and the lexer states the walked tokens leave a thread in, sorted.
-    pub fn classes(&mut self, q: u32, terms: &mut SetPool) -> (Vec<TokenClass>, Vec<u32>, Vec<u32>) {
+    /// steps), sorted.
+    pub fn classes(&mut self, q: u32, terms: &mut SetPool) -> (Vec<TokenClass>, Vec<u32>) {
         let mut sc = Scratch::default();
         sc.arena.push(Branch { q, inh: 0, prefix: 0 });
         self.walk(0, 0, 1, &mut sc, terms);
@@ -352,9 +349,7 @@ impl<'a> Walker<'a> {
         }
         sc.undecided.sort_unstable();
         sc.undecided.dedup();
-        sc.ends.sort_unstable();
-        sc.ends.dedup();
-        (classes, sc.undecided, sc.ends)
+        (classes, sc.undecided)
     }
 }
 
