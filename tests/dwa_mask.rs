@@ -416,3 +416,50 @@ fn random_small_grammars() {
     println!("{compiled} grammars compiled ({refused} refused), {masks} masks compared");
     assert!(compiled >= 80 && masks > 2_000, "{compiled} grammars, {masks} masks");
 }
+
+/// Worst cases: deep nesting (3,000 levels of arrays and objects) and tokens that lex to many
+/// terminals (runs of `]`, `}`, `,` and digits): along a fixed trace down to the deepest level
+/// and back up, the DWA mask equals the reference mask at every step.
+#[test]
+fn deep_nesting_and_long_runs() {
+    let runs = ["]]]]]]]]", "}}}}}}}}", "]}]}]}]}", ",,,,", "1111111111", "[[[[[[[[", "[{\"a\": [", "]}, ", "        "];
+    let vocab = vocab_over(b"{}[]:,\"a1 ", 1, &[&runs[..], &["{\"a\": ", "\"a\"", "\": ", ", "]].concat());
+    let engine = engine_from_file("grammars/json.lark", vocab.clone());
+    let id = |s: &str| (0..vocab.len() as u32).find(|&v| vocab.token_bytes(v) == Some(s.as_bytes())).unwrap();
+    // Down: 3,000 levels, alternating `[` and `{"a": `; a number; then back up with the closers.
+    let mut trace = Vec::new();
+    for d in 0..3000 {
+        trace.push(if d % 2 == 0 { id("[") } else { id("{\"a\": ") });
+    }
+    trace.push(id("1111111111"));
+    for d in (0..3000).rev() {
+        trace.push(if d % 2 == 0 { id("]") } else { id("}") });
+    }
+    let mut m = Matcher::new(Arc::clone(&engine));
+    let (mut dwa, mut reference) = (vec![0u32; m.mask_words()], vec![0u32; m.mask_words()]);
+    let mut compared = 0;
+    for (step, &t) in trace.iter().enumerate() {
+        m.fill_mask(&mut dwa).unwrap();
+        m.fill_reference_mask(&mut reference).unwrap();
+        assert_eq!(dwa, reference, "step {step}");
+        compared += 1;
+        assert!(dwa[(t / 32) as usize] >> (t % 32) & 1 == 1, "step {step}: trace token not allowed");
+        m.commit(t).unwrap();
+    }
+    m.fill_mask(&mut dwa).unwrap();
+    m.fill_reference_mask(&mut reference).unwrap();
+    assert_eq!(dwa, reference, "end");
+    assert_eq!(m.mask_fallbacks(), 0);
+    assert!(m.is_accepting());
+    assert_eq!(compared, 6001);
+}
+
+/// A highly ambiguous expression grammar (every bracketing of `+`, `*` and juxtaposition is a
+/// parse, so the GSS holds many stacks at once): DWA mask = reference mask along random walks.
+#[test]
+fn ambiguous_expression_grammar() {
+    let src = "start: e\ne: e \"+\" e | e \"*\" e | e e | NUM | \"(\" e \")\"\nNUM: /[0-9]+/\n%ignore \" \"\n";
+    let engine = engine_from_lark(src, vocab_over(b"12+*() ", 2, &["1+2*", "))", "((", "1 2 1", "+(", "2)*"]));
+    let n = differential(&engine, 40, 30, 17);
+    assert!(n > 800, "{n}");
+}

@@ -5,6 +5,8 @@
 //! `{"id", "kind": "json" | "schema", "schema"?, "traces": [[ids]]}`):
 //! - `json-<tokenizer>`: the generic JSON grammar (dwac: `grammars/json.lark`; peers: their own
 //!   "any JSON" grammar) over the MaskBench valid instances, for every `--tokenizer`;
+//! - `json-deep-<tokenizer>`: the JSON grammar on nested arrays and objects, depth 1 to 5,000
+//!   (one job per depth: latency against stack depth), for the first `--tokenizer`;
 //! - `schemas-<tokenizer>`: every MaskBench schema of Glaiveai2K + Github_easy compiled on its
 //!   own, then run over its valid instances (`--schema-tokenizer`, `--schemas N` per split).
 //!
@@ -167,6 +169,25 @@ fn json_workload(a: &Args, tok_name: &str) -> Result<(Workload, Vec<u32>)> {
     Ok((Workload { name, tokenizer: tok_name.to_string(), jobs_path, jobs }, tok.vocab().eos.clone()))
 }
 
+/// Deep nesting: `[`×d `1` `]`×d and `{"a": `×d `1` `}`×d for d from 1 to 5,000, one job per
+/// text, so the report can show mask latency against stack depth (and long runs of brackets,
+/// which BPE vocabularies merge into tokens that lex to many terminals).
+fn deep_workload(a: &Args, tok_name: &str) -> Result<(Workload, Vec<u32>)> {
+    let tok = dwac_vocab::Tokenizer::from_file(&tokenizer_file(tok_name))
+        .with_context(|| format!("loading tokenizer {tok_name}"))?;
+    let mut jobs = Vec::new();
+    for d in [1usize, 10, 100, 1000, 5000] {
+        for (kind, open, close) in [("array", "[", "]"), ("object", "{\"a\": ", "}")] {
+            let text = format!("{}1{}", open.repeat(d), close.repeat(d));
+            jobs.push(json!({"id": format!("{kind}-depth-{d}"), "kind": "json", "traces": [tok.encode(&text)?]}));
+        }
+    }
+    let name = format!("json-deep-{}", tok.name());
+    let jobs_path = a.out_dir.join(format!("jobs-{name}.jsonl"));
+    let jobs = write_jobs(&jobs_path, &jobs)?;
+    Ok((Workload { name, tokenizer: tok_name.to_string(), jobs_path, jobs }, tok.vocab().eos.clone()))
+}
+
 fn schema_workload(a: &Args, tok_name: &str) -> Result<(Workload, Vec<u32>)> {
     let tok = dwac_vocab::Tokenizer::from_file(&tokenizer_file(tok_name))
         .with_context(|| format!("loading tokenizer {tok_name}"))?;
@@ -275,6 +296,9 @@ pub fn run(a: Args) -> Result<()> {
     let mut workloads = Vec::new();
     for t in &a.tokenizers {
         workloads.push(json_workload(&a, t)?);
+    }
+    if let Some(t) = a.tokenizers.first() {
+        workloads.push(deep_workload(&a, t)?);
     }
     if a.schema_tokenizer != "none" {
         workloads.push(schema_workload(&a, &a.schema_tokenizer)?);

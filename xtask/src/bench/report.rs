@@ -109,7 +109,9 @@ pub fn build(runs: &[WorkloadRun], unavailable: &[(String, String)], replays: us
             let (mut compiled, mut rejected, mut not_in_mask, mut eos_missing, mut undecided) = (0, 0, 0, 0, 0);
             let mut failures = Vec::new();
             let mut errors = Vec::new();
+            let mut per_job = Vec::new();
             for (j, r) in res.iter().enumerate() {
+                let before = lat.mask_min.len();
                 if let Some(x) = r["peak_rss_mb"].as_f64() {
                     rss.push(x);
                 }
@@ -156,6 +158,12 @@ pub fn build(runs: &[WorkloadRun], unavailable: &[(String, String)], replays: us
                     mo += nm;
                     co += nc;
                 }
+                let mine = sorted(lat.mask_min[before..].to_vec());
+                if !mine.is_empty() {
+                    per_job.push(json!({"id": r["id"], "masks": mine.len(),
+                                        "mask_us_min_p50": pct(&mine, 0.5).map(|x| round(x, 2)),
+                                        "mask_us_min_max": pct(&mine, 1.0).map(|x| round(x, 2))}));
+                }
             }
             let e = json!({
                 "version": env["version"],
@@ -180,6 +188,10 @@ pub fn build(runs: &[WorkloadRun], unavailable: &[(String, String)], replays: us
                 "mask_commit_us": stats(lat.both),
                 "mask_commit_us_min": stats(lat.both_min),
             });
+            let mut e = e;
+            if w.name.starts_with("json-deep") {
+                e["per_job"] = json!(per_job);
+            }
             lat_p.push((name.clone(), e.clone()));
             engines.insert(name.clone(), e);
             plot.push((name.clone(), sorted(lat.mask_min), sorted(lat.mask)));
@@ -212,6 +224,7 @@ pub fn build(runs: &[WorkloadRun], unavailable: &[(String, String)], replays: us
             "steps": w.jobs.iter().flat_map(|(_, l)| l).sum::<usize>(),
             "compared_traces": n_common,
             "compared_steps": steps_common,
+            "job_ids": if w.jobs.len() <= 20 { json!(w.jobs.iter().map(|(id, _)| id).collect::<Vec<_>>()) } else { Value::Null },
             "engines": engines,
             "ratios_peer_over_dwac": ratios,
         }));
@@ -365,6 +378,23 @@ pub fn markdown(rep: &Report) -> String {
                     cell(&q["mask_commit_us_min"]["p999"]),
                     cell(&q["compile_ms"]["p50"])
                 );
+            }
+        }
+        if w["name"].as_str().is_some_and(|n| n.starts_with("json-deep")) {
+            let names: Vec<&String> = engines.keys().filter(|n| engines[*n]["per_job"].is_array()).collect();
+            let _ = writeln!(s, "\nMask latency (min of replays, µs) against nesting depth, p50 / max per text:\n");
+            let _ = writeln!(s, "| text | {} |", names.iter().map(|n| n.as_str()).collect::<Vec<_>>().join(" | "));
+            let _ = writeln!(s, "|---|{}|", names.iter().map(|_| "---:").collect::<Vec<_>>().join("|"));
+            for id in w["job_ids"].as_array().into_iter().flatten() {
+                let cells: Vec<String> = names
+                    .iter()
+                    .map(|n| {
+                        let pj = engines[*n]["per_job"].as_array().and_then(|a| a.iter().find(|x| x["id"] == *id));
+                        pj.map(|x| format!("{} / {}", cell(&x["mask_us_min_p50"]), cell(&x["mask_us_min_max"])))
+                            .unwrap_or_else(|| "–".into())
+                    })
+                    .collect();
+                let _ = writeln!(s, "| {} | {} |", id.as_str().unwrap_or(""), cells.join(" | "));
             }
         }
         for (n, e) in &engines {
