@@ -5,6 +5,9 @@
 //! state, carried inhibitors and stacks as LR-state sequences; `Matcher::configuration_key`), so
 //! it is computed once per distinct configuration and remembered as a 128-bit hash; every step's
 //! DWA mask is compared with it. A step whose hash differs is recomputed in full and reported.
+//!
+//! With `--schemas N` it runs the MaskBench schemas instead (each compiled on its own, over its
+//! valid instances; `--schemas 0` for all of them).
 
 use std::time::Instant;
 
@@ -18,9 +21,15 @@ pub struct Args {
     pub tokenizers: Vec<String>,
     pub limit: Option<usize>,
     pub json: bool,
+    /// Run the MaskBench schemas (Glaiveai2K + Github_easy; `Some(0)`: all, `Some(n)`: the first
+    /// n of each split) instead of the grammar.
+    pub schemas: Option<usize>,
 }
 
 pub fn run(args: Args) -> Result<()> {
+    if let Some(n) = args.schemas {
+        return run_schemas(&args, (n > 0).then_some(n));
+    }
     let mut reports = Vec::new();
     let mut failed = false;
     for name in &args.tokenizers {
@@ -95,5 +104,91 @@ pub fn run(args: Args) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&json!({ "runs": reports }))?);
     }
     anyhow::ensure!(!failed, "the DWA mask differs from the reference mask (or a trace was rejected or fell back)");
+    Ok(())
+}
+
+/// Every MaskBench schema (Glaiveai2K + Github_easy) compiled for each tokenizer, over its valid
+/// instances (keys in schema order, `json.dumps` spacing, as `schema-bench` judges them).
+/// Schemas the compiler refuses are counted, not compared.
+fn run_schemas(args: &Args, per_split: Option<usize>) -> Result<()> {
+    use dwac_grammar::schema::{compile_schema, SchemaOptions};
+    let (schemas, _) = crate::schema_bench::load(per_split, None)?;
+    let mut reports = Vec::new();
+    let mut failed = false;
+    for name in &args.tokenizers {
+        let tok = crate::tokenizer(name)?;
+        let bar = crate::util::bar(schemas.len() as u64, args.json);
+        bar.set_message(tok.name().to_string());
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let t0 = Instant::now();
+        let (mut compiled, mut refused, mut steps, mut mismatches, mut fallbacks, mut rejected) =
+            (0, 0, 0u64, 0u64, 0u64, 0);
+        let mut examples = Vec::new();
+        for s in &schemas {
+            bar.inc(1);
+            let engine =
+                compile_schema(&s.schema, &SchemaOptions::default()).map_err(|e| e.to_string()).and_then(|sg| {
+                    dwac_compile::compile_engine(&sg.grammar, tok.vocab().clone()).map_err(|e| e.to_string())
+                });
+            let Ok((engine, _)) = engine else {
+                refused += 1;
+                continue;
+            };
+            compiled += 1;
+            let engine = std::sync::Arc::new(engine);
+            let traces: Vec<Vec<u32>> = s
+                .texts
+                .iter()
+                .zip(&s.valid)
+                .filter(|(_, v)| **v)
+                .map(|(t, _)| tok.encode(t))
+                .collect::<Result<_, _>>()?;
+            let r = differential(&engine, &traces, threads, &mut |_| {});
+            steps += r.steps_compared;
+            mismatches += r.mismatches;
+            fallbacks += r.fallbacks;
+            rejected += r.rejected_traces;
+            for (i, k, d) in r.examples.iter().take(2) {
+                if examples.len() < 20 {
+                    examples.push(json!({"schema": s.name, "instance": i, "step": k, "tokens": d}));
+                }
+            }
+        }
+        bar.finish_and_clear();
+        failed |= mismatches > 0 || fallbacks > 0;
+        let report = json!({
+            "tokenizer": tok.name(),
+            "schemas": schemas.len(),
+            "compiled": compiled,
+            "refused": refused,
+            "steps_compared": steps,
+            "mask_mismatches": mismatches,
+            "fallbacks": fallbacks,
+            "rejected_traces": rejected,
+            "examples": examples,
+            "elapsed_s": (t0.elapsed().as_secs_f64() * 10.0).round() / 10.0,
+        });
+        if !args.json {
+            println!(
+                "{}: {} schemas ({} compiled, {} refused), {} steps compared, {} mismatches, {} rejected traces ({:.0} s)",
+                tok.name(),
+                schemas.len(),
+                compiled,
+                refused,
+                steps,
+                mismatches,
+                rejected,
+                t0.elapsed().as_secs_f64()
+            );
+            for e in &examples {
+                println!("  mismatch {e}");
+            }
+        }
+        reports.push(report);
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&json!({ "schema_runs": reports }))?);
+    }
+    anyhow::ensure!(!failed, "the DWA mask differs from the reference mask on a schema (or fell back)");
     Ok(())
 }

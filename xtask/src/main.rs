@@ -11,6 +11,9 @@
 //! - `cargo xtask schema-bench [--limit N] [--peer] [--json] [--out FILE]`: MaskBench schemas
 //!   (Glaiveai2K + Github_easy) compiled in a limited worker subprocess, instances judged, compile
 //!   times and table sizes; `--peer` runs llguidance on the same jobs (`schema_bench.rs`).
+//! - `cargo xtask differential [--tokenizer T]... [--schemas N]`: the Parser DWA mask against the
+//!   reference mask at every step, over the MaskBench instances with the JSON grammar, or over the
+//!   MaskBench schemas (`differential.rs`).
 
 mod bench;
 mod differential;
@@ -147,6 +150,10 @@ enum Cmd {
         limit: Option<usize>,
         #[arg(long)]
         json: bool,
+        /// Run the MaskBench schemas (first N of each of Glaiveai2K and Github_easy; 0: all)
+        /// over their valid instances instead of the grammar.
+        #[arg(long)]
+        schemas: Option<usize>,
     },
     /// Internal: compile jobs read from stdin (used by schema-bench).
     #[command(hide = true)]
@@ -237,8 +244,8 @@ fn main() -> Result<()> {
             schema_bench::run(schema_bench::BenchArgs { limit, filter, json, out, peer, tokenizer, timeout_s, mem_gib })
         }
         Cmd::SchemaWorker { tokenizer } => schema_bench::worker(&tokenizer),
-        Cmd::Differential { grammar, tokenizers, limit, json } => {
-            differential::run(differential::Args { grammar, tokenizers, limit, json })
+        Cmd::Differential { grammar, tokenizers, limit, json, schemas } => {
+            differential::run(differential::Args { grammar, tokenizers, limit, json, schemas })
         }
     }
 }
