@@ -153,9 +153,26 @@ fn write_jobs(path: &Path, jobs: &[Value]) -> Result<Vec<(String, Vec<usize>)>> 
     Ok(shape)
 }
 
+fn load_tokenizer(name: &str) -> Result<dwac_vocab::Tokenizer> {
+    dwac_vocab::Tokenizer::from_file(&tokenizer_file(name)).with_context(|| format!("loading tokenizer {name}"))
+}
+
+/// Write the jobs file of workload `<kind>-<tokenizer>`; with dwac's EOS ids for every engine.
+fn workload(
+    a: &Args,
+    kind: &str,
+    tok: &dwac_vocab::Tokenizer,
+    tok_name: &str,
+    jobs: &[Value],
+) -> Result<(Workload, Vec<u32>)> {
+    let name = format!("{kind}-{}", tok.name());
+    let jobs_path = a.out_dir.join(format!("jobs-{name}.jsonl"));
+    let jobs = write_jobs(&jobs_path, jobs)?;
+    Ok((Workload { name, tokenizer: tok_name.to_string(), jobs_path, jobs }, tok.vocab().eos.clone()))
+}
+
 fn json_workload(a: &Args, tok_name: &str) -> Result<(Workload, Vec<u32>)> {
-    let tok = dwac_vocab::Tokenizer::from_file(&tokenizer_file(tok_name))
-        .with_context(|| format!("loading tokenizer {tok_name}"))?;
+    let tok = load_tokenizer(tok_name)?;
     let mut traces = Vec::new();
     for inst in maskbench_instances().into_iter().filter(|i| i.valid) {
         traces.push(tok.encode(&json_dumps(&inst.data))?);
@@ -163,18 +180,14 @@ fn json_workload(a: &Args, tok_name: &str) -> Result<(Workload, Vec<u32>)> {
     if let Some(n) = a.limit {
         traces.truncate(n);
     }
-    let name = format!("json-{}", tok.name());
-    let jobs_path = a.out_dir.join(format!("jobs-{name}.jsonl"));
-    let jobs = write_jobs(&jobs_path, &[json!({"id": "json", "kind": "json", "traces": traces})])?;
-    Ok((Workload { name, tokenizer: tok_name.to_string(), jobs_path, jobs }, tok.vocab().eos.clone()))
+    workload(a, "json", &tok, tok_name, &[json!({"id": "json", "kind": "json", "traces": traces})])
 }
 
 /// Deep nesting: `[`×d `1` `]`×d and `{"a": `×d `1` `}`×d for d from 1 to 5,000, one job per
 /// text, so the report can show mask latency against stack depth (and long runs of brackets,
 /// which BPE vocabularies merge into tokens that lex to many terminals).
 fn deep_workload(a: &Args, tok_name: &str) -> Result<(Workload, Vec<u32>)> {
-    let tok = dwac_vocab::Tokenizer::from_file(&tokenizer_file(tok_name))
-        .with_context(|| format!("loading tokenizer {tok_name}"))?;
+    let tok = load_tokenizer(tok_name)?;
     let mut jobs = Vec::new();
     for d in [1usize, 10, 100, 1000, 5000] {
         for (kind, open, close) in [("array", "[", "]"), ("object", "{\"a\": ", "}")] {
@@ -182,15 +195,11 @@ fn deep_workload(a: &Args, tok_name: &str) -> Result<(Workload, Vec<u32>)> {
             jobs.push(json!({"id": format!("{kind}-depth-{d}"), "kind": "json", "traces": [tok.encode(&text)?]}));
         }
     }
-    let name = format!("json-deep-{}", tok.name());
-    let jobs_path = a.out_dir.join(format!("jobs-{name}.jsonl"));
-    let jobs = write_jobs(&jobs_path, &jobs)?;
-    Ok((Workload { name, tokenizer: tok_name.to_string(), jobs_path, jobs }, tok.vocab().eos.clone()))
+    workload(a, "json-deep", &tok, tok_name, &jobs)
 }
 
 fn schema_workload(a: &Args, tok_name: &str) -> Result<(Workload, Vec<u32>)> {
-    let tok = dwac_vocab::Tokenizer::from_file(&tokenizer_file(tok_name))
-        .with_context(|| format!("loading tokenizer {tok_name}"))?;
+    let tok = load_tokenizer(tok_name)?;
     let (schemas, _) = crate::schema_bench::load(a.schemas, None)?;
     let mut jobs = Vec::new();
     for s in &schemas {
@@ -202,10 +211,7 @@ fn schema_workload(a: &Args, tok_name: &str) -> Result<(Workload, Vec<u32>)> {
         }
         jobs.push(json!({"id": s.name, "kind": "schema", "schema": s.schema, "traces": traces}));
     }
-    let name = format!("schemas-{}", tok.name());
-    let jobs_path = a.out_dir.join(format!("jobs-{name}.jsonl"));
-    let jobs = write_jobs(&jobs_path, &jobs)?;
-    Ok((Workload { name, tokenizer: tok_name.to_string(), jobs_path, jobs }, tok.vocab().eos.clone()))
+    workload(a, "schemas", &tok, tok_name, &jobs)
 }
 
 /// Run one engine over one workload; returns its env line and result lines (by job order).
