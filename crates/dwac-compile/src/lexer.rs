@@ -493,15 +493,15 @@ fn finish(
         num_terminals: nt as u32,
         words: words as u32,
         start: 0,
-        trans: mtrans,
-        accept_off,
-        accept,
-        next_plus,
-        ignored,
+        trans: mtrans.into(),
+        accept_off: accept_off.into(),
+        accept: accept.into(),
+        next_plus: next_plus.into(),
+        ignored: ignored.into(),
         munch,
         priority,
-        fork_off,
-        fork,
+        fork_off: fork_off.into(),
+        fork: fork.into(),
     })
 }
 

@@ -1,7 +1,8 @@
 //! dwac-compile: grammar IR → normalized grammar → LR tables + lexer DFA → the runtime's
-//! [`GrammarTables`]. (The weighted automaton and the artifact writer come later; until
-//! then the tables are handed to the runtime in memory — the same types.)
+//! [`GrammarTables`] → the Parser DWA (`dwa`) → the artifact (`artifact`: the writer; the
+//! runtime reads the same tables back as zero-copy views).
 
+pub mod artifact;
 pub mod dwa;
 pub mod lexer;
 mod minimize;

@@ -12,6 +12,7 @@
 //! * Token sets are sorted, disjoint half-open ranges of token ids.
 //! * `kill_*`: for a carried inhibitor `(s, k)`, the tokens whose bytes fire it.
 
+use crate::array::Array;
 use crate::tables::{TableError, DEAD};
 
 /// "No set" / "no state" in the tables.
@@ -23,33 +24,33 @@ pub struct MaskTables {
     /// Tokens in the vocabulary (mask bits).
     pub num_tokens: u32,
     /// Per lexer state: the DWA start state, or [`NONE`] if no token can follow a thread there.
-    pub start: Vec<u32>,
+    pub start: Array<u32>,
     /// Per lexer state: token set accepted before any stack read, or [`NONE`].
-    pub start_rho: Vec<u32>,
+    pub start_rho: Array<u32>,
     /// Per lexer state: tokens the DWA leaves UNDECIDED (too many or too long lexings), decided
     /// at run time by committing them; a set or [`NONE`].
-    pub undecided: Vec<u32>,
+    pub undecided: Array<u32>,
     /// Per DWA state: its explicit edges are `edge_off[d]..edge_off[d+1]`.
-    pub edge_off: Vec<u32>,
-    pub edge_label: Vec<u32>,
-    pub edge_target: Vec<u32>,
-    pub edge_rho: Vec<u32>,
+    pub edge_off: Array<u32>,
+    pub edge_label: Array<u32>,
+    pub edge_target: Array<u32>,
+    pub edge_rho: Array<u32>,
     /// Per DWA state: the default edge (target or [`DEAD`]) and its output (or [`NONE`]).
-    pub default_target: Vec<u32>,
-    pub default_rho: Vec<u32>,
+    pub default_target: Array<u32>,
+    pub default_rho: Array<u32>,
     /// Token set `i` is the ranges `set_ranges[2j]..set_ranges[2j+1]` for `j` in
     /// `set_off[i]..set_off[i+1]`.
-    pub set_off: Vec<u32>,
-    pub set_ranges: Vec<u32>,
+    pub set_off: Array<u32>,
+    pub set_ranges: Array<u32>,
     /// Per set: [`NONE`], or the offset in `dense` of its bitmap (`ceil(num_tokens / 32)` words,
     /// bit `v % 32` of word `v / 32`), kept for sets with many ranges, where a word-wise OR is
     /// cheaper than filling ranges.
-    pub set_dense: Vec<u32>,
-    pub dense: Vec<u32>,
+    pub set_dense: Array<u32>,
+    pub dense: Array<u32>,
     /// Carried inhibitors `(kill_s[i], kill_k[i])`, sorted, and the tokens that fire each.
-    pub kill_s: Vec<u32>,
-    pub kill_k: Vec<u32>,
-    pub kill_set: Vec<u32>,
+    pub kill_s: Array<u32>,
+    pub kill_k: Array<u32>,
+    pub kill_set: Array<u32>,
 }
 
 impl MaskTables {

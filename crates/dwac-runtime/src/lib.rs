@@ -3,6 +3,8 @@
 //! Depends on `std` only. Nothing here panics on any input: tables are validated once
 //! by [`Engine::new`], token ids and bytes are checked on every call.
 
+pub mod array;
+pub mod artifact;
 pub mod dwa;
 mod glr;
 pub mod gss;
@@ -13,5 +15,7 @@ mod prio;
 pub mod tables;
 pub mod trie;
 
+pub use array::{Array, Backing};
+pub use artifact::{Artifact, ArtifactError};
 pub use matcher::{CommitError, Engine, MaskError, Matcher};
 pub use tables::{Action, GrammarTables, LexerTables, LrTables, TableError, Vocabulary, DEAD};

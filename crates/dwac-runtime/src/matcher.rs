@@ -43,6 +43,15 @@ impl Engine {
         Ok(Engine { tables, vocab, trie: std::sync::OnceLock::new(), mask, mixed_priorities })
     }
 
+    /// As [`Engine::with_mask`] without validating the tables: for tables already validated
+    /// (an artifact verified at deploy time). Reads stay bounds-checked, so invalid tables can
+    /// make later calls panic but never read out of bounds.
+    pub fn with_mask_unchecked(tables: GrammarTables, vocab: Vocabulary, mask: Option<MaskTables>) -> Engine {
+        let p = &tables.lexer.priority;
+        let mixed_priorities = p.iter().any(|&x| Some(&x) != p.first());
+        Engine { tables, vocab, trie: std::sync::OnceLock::new(), mask, mixed_priorities }
+    }
+
     /// The Parser DWA, if this engine has one.
     pub fn mask_tables(&self) -> Option<&MaskTables> {
         self.mask.as_ref()

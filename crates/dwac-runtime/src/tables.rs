@@ -1,6 +1,8 @@
 //! Plain table types the runtime executes. The compiler fills them; the artifact (a
 //! later issue) will store them verbatim. Nothing here depends on the compiler.
 
+use crate::array::Array;
+
 /// "No transition" in [`LexerTables::trans`] and [`LrTables`] lookups.
 pub const DEAD: u32 = u32::MAX;
 
@@ -18,12 +20,13 @@ pub const MUNCH_NONE: u8 = 2;
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Vocabulary {
     /// `offsets[i]..offsets[i+1]` are token `i`'s bytes in `bytes`; `len = n_tokens + 1`.
-    pub offsets: Vec<u32>,
-    pub bytes: Vec<u8>,
-    /// Special (control) tokens: never allowed by a mask unless they are end tokens.
-    pub special: Vec<bool>,
+    pub offsets: Array<u32>,
+    pub bytes: Array<u8>,
+    /// Per token: 1 for a special (control) token, never allowed by a mask unless it is an
+    /// end token; else 0.
+    pub special: Array<u8>,
     /// End-of-sequence token ids, sorted.
-    pub eos: Vec<u32>,
+    pub eos: Array<u32>,
 }
 
 impl Vocabulary {
@@ -38,7 +41,8 @@ impl Vocabulary {
         }
         eos.sort_unstable();
         eos.dedup();
-        Vocabulary { offsets, bytes, special, eos }
+        let special = special.into_iter().map(u8::from).collect();
+        Vocabulary { offsets: offsets.into(), bytes: bytes.into(), special, eos: eos.into() }
     }
 
     pub fn len(&self) -> usize {
@@ -57,7 +61,7 @@ impl Vocabulary {
     }
 
     pub fn is_special(&self, id: u32) -> bool {
-        self.special.get(id as usize).copied().unwrap_or(false)
+        self.special.get(id as usize).is_some_and(|&s| s != 0)
     }
 
     pub fn is_eos(&self, id: u32) -> bool {
@@ -75,25 +79,25 @@ pub struct LexerTables {
     /// `q0`, the empty-lexeme state; it has no incoming edges.
     pub start: u32,
     /// `trans[q * 256 + b]`: next state or [`DEAD`].
-    pub trans: Vec<u32>,
+    pub trans: Array<u32>,
     /// `accept[accept_off[q]..accept_off[q+1]]`: terminals matching the lexeme that led to `q`,
     /// sorted. Not filtered by priority: priorities are contextual (see [`LexerTables::priority`]).
-    pub accept_off: Vec<u32>,
-    pub accept: Vec<u32>,
+    pub accept_off: Array<u32>,
+    pub accept: Array<u32>,
     /// `next_plus[q * words ..][..words]`: bitset `Next⁺(q)` of terminals still reachable by ≥ 1 more byte.
-    pub next_plus: Vec<u64>,
+    pub next_plus: Array<u64>,
     /// Bitset of ignored terminals.
-    pub ignored: Vec<u64>,
+    pub ignored: Array<u64>,
     /// Per-terminal inhibition mode: [`MUNCH_GLOBAL`], [`MUNCH_OWN`] or [`MUNCH_NONE`].
-    pub munch: Vec<u8>,
+    pub munch: Array<u8>,
     /// Per-terminal priority (Lark `NAME.n`; 0 by default). Contextual (DESIGN.md §2): where
     /// several terminals match the same lexeme, a lower-priority one is used only on stacks
     /// where none of the higher-priority ones can be shifted; equal priorities fork.
-    pub priority: Vec<i32>,
+    pub priority: Array<i32>,
     /// Further successors of `q0` (other lexer components): on byte `b`,
     /// `fork[fork_off[b]..fork_off[b+1]]`, besides `trans[q0*256+b]`. `fork_off` has 257 entries.
-    pub fork_off: Vec<u32>,
-    pub fork: Vec<u32>,
+    pub fork_off: Array<u32>,
+    pub fork: Array<u32>,
 }
 
 impl LexerTables {
@@ -190,19 +194,19 @@ pub struct LrTables {
     pub num_terminals: u32,
     pub num_nonterminals: u32,
     /// State `p`'s ACTION row: entries `action_row[p]..action_row[p+1]`.
-    pub action_row: Vec<u32>,
+    pub action_row: Array<u32>,
     /// Per entry: the terminal (sorted within a row) ...
-    pub action_term: Vec<u32>,
+    pub action_term: Array<u32>,
     /// ... and its actions `actions[action_off[e]..action_off[e+1]]` (packed [`Action`]s).
-    pub action_off: Vec<u32>,
-    pub actions: Vec<u32>,
+    pub action_off: Array<u32>,
+    pub actions: Array<u32>,
     /// State `p`'s GOTO row: entries `goto_row[p]..goto_row[p+1]` of (`goto_nt`, `goto_target`), sorted by nt.
-    pub goto_row: Vec<u32>,
-    pub goto_nt: Vec<u32>,
-    pub goto_target: Vec<u32>,
+    pub goto_row: Array<u32>,
+    pub goto_nt: Array<u32>,
+    pub goto_target: Array<u32>,
     /// Per rule: left-hand nonterminal and right-hand length (≥ 1: the grammar is ε-free).
-    pub rule_lhs: Vec<u32>,
-    pub rule_len: Vec<u32>,
+    pub rule_lhs: Array<u32>,
+    pub rule_len: Array<u32>,
 }
 
 impl LrTables {
@@ -246,8 +250,8 @@ impl LrTables {
             num_states: rows.len() as u32,
             num_terminals,
             num_nonterminals,
-            rule_lhs,
-            rule_len,
+            rule_lhs: rule_lhs.into(),
+            rule_len: rule_len.into(),
             ..Default::default()
         };
         t.action_row.push(0);
@@ -313,6 +317,8 @@ impl Vocabulary {
         check(n < u32::MAX as usize, "vocabulary too large")?;
         check_offsets(&self.offsets, n, self.bytes.len(), "vocabulary offsets")?;
         check(self.special.len() == n, "vocabulary special flags length")?;
+        check(self.special.iter().all(|&s| s <= 1), "vocabulary special flag is not 0 or 1")?;
+        check(self.eos.windows(2).all(|w| w[0] < w[1]), "end token ids must be sorted")?;
         check(self.eos.iter().all(|&e| (e as usize) < n), "end token id out of range")
     }
 }
@@ -350,6 +356,7 @@ impl LrTables {
         check_offsets(&self.action_row, n, self.action_term.len(), "ACTION rows")?;
         check_offsets(&self.action_off, self.action_term.len(), self.actions.len(), "ACTION entries")?;
         check(self.action_term.iter().all(|&t| t <= self.num_terminals), "ACTION terminal out of range")?;
+        check_offsets(&self.goto_row, n, self.goto_nt.len(), "GOTO rows")?;
         for p in 0..n {
             let row = &self.action_term[self.action_row[p] as usize..self.action_row[p + 1] as usize];
             check(row.windows(2).all(|x| x[0] < x[1]), "ACTION rows must be sorted")?;
@@ -366,7 +373,6 @@ impl LrTables {
                 Action::Accept => {}
             }
         }
-        check_offsets(&self.goto_row, n, self.goto_nt.len(), "GOTO rows")?;
         check(self.goto_target.len() == self.goto_nt.len(), "GOTO targets length")?;
         check(self.goto_nt.iter().all(|&a| a < self.num_nonterminals), "GOTO nonterminal out of range")?;
         check(self.goto_target.iter().all(|&s| (s as usize) < n), "GOTO target out of range")

@@ -316,7 +316,7 @@ impl Tokenizer {
                 return Err(VocabError::EosOutOfRange { file: "override".into(), id: e as u64, size });
             }
         }
-        let mut special = self.vocab.special.clone();
+        let mut special: Vec<bool> = self.vocab.special.iter().map(|&s| s != 0).collect();
         for &e in eos {
             if let Some(s) = special.get_mut(e as usize) {
                 *s = true;

@@ -9,12 +9,14 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
+use dwac_compile::artifact::{artifact_bytes, write_atomically, SourceInfo, TokenizerInfo};
 use dwac_compile::{
     compile_engine_with_progress, parse_source_with, regex_grammar, CompileError, CompileStats, EngineOptions,
     SourceKind,
 };
 use dwac_grammar::schema::{Draft, SchemaOptions, Whitespace};
 use dwac_grammar::GrammarError;
+use dwac_runtime::artifact::{hex, kind_info, Artifact};
 use dwac_runtime::{CommitError, Engine, Matcher};
 use dwac_vocab::Tokenizer;
 use serde_json::json;
@@ -28,9 +30,10 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Compile a grammar or JSON Schema with a tokenizer and report the Parser DWA (no artifact
-    /// is written yet).
+    /// Compile grammars or JSON Schemas with a tokenizer into artifacts (one or many inputs).
     Compile(CompileArgs),
+    /// Show an artifact's header, fingerprints, sections and grammar summary (verifies it).
+    Inspect(InspectArgs),
     /// Judge texts against a grammar: every token must be in the mask, and the end token at the end.
     Check(CheckArgs),
     /// Time every mask and commit on texts.
@@ -39,14 +42,11 @@ enum Cmd {
     Mask(MaskArgs),
 }
 
-#[derive(Args)]
-struct SourceArgs {
-    /// Grammar source: `.lark` or `.gbnf` grammar, or a `.json` JSON Schema (compiled in memory).
-    input: Option<PathBuf>,
-    /// Use a single regular expression as the grammar instead of INPUT.
-    #[arg(long, conflicts_with = "input")]
-    regex: Option<String>,
-    /// HF `tokenizer.json`; default: the embedded GPT-2 tokenizer.
+/// Options of every command that may compile a source.
+#[derive(Args, Clone)]
+struct CompileOpts {
+    /// HF `tokenizer.json`; default: the embedded GPT-2 tokenizer. With an artifact INPUT it is
+    /// only used to encode text, and must be the artifact's tokenizer.
     #[arg(long)]
     tokenizer: Option<PathBuf>,
     /// JSON Schema: drop keywords that cannot be honoured exactly (each one is listed as a
@@ -59,18 +59,55 @@ struct SourceArgs {
     /// JSON Schema: the dialect when `$schema` names none (default 2020-12).
     #[arg(long, value_parser = ["draft4", "draft6", "draft7", "2019-09", "2020-12"])]
     draft: Option<String>,
-    /// Give up compiling after this many seconds (a clear error, exit 2).
+    /// Give up compiling an input after this many seconds (a clear error naming it).
     #[arg(long, default_value_t = 600.0)]
     max_seconds: f64,
-    /// Give up compiling when the process's resident memory exceeds this many MiB (exit 2).
+    /// Give up when the process's resident memory exceeds this many MiB (exit 2).
     #[arg(long, default_value_t = 8192)]
     max_memory_mb: u64,
 }
 
 #[derive(Args)]
-struct CompileArgs {
+struct SourceArgs {
+    /// An artifact (`.dwa`, `.dwa.zst`), or a grammar source compiled in memory first: `.lark`
+    /// or `.gbnf` grammar, or a `.json` JSON Schema.
+    input: Option<PathBuf>,
+    /// Use a single regular expression as the grammar instead of INPUT.
+    #[arg(long, conflicts_with = "input")]
+    regex: Option<String>,
     #[command(flatten)]
-    source: SourceArgs,
+    opts: CompileOpts,
+}
+
+#[derive(Args)]
+struct CompileArgs {
+    /// Grammar sources: `.lark`, `.gbnf` or `.json` (JSON Schema). Several are compiled in
+    /// parallel.
+    inputs: Vec<PathBuf>,
+    /// Compile a single regular expression instead of INPUT files.
+    #[arg(long, conflicts_with = "inputs")]
+    regex: Option<String>,
+    /// Output file (one input) or directory (several inputs, or an existing directory).
+    /// Default: `artifacts/<stem>.dwa`.
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+    /// Write the zstd transport form (`.dwa.zst`) instead of the plain artifact.
+    #[arg(long)]
+    zstd: bool,
+    /// Inputs compiled at once (default: the number of CPUs).
+    #[arg(long)]
+    jobs: Option<usize>,
+    /// One JSON object per input on stdout.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    opts: CompileOpts,
+}
+
+#[derive(Args)]
+struct InspectArgs {
+    /// The artifact (`.dwa` or `.dwa.zst`).
+    artifact: PathBuf,
     #[arg(long)]
     json: bool,
 }
@@ -123,8 +160,148 @@ struct MaskArgs {
 
 struct Loaded {
     engine: Arc<Engine>,
-    tokenizer: Tokenizer,
+    /// The tokenizer to encode text with (for an artifact: checked against its fingerprint).
+    tokenizer: Option<Tokenizer>,
+    /// Compile statistics (a source compiled in memory).
+    stats: Option<CompileStats>,
+    /// Microseconds `Artifact::open` took (an artifact input).
+    open_us: Option<f64>,
+}
+
+impl Loaded {
+    fn tokenizer(&self) -> Result<&Tokenizer> {
+        self.tokenizer.as_ref().context(
+            "this artifact was not compiled with the embedded default tokenizer: give --tokenizer FILE (the artifact's tokenizer) to encode text",
+        )
+    }
+
+    fn tokenizer_name(&self) -> Option<&str> {
+        self.tokenizer.as_ref().map(|t| t.name())
+    }
+
+    fn compile_ms(&self) -> Option<f64> {
+        self.stats.as_ref().map(|s| (s.compile_ms * 10.0).round() / 10.0)
+    }
+}
+
+/// An artifact error, naming the file once.
+fn artifact_error(path: &Path, e: dwac_runtime::ArtifactError) -> anyhow::Error {
+    match e {
+        dwac_runtime::ArtifactError::Io { .. } => anyhow::anyhow!("{e}"),
+        _ => anyhow::anyhow!("{}: {e}", path.display()),
+    }
+}
+
+/// Is `path` an artifact (`.dwa` or `.dwa.zst`) rather than a grammar source?
+fn is_artifact(path: &Path) -> bool {
+    let name = path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+    name.ends_with(".dwa") || name.ends_with(".dwa.zst")
+}
+
+fn load_tokenizer(path: Option<&Path>) -> Result<Tokenizer> {
+    match path {
+        Some(p) => Tokenizer::from_file(p).map_err(|e| anyhow::anyhow!("tokenizer: {e}")),
+        None => Tokenizer::default_embedded().context("loading the embedded default tokenizer"),
+    }
+}
+
+fn schema_options(o: &CompileOpts) -> SchemaOptions {
+    SchemaOptions {
+        whitespace: if o.compact { Whitespace::Compact } else { Whitespace::Flexible },
+        lenient: o.lenient,
+        default_draft: o.draft.as_deref().map(|d| match d {
+            "draft4" => Draft::Draft4,
+            "draft6" => Draft::Draft6,
+            "draft7" => Draft::Draft7,
+            "2019-09" => Draft::Draft2019,
+            _ => Draft::Draft2020,
+        }),
+    }
+}
+
+/// A grammar to compile: a file or a `--regex` pattern.
+#[derive(Clone)]
+enum Source {
+    File(PathBuf),
+    Regex(String),
+}
+
+impl Source {
+    fn display(&self) -> String {
+        match self {
+            Source::File(p) => p.display().to_string(),
+            Source::Regex(_) => "--regex".to_string(),
+        }
+    }
+}
+
+/// One compiled source.
+struct Built {
+    engine: Engine,
     stats: CompileStats,
+    info: SourceInfo,
+    /// Schema compiler and longest-match warnings, located.
+    warnings: Vec<String>,
+}
+
+/// Compile `source` with `vocab`. Errors are one located message.
+fn build(
+    source: &Source,
+    opts: &CompileOpts,
+    vocab: &dwac_runtime::Vocabulary,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<Built> {
+    let what = source.display();
+    let schema_opts = schema_options(opts);
+    let mut warnings = Vec::new();
+    let (grammar, info, is_schema) = match source {
+        Source::Regex(re) => {
+            (regex_grammar(re), SourceInfo { name: "--regex".into(), kind: "regex", text: re.clone() }, false)
+        }
+        Source::File(path) => {
+            if is_artifact(path) {
+                bail!("{what}: is an artifact; compile takes grammar sources (.lark, .gbnf, .json)");
+            }
+            let kind = SourceKind::from_path(path)
+                .with_context(|| format!("{what}: unknown input kind (expected .lark, .gbnf or a .json schema)"))?;
+            let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("{what}: {e}"))?;
+            let (g, w) =
+                parse_source_with(kind, &text, &schema_opts).map_err(|e| anyhow::anyhow!(located(&what, &e)))?;
+            warnings.extend(w.into_iter().map(|w| format!("{what}: {w}")));
+            let name = path.file_name().map_or_else(|| what.clone(), |n| n.to_string_lossy().to_string());
+            (g, SourceInfo { name, kind: SourceInfo::kind_name(kind), text }, kind == SourceKind::JsonSchema)
+        }
+    };
+    let (engine, stats) = compile_engine_with_progress(&grammar, vocab.clone(), &EngineOptions::default(), progress)
+        .map_err(|e| match &e {
+            CompileError::EmptyLanguage(g) if is_schema => {
+                anyhow::anyhow!("{what}: no JSON value satisfies this schema ({})", g.message)
+            }
+            _ => anyhow::anyhow!(located(&what, &e)),
+        })?;
+    warnings.extend(stats.warnings.iter().map(|w| at(&what, &w.0)));
+    Ok(Built { engine, stats, info, warnings })
+}
+
+/// A progress bar over the Parser DWA's lexer states, shown once the build has run a second.
+fn lexer_state_bar(quiet: bool) -> (indicatif::ProgressBar, impl FnMut(u64, u64)) {
+    let bar = indicatif::ProgressBar::hidden();
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("compiling {bar:40} {pos}/{len} lexer states {elapsed}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let t0 = Instant::now();
+    let mut shown = false;
+    let b = bar.clone();
+    let progress = move |done: u64, total: u64| {
+        if !quiet && !shown && t0.elapsed() > Duration::from_secs(1) {
+            b.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+            shown = true;
+        }
+        b.set_length(total);
+        b.set_position(done);
+    };
+    (bar, progress)
 }
 
 /// `file:line:col: message` and the source snippet, for a located diagnostic.
@@ -199,69 +376,40 @@ impl Drop for Watchdog {
 }
 
 fn load(src: &SourceArgs, quiet: bool) -> Result<Loaded> {
-    let tokenizer = match &src.tokenizer {
-        Some(p) => Tokenizer::from_file(p).with_context(|| format!("loading tokenizer {}", p.display()))?,
-        None => Tokenizer::default_embedded().context("loading the embedded default tokenizer")?,
-    };
-    let what = src.input.as_ref().map_or_else(|| "--regex".to_string(), |p| p.display().to_string());
-    let grammar = match (&src.input, &src.regex) {
-        (_, Some(re)) => regex_grammar(re),
-        (Some(path), None) => {
-            let kind = SourceKind::from_path(path).with_context(|| {
-                format!("{}: unknown input kind (expected .lark, .gbnf or a .json schema)", path.display())
-            })?;
-            let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-            let opts = SchemaOptions {
-                whitespace: if src.compact { Whitespace::Compact } else { Whitespace::Flexible },
-                lenient: src.lenient,
-                default_draft: src.draft.as_deref().map(|d| match d {
-                    "draft4" => Draft::Draft4,
-                    "draft6" => Draft::Draft6,
-                    "draft7" => Draft::Draft7,
-                    "2019-09" => Draft::Draft2019,
-                    _ => Draft::Draft2020,
-                }),
-            };
-            let (g, warnings) =
-                parse_source_with(kind, &text, &opts).map_err(|e| anyhow::anyhow!(located(&path.display(), &e)))?;
-            for w in warnings {
-                eprintln!("warning: {}: {w}", path.display());
+    if let Some(path) = src.input.as_deref().filter(|p| is_artifact(p)) {
+        let t0 = Instant::now();
+        let art = Artifact::open(path).map_err(|e| artifact_error(path, e))?;
+        let open_us = t0.elapsed().as_secs_f64() * 1e6;
+        // The artifact carries its vocabulary; a tokenizer only encodes text, and must match.
+        let tokenizer = match &src.opts.tokenizer {
+            Some(p) => {
+                let t = load_tokenizer(Some(p))?;
+                art.check_tokenizer(&t.fingerprint(), t.vocab())
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+                Some(t)
             }
-            g
-        }
-        (None, None) => bail!("give a grammar file or --regex PATTERN"),
-    };
-    let is_schema = src.input.as_deref().and_then(SourceKind::from_path) == Some(SourceKind::JsonSchema);
-    let _watchdog = Watchdog::start(what.clone(), src.max_seconds, src.max_memory_mb);
-    // A progress bar over the Parser DWA's lexer states, shown once the build has run a second.
-    let bar = indicatif::ProgressBar::hidden();
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("compiling {bar:40} {pos}/{len} lexer states {elapsed}")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
-    let t0 = Instant::now();
-    let mut shown = false;
-    let mut progress = |done: u64, total: u64| {
-        if !quiet && !shown && t0.elapsed() > Duration::from_secs(1) {
-            bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
-            shown = true;
-        }
-        bar.set_length(total);
-        bar.set_position(done);
-    };
-    let result =
-        compile_engine_with_progress(&grammar, tokenizer.vocab().clone(), &EngineOptions::default(), &mut progress);
-    bar.finish_and_clear();
-    let (engine, stats) = result.map_err(|e| match &e {
-        CompileError::EmptyLanguage(g) if is_schema => {
-            anyhow::anyhow!("{what}: no JSON value satisfies this schema ({})", g.message)
-        }
-        _ => anyhow::anyhow!(located(&what, &e)),
-    })?;
-    for w in &stats.warnings {
-        eprintln!("warning: {}", at(&what, &w.0));
+            None => {
+                let t = load_tokenizer(None)?;
+                art.check_tokenizer(&t.fingerprint(), t.vocab()).is_ok().then_some(t)
+            }
+        };
+        return Ok(Loaded { engine: art.engine().clone(), tokenizer, stats: None, open_us: Some(open_us) });
     }
-    Ok(Loaded { engine: Arc::new(engine), tokenizer, stats })
+    let source = match (&src.input, &src.regex) {
+        (_, Some(re)) => Source::Regex(re.clone()),
+        (Some(path), None) => Source::File(path.clone()),
+        (None, None) => bail!("give a grammar file, an artifact or --regex PATTERN"),
+    };
+    let tokenizer = load_tokenizer(src.opts.tokenizer.as_deref())?;
+    let _watchdog = Watchdog::start(source.display(), src.opts.max_seconds, src.opts.max_memory_mb);
+    let (bar, mut progress) = lexer_state_bar(quiet);
+    let built = build(&source, &src.opts, tokenizer.vocab(), &mut progress);
+    bar.finish_and_clear();
+    let built = built?;
+    for w in &built.warnings {
+        eprintln!("warning: {w}");
+    }
+    Ok(Loaded { engine: Arc::new(built.engine), tokenizer: Some(tokenizer), stats: Some(built.stats), open_us: None })
 }
 
 struct Item {
@@ -322,49 +470,361 @@ fn mask_stats_json(stats: &CompileStats) -> serde_json::Value {
     }
 }
 
-fn compile(args: CompileArgs) -> Result<u8> {
-    let l = load(&args.source, args.json)?;
-    let s = &l.stats;
-    let mut out = json!({
-        "input": args.source.input.as_ref().map(|p| p.display().to_string()),
-        "tokenizer": l.tokenizer.name(),
-        "vocab_size": l.engine.vocab().len(),
-        "artifact": null,
-        "bytes": null,
+/// Where each input's artifact goes: `-o FILE` for one input; `-o DIR/<stem>.dwa` for several
+/// (or an existing directory); `artifacts/<stem>.dwa` by default (`.dwa.zst` with `--zstd`).
+fn output_paths(args: &CompileArgs, sources: &[Source]) -> Result<Vec<PathBuf>> {
+    let ext = if args.zstd { "dwa.zst" } else { "dwa" };
+    let stem = |s: &Source| match s {
+        Source::File(p) => p.file_stem().map_or_else(|| "out".to_string(), |x| x.to_string_lossy().to_string()),
+        Source::Regex(_) => "regex".to_string(),
+    };
+    let dir_mode = |o: &Path| sources.len() > 1 || o.is_dir() || o.as_os_str().to_string_lossy().ends_with('/');
+    let paths: Vec<PathBuf> = sources
+        .iter()
+        .map(|s| match &args.output {
+            Some(o) if dir_mode(o) => o.join(format!("{}.{ext}", stem(s))),
+            Some(o) => o.clone(),
+            None => PathBuf::from("artifacts").join(format!("{}.{ext}", stem(s))),
+        })
+        .collect();
+    let mut seen = std::collections::HashMap::new();
+    for (p, s) in paths.iter().zip(sources) {
+        if let Some(prev) = seen.insert(p.clone(), s.display()) {
+            bail!("{} and {} would both be written to {}", prev, s.display(), p.display());
+        }
+    }
+    Ok(paths)
+}
+
+/// Compile one source and write its artifact; the JSON record of the result.
+fn compile_one(
+    source: &Source,
+    out: &Path,
+    args_zstd: bool,
+    opts: &CompileOpts,
+    tokenizer: &Tokenizer,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<serde_json::Value> {
+    let what = source.display();
+    let built = build(source, opts, tokenizer.vocab(), progress)?;
+    for w in &built.warnings {
+        eprintln!("warning: {w}");
+    }
+    let t0 = Instant::now();
+    let tok = TokenizerInfo { name: tokenizer.name().to_string(), fingerprint: tokenizer.fingerprint() };
+    let raw = artifact_bytes(
+        &built.engine,
+        &built.info,
+        &tok,
+        &built.stats,
+        &schema_options(opts),
+        &EngineOptions::default(),
+    );
+    let bytes = if args_zstd {
+        dwac_compile::artifact::compress(&raw).map_err(|e| anyhow::anyhow!("{what}: compressing: {e}"))?
+    } else {
+        raw.clone()
+    };
+    write_atomically(out, &bytes).map_err(|e| anyhow::anyhow!("{what}: writing {}: {e}", out.display()))?;
+    let write_ms = t0.elapsed().as_secs_f64() * 1e3;
+    let s = &built.stats;
+    let mut rec = json!({
+        "input": what,
+        "ok": true,
+        "artifact": out.display().to_string(),
+        "bytes": bytes.len(),
+        "raw_bytes": raw.len(),
+        "zstd": args_zstd,
         "compile_ms": (s.compile_ms * 10.0).round() / 10.0,
+        "write_ms": (write_ms * 10.0).round() / 10.0,
         "peak_rss_mb": peak_rss_mb().map(|m| (m * 10.0).round() / 10.0),
+        "tokenizer": tokenizer.name(),
+        "vocab_size": built.engine.vocab().len(),
         "terminals": s.terminals,
         "lexer_states": s.lexer_states,
         "lr_states": s.lr_states,
         "lr_conflicts": s.lr_conflicts,
-        "warnings": s.warnings.len(),
+        "warnings": built.warnings.len(),
     });
-    if let (Some(o), serde_json::Value::Object(m)) = (out.as_object_mut(), mask_stats_json(s)) {
+    if let (Some(o), serde_json::Value::Object(m)) = (rec.as_object_mut(), mask_stats_json(s)) {
         o.extend(m);
     }
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&out)?);
-    } else {
+    Ok(rec)
+}
+
+fn print_compiled(rec: &serde_json::Value, json_out: bool) {
+    if json_out {
+        println!("{rec}");
+        return;
+    }
+    let zstd = if rec["zstd"] == true { format!(", zstd of {} raw", rec["raw_bytes"]) } else { String::new() };
+    println!(
+        "{} -> {} ({} bytes{zstd}): {} tokens ({}), {} lexer states, {} LR states; Parser DWA {} states, max lookback {}; {} ms",
+        rec["input"].as_str().unwrap_or(""),
+        rec["artifact"].as_str().unwrap_or(""),
+        rec["bytes"],
+        rec["vocab_size"],
+        rec["tokenizer"].as_str().unwrap_or(""),
+        rec["lexer_states"],
+        rec["lr_states"],
+        rec["dwa_states"],
+        rec["max_lookback"],
+        rec["compile_ms"],
+    );
+    if rec["undecided_tokens"].as_u64().is_some_and(|u| u > 0) {
         println!(
-            "{}: {} tokens ({}), {} lexer states, {} LR states; Parser DWA: {} states, max lookback {}; {} ms, peak {} MiB (no artifact is written yet)",
-            out["input"].as_str().unwrap_or("--regex"),
-            out["vocab_size"],
-            out["tokenizer"].as_str().unwrap_or(""),
-            out["lexer_states"],
-            out["lr_states"],
-            out["dwa_states"],
-            out["max_lookback"],
-            out["compile_ms"],
-            out["peak_rss_mb"]
+            "note: {} (lexer state, token) pairs are decided at run time by committing the token (exact, slower); {} lexer states ran over the automaton budget",
+            rec["undecided_tokens"], rec["lexer_states_over_budget"]
         );
-        if let Some(m) = &s.mask {
-            if m.undecided_tokens > 0 {
-                println!(
-                    "note: {} (lexer state, token) pairs are decided at run time by committing the token (exact, slower); {} lexer states ran over the automaton budget",
-                    m.undecided_tokens, m.lexer_states_over_budget
-                );
+    }
+}
+
+fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
+}
+
+fn compile(args: CompileArgs) -> Result<u8> {
+    let sources: Vec<Source> = match &args.regex {
+        Some(re) => vec![Source::Regex(re.clone())],
+        None => args.inputs.iter().cloned().map(Source::File).collect(),
+    };
+    if sources.is_empty() {
+        bail!("give one or more grammar files, or --regex PATTERN");
+    }
+    let outputs = output_paths(&args, &sources)?;
+    let tokenizer = Arc::new(load_tokenizer(args.opts.tokenizer.as_deref())?);
+    if sources.len() == 1 {
+        let _watchdog = Watchdog::start(sources[0].display(), args.opts.max_seconds, args.opts.max_memory_mb);
+        let (bar, mut progress) = lexer_state_bar(args.json);
+        let rec = compile_one(&sources[0], &outputs[0], args.zstd, &args.opts, &tokenizer, &mut progress);
+        bar.finish_and_clear();
+        print_compiled(&rec?, args.json);
+        return Ok(0);
+    }
+    compile_batch(&args, sources, outputs, tokenizer)
+}
+
+/// Many inputs: `--jobs` workers take inputs from a queue; one progress bar; an input over its
+/// time budget is reported as failed and a fresh worker takes its place (the stuck one is left
+/// behind and ends with the process). Exit 1 if any input failed.
+fn compile_batch(
+    args: &CompileArgs,
+    sources: Vec<Source>,
+    outputs: Vec<PathBuf>,
+    tokenizer: Arc<Tokenizer>,
+) -> Result<u8> {
+    use std::sync::mpsc;
+    use std::sync::Mutex;
+    enum Event {
+        Started(usize),
+        Done(usize, Result<serde_json::Value, String>),
+    }
+    let n = sources.len();
+    let _watchdog = Watchdog::start("batch compile".into(), f64::INFINITY, args.opts.max_memory_mb);
+    let queue = Arc::new(Mutex::new((0..n).collect::<std::collections::VecDeque<usize>>()));
+    let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |x| x.get())).max(1);
+    let (tx, rx) = mpsc::channel::<Event>();
+    let shared = Arc::new((sources, outputs, args.opts.clone(), args.zstd));
+    let spawn_worker = || {
+        let (queue, tx, shared, tokenizer) = (queue.clone(), tx.clone(), shared.clone(), tokenizer.clone());
+        std::thread::spawn(move || loop {
+            let Some(i) = queue.lock().ok().and_then(|mut q| q.pop_front()) else { return };
+            if tx.send(Event::Started(i)).is_err() {
+                return;
+            }
+            let (sources, outputs, opts, zstd) = &*shared;
+            let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                compile_one(&sources[i], &outputs[i], *zstd, opts, &tokenizer, &mut |_, _| {})
+            }));
+            let res = match res {
+                Ok(Ok(v)) => Ok(v),
+                Ok(Err(e)) => Err(format!("{e:#}")),
+                Err(p) => Err(format!("{}: internal error: {}", sources[i].display(), panic_message(&*p))),
+            };
+            if tx.send(Event::Done(i, res)).is_err() {
+                return;
+            }
+        });
+    };
+    for _ in 0..jobs.min(n) {
+        spawn_worker();
+    }
+    let bar = indicatif::ProgressBar::new(n as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("compiling {bar:40} {pos}/{len} inputs {elapsed} {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    if args.json {
+        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+    }
+    let t0 = Instant::now();
+    let mut results: Vec<Option<Result<serde_json::Value, String>>> = (0..n).map(|_| None).collect();
+    let mut running: std::collections::HashMap<usize, Instant> = std::collections::HashMap::new();
+    let mut done = 0;
+    while done < n {
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(Event::Started(i)) => {
+                running.insert(i, Instant::now());
+            }
+            Ok(Event::Done(i, r)) => {
+                running.remove(&i);
+                if results[i].is_none() {
+                    results[i] = Some(r);
+                    done += 1;
+                    bar.inc(1);
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+        let late: Vec<usize> = running
+            .iter()
+            .filter(|(_, t)| t.elapsed().as_secs_f64() > args.opts.max_seconds)
+            .map(|(&i, _)| i)
+            .collect();
+        for i in late {
+            running.remove(&i);
+            if results[i].is_none() {
+                results[i] = Some(Err(format!(
+                    "{}: compilation exceeded its time budget of {} s (--max-seconds)",
+                    shared.0[i].display(),
+                    args.opts.max_seconds
+                )));
+                done += 1;
+                bar.inc(1);
+                spawn_worker();
             }
         }
+    }
+    bar.finish_and_clear();
+    let mut failed = 0;
+    for (i, r) in results.into_iter().enumerate() {
+        match r {
+            Some(Ok(rec)) => print_compiled(&rec, args.json),
+            Some(Err(e)) => {
+                failed += 1;
+                if args.json {
+                    println!("{}", json!({"input": shared.0[i].display(), "ok": false, "error": e}));
+                }
+                eprintln!("error: {e}");
+            }
+            None => {
+                failed += 1;
+                eprintln!("error: {}: not compiled (a worker stopped)", shared.0[i].display());
+            }
+        }
+    }
+    eprintln!(
+        "compiled {} of {n} inputs in {:.1} s with {jobs} jobs{}",
+        n - failed,
+        t0.elapsed().as_secs_f64(),
+        if failed > 0 { format!("; {failed} failed") } else { String::new() }
+    );
+    Ok(if failed > 0 { 1 } else { 0 })
+}
+
+/// `dwac inspect`: header, fingerprints, sections and the metadata's summary.
+fn inspect(args: InspectArgs) -> Result<u8> {
+    let path = &args.artifact;
+    let t0 = Instant::now();
+    let art = Artifact::open(path).map_err(|e| artifact_error(path, e))?;
+    let open_us = t0.elapsed().as_secs_f64() * 1e6;
+    let h = art.header();
+    let meta: serde_json::Value = serde_json::from_str(art.metadata()).unwrap_or(serde_json::Value::Null);
+    let file_bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    let sections: Vec<serde_json::Value> = art
+        .sections()
+        .iter()
+        .map(|e| {
+            json!({
+                "kind": format!("{:#06x}", e.kind),
+                "name": kind_info(e.kind).map_or("unknown (optional)", |i| i.0),
+                "offset": e.offset,
+                "bytes": e.len,
+            })
+        })
+        .collect();
+    let v = art.engine().vocab();
+    let out = json!({
+        "artifact": path.display().to_string(),
+        "format": format!("{}.{}", h.major, h.minor),
+        "file_bytes": file_bytes,
+        "bytes": art.len(),
+        "compressed": file_bytes as usize != art.len(),
+        "verified": true,
+        "compiler": meta["compiler"],
+        "source": meta["source"],
+        "options": meta["options"],
+        "tokenizer": meta["tokenizer"]["name"],
+        "tokenizer_fingerprint": hex(&h.tokenizer_fingerprint),
+        "grammar_fingerprint": hex(&h.grammar_fingerprint),
+        "vocab_size": h.vocab_size,
+        "eos": &v.eos[..],
+        "mask_words": h.mask_words,
+        "terminals": h.num_terminals,
+        "lexer_states": h.lexer_states,
+        "lr_states": h.lr_states,
+        "nonterminals": h.num_nonterminals,
+        "dwa_states": h.dwa_states,
+        "token_sets": h.token_sets,
+        "max_lookback": meta["mask"]["max_lookback"],
+        "undecided_tokens": meta["mask"]["undecided_tokens"],
+        "grammar": meta["grammar"],
+        "sections": sections,
+    });
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        eprintln!("opened and verified in {open_us:.0} µs");
+        return Ok(0);
+    }
+    let src = &meta["source"];
+    let g = &meta["grammar"];
+    let s = |x: &serde_json::Value| x.as_str().map_or_else(|| x.to_string(), str::to_string);
+    println!(
+        "artifact     {} ({} bytes{})",
+        out["artifact"].as_str().unwrap_or(""),
+        art.len(),
+        if out["compressed"] == true { format!(", {file_bytes} as zstd") } else { String::new() }
+    );
+    println!("format       {} (verified: checksums and every table index)", s(&out["format"]));
+    println!("compiler     {}", s(&meta["compiler"]));
+    println!("source       {} ({}, sha256 {})", s(&src["name"]), s(&src["kind"]), s(&src["sha256"]));
+    println!("tokenizer    {} ({} tokens, EOS {:?})", s(&out["tokenizer"]), h.vocab_size, &v.eos[..]);
+    println!("  fingerprint {}", hex(&h.tokenizer_fingerprint));
+    println!("grammar fp   {}", hex(&h.grammar_fingerprint));
+    println!(
+        "grammar      {} terminals, {} rules ({} normalized), {} lexer states, {} LR states, {} LR conflicts",
+        h.num_terminals,
+        s(&g["rules"]),
+        s(&g["rules_normalized"]),
+        h.lexer_states,
+        h.lr_states,
+        s(&g["lr_conflicts"])
+    );
+    if h.flags & dwac_runtime::artifact::FLAG_MASK != 0 {
+        println!(
+            "parser DWA   {} states, {} token sets, max lookback {}, {} undecided (lexer state, token) pairs",
+            h.dwa_states,
+            h.token_sets,
+            s(&out["max_lookback"]),
+            s(&out["undecided_tokens"])
+        );
+    } else {
+        println!("parser DWA   none (masks are computed by the reference oracle)");
+    }
+    println!("options      {}", meta["options"]);
+    println!("sections     {}", art.sections().len());
+    for e in art.sections() {
+        println!(
+            "  {:#06x} {:<20} offset {:>10} {:>10} bytes",
+            e.kind,
+            kind_info(e.kind).map_or("unknown (optional)", |i| i.0),
+            e.offset,
+            e.len
+        );
     }
     Ok(0)
 }
@@ -389,7 +849,7 @@ fn check(args: CheckArgs) -> Result<u8> {
     let (mut mask, mut reference) = (vec![0u32; words], vec![0u32; words]);
     for (idx, item) in items.iter().enumerate() {
         bar.inc(1);
-        let tokens = l.tokenizer.encode(&item.text).with_context(|| format!("encoding input {idx}"))?;
+        let tokens = l.tokenizer()?.encode(&item.text).with_context(|| format!("encoding input {idx}"))?;
         let mut m = Matcher::new(l.engine.clone());
         let mut error: Option<CommitError> = None;
         for &tok in tokens.iter() {
@@ -467,8 +927,9 @@ fn check(args: CheckArgs) -> Result<u8> {
         "steps": steps,
         "mask_commit_disagreements": disagreements,
         "failures": failures,
-        "compile_ms": l.stats.compile_ms,
-        "tokenizer": l.tokenizer.name(),
+        "compile_ms": l.compile_ms(),
+        "open_us": l.open_us.map(|u| u.round()),
+        "tokenizer": l.tokenizer_name(),
     });
     if args.reference {
         out["mask_mismatches"] = json!(mismatches);
@@ -509,7 +970,7 @@ fn bench(args: BenchArgs) -> Result<u8> {
     let traces: Vec<Vec<u32>> = items
         .iter()
         .enumerate()
-        .map(|(i, it)| l.tokenizer.encode(&it.text).with_context(|| format!("encoding input {i}")))
+        .map(|(i, it)| l.tokenizer()?.encode(&it.text).with_context(|| format!("encoding input {i}")))
         .collect::<Result<_>>()?;
     let steps: usize = traces.iter().map(Vec::len).sum();
     let masks = steps + traces.len();
@@ -561,9 +1022,9 @@ fn bench(args: BenchArgs) -> Result<u8> {
         "rejected_inputs": rejected,
         "masks": masks,
         "replays": args.replays.max(1),
-        "tokenizer": l.tokenizer.name(),
-        "compile_ms": (l.stats.compile_ms * 10.0).round() / 10.0,
-        "open_us": null,
+        "tokenizer": l.tokenizer_name(),
+        "compile_ms": l.compile_ms(),
+        "open_us": l.open_us.map(|u| u.round()),
         "mask_us": timed(mask_first),
         "mask_us_min_of_replays": timed(mask_best),
         "commit_us": timed(commit_first),
@@ -643,6 +1104,7 @@ fn run() -> Result<u8> {
     let cli = Cli::parse();
     match cli.cmd {
         Cmd::Compile(a) => compile(a),
+        Cmd::Inspect(a) => inspect(a),
         Cmd::Check(a) => check(a),
         Cmd::Bench(a) => bench(a),
         Cmd::Mask(a) => mask(a),

@@ -11,10 +11,14 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-fn tmp(name: &str, body: &str) -> String {
+fn tmp_dir() -> PathBuf {
     let dir = std::env::temp_dir().join(format!("dwac-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join(name);
+    dir
+}
+
+fn tmp(name: &str, body: &str) -> String {
+    let p = tmp_dir().join(name);
     std::fs::write(&p, body).unwrap();
     p.display().to_string()
 }
@@ -169,12 +173,15 @@ fn an_unsatisfiable_schema_is_refused_in_schema_terms() {
 
 #[test]
 fn compile_and_bench_report_the_contract_fields() {
-    let o = dwac(&["compile", "grammars/json.lark", "--json"]);
+    let out = tmp_dir().join("json.dwa");
+    let o = dwac(&["compile", "grammars/json.lark", "--json", "-o", &out.display().to_string()]);
     assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
     let v = json(&o);
     for key in ["artifact", "bytes", "compile_ms", "peak_rss_mb", "dwa_states", "max_lookback", "undecided_tokens"] {
         assert!(v.get(key).is_some(), "compile --json lacks {key}: {v}");
     }
+    assert_eq!(v["artifact"], out.display().to_string());
+    assert_eq!(v["bytes"].as_u64(), Some(std::fs::metadata(&out).unwrap().len()));
     assert!(v["dwa_states"].as_u64().unwrap() > 10);
     assert!(v["max_lookback"].as_u64().is_some_and(|d| d >= 1));
 
@@ -192,4 +199,119 @@ fn compile_and_bench_report_the_contract_fields() {
 
     let o = dwac(&["mask", "grammars/json.lark", "--prefix", "[1", "--json"]);
     assert_eq!(json(&o)["source"], "dwa");
+}
+
+/// Compile to an artifact, then inspect, mask, check and bench on the artifact itself.
+#[test]
+fn artifacts_compile_inspect_and_serve_check_bench_mask() {
+    let dir = tmp_dir().join("serve");
+    let art = dir.join("person.dwa").display().to_string();
+    let o = dwac(&["compile", "schemas/person.json", "-o", &art]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = dwac(&["inspect", &art, "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let v = json(&o);
+    assert_eq!(v["format"], "1.0");
+    assert_eq!(v["vocab_size"], 50257);
+    assert_eq!(v["tokenizer"], "gpt2");
+    assert!(v["dwa_states"].as_u64().unwrap() > 10 && v["sections"].as_array().unwrap().len() > 30, "{v}");
+    // The same masks from the artifact as from the source.
+    let from_src = json(&dwac(&["mask", "schemas/person.json", "--prefix", "{\"name\": \"Al", "--json"]));
+    let from_art = json(&dwac(&["mask", &art, "--prefix", "{\"name\": \"Al", "--json"]));
+    assert_eq!(from_src["tokens"], from_art["tokens"]);
+    assert!(from_art["allowed"].as_u64().unwrap() > 100);
+    let f = tmp("person.jsonl", "{\"text\": \"{\\\"name\\\": \\\"Al\\\", \\\"age\\\": 30}\", \"valid\": true}\n{\"text\": \"{\\\"age\\\": 30}\", \"valid\": false}\n");
+    let o = dwac(&["check", &art, "--jsonl", &f, "--reference", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let v = json(&o);
+    assert_eq!((v["accepted"].as_u64(), v["rejected"].as_u64(), v["mask_mismatches"].as_u64()), (Some(1), Some(1), Some(0)), "{v}");
+    assert!(v["open_us"].as_f64().is_some(), "{v}");
+    let o = dwac(&["bench", &art, "--jsonl", &f, "--replays", "1", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(json(&o)["open_us"].as_f64().is_some_and(|u| u > 0.0));
+    // The zstd form serves the same masks.
+    let z = dir.join("person.dwa.zst").display().to_string();
+    let o = dwac(&["compile", "schemas/person.json", "--zstd", "-o", &z, "--json"]);
+    let v = json(&o);
+    assert!(v["bytes"].as_u64().unwrap() < v["raw_bytes"].as_u64().unwrap());
+    let from_z = json(&dwac(&["mask", &z, "--prefix", "{\"name\": \"Al", "--json"]));
+    assert_eq!(from_src["tokens"], from_z["tokens"]);
+}
+
+/// Several inputs compile in parallel into a directory; a failing input is named, the others
+/// are still written, and the exit code is 1.
+#[test]
+fn batch_compile_names_each_failure_and_exits_1() {
+    let dir = tmp_dir().join("batch");
+    let d = dir.display().to_string();
+    let o = dwac(&[
+        "compile",
+        "schemas/person.json",
+        "grammars/json.lark",
+        "crates/dwac/tests/fixtures/malformed.lark",
+        "crates/dwac/tests/fixtures/unsupported.json",
+        "-o",
+        &d,
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
+    let lines: Vec<serde_json::Value> =
+        String::from_utf8_lossy(&o.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 4);
+    assert_eq!(lines.iter().filter(|v| v["ok"] == true).count(), 2);
+    assert_eq!(lines[2]["ok"], false);
+    assert!(lines[2]["error"].as_str().unwrap().contains("malformed.lark:3:"), "{}", lines[2]);
+    assert!(lines[3]["error"].as_str().unwrap().contains("`if`"), "{}", lines[3]);
+    assert!(dir.join("person.dwa").exists() && dir.join("json.dwa").exists());
+    assert!(!dir.join("malformed.dwa").exists());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("compiled 2 of 4 inputs") && err.contains("2 failed"), "{err}");
+}
+
+fn snapshot_error(args: &[&str]) -> String {
+    let o = dwac(args);
+    let stderr = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(!stderr.contains("panicked") && !stderr.contains("RUST_BACKTRACE"), "{stderr}");
+    format!("$ dwac {}\nexit {}\n{}", args.join(" "), o.status.code().unwrap_or(-1), stderr)
+}
+
+/// Every class of CLI error: one clear message, exit 2, never a panic.
+#[test]
+fn error_messages_of_every_class() {
+    let fx = "crates/dwac/tests/fixtures";
+    let cases: Vec<Vec<String>> = vec![
+        vec!["mask".into(), "nonexistent.lark".into()],
+        vec!["mask".into(), format!("{fx}/notes.txt")],
+        vec!["mask".into(), format!("{fx}/malformed.lark")],
+        vec!["mask".into(), format!("{fx}/unsupported.json")],
+        vec!["mask".into(), format!("{fx}/unsatisfiable.json")],
+        vec!["mask".into(), "grammars/json.lark".into(), "--tokenizer".into(), "/nonexistent/tokenizer.json".into()],
+        vec!["mask".into(), "grammars/json.lark".into(), "--prefix".into(), "{]".into()],
+        vec!["inspect".into(), format!("{fx}/corrupt.dwa")],
+        vec!["inspect".into(), format!("{fx}/truncated.dwa")],
+        vec!["inspect".into(), "nonexistent.dwa".into()],
+        vec!["mask".into(), "tests/data/golden/format-1.0.dwa".into(), "--tokenizer".into(), "../shared/data/tokenizers/qwen3/tokenizer.json".into()],
+        vec!["check".into(), "tests/data/golden/format-1.0.dwa".into(), "--text".into(), format!("{fx}/notes.txt")],
+        vec!["compile".into(), "tests/data/golden/format-1.0.dwa".into(), "-o".into(), "/tmp/x.dwa".into()],
+        vec!["compile".into()],
+        vec!["frobnicate".into()],
+    ];
+    let mut out = String::new();
+    for c in &cases {
+        let args: Vec<&str> = c.iter().map(String::as_str).collect();
+        let s = snapshot_error(&args);
+        assert!(s.contains("\nexit 2\n"), "{s}");
+        out.push_str(&s);
+        out.push('\n');
+    }
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn inspect_output() {
+    let o = dwac(&["inspect", "tests/data/golden/format-1.0.dwa"]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    insta::assert_snapshot!("inspect_human", String::from_utf8_lossy(&o.stdout));
+    let o = dwac(&["inspect", "tests/data/golden/format-1.0.dwa", "--json"]);
+    insta::assert_snapshot!("inspect_json", String::from_utf8_lossy(&o.stdout));
 }

@@ -228,10 +228,10 @@ pub fn build_mask_tables_with_progress(
     let mut union = Union { bits: Vec::new(), list: Vec::new() };
     let mut out = MaskTables {
         num_tokens: n_tokens,
-        start: vec![NONE; lex.num_states as usize],
-        start_rho: vec![NONE; lex.num_states as usize],
-        undecided: vec![NONE; lex.num_states as usize],
-        edge_off: vec![0],
+        start: vec![NONE; lex.num_states as usize].into(),
+        start_rho: vec![NONE; lex.num_states as usize].into(),
+        undecided: vec![NONE; lex.num_states as usize].into(),
+        edge_off: vec![0].into(),
         ..MaskTables::default()
     };
     let mut stats = MaskStats::default();
@@ -245,7 +245,7 @@ pub fn build_mask_tables_with_progress(
         stats.undecided_tokens += undecided.len();
         out.undecided[q as usize] = sets.intern(undecided);
         if q == lex.start && !vocab.eos.is_empty() {
-            classes.push(TokenClass { sigs: vec![(0, eof_class)], tokens: vocab.eos.clone() });
+            classes.push(TokenClass { sigs: vec![(0, eof_class)], tokens: vocab.eos.to_vec() });
         }
         stats.token_classes += classes.len();
         let thread = walker.class(q, &mut det.comp.terms);
@@ -307,8 +307,8 @@ pub fn build_mask_tables_with_progress(
     if sets.off.is_empty() {
         sets.off.push(0);
     }
-    out.set_off = sets.off;
-    out.set_ranges = sets.ranges;
+    out.set_off = sets.off.into();
+    out.set_ranges = sets.ranges.into();
     // Bitmaps for sets with many ranges: filling r ranges costs about r word writes, a bitmap OR
     // ceil(n/32) (vectorized), so a bitmap pays from about words/16 ranges on.
     let words = out.words();

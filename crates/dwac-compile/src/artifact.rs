@@ -1,0 +1,174 @@
+//! The artifact writer: an [`Engine`] plus where it came from → the bytes `docs/FORMAT.md`
+//! specifies (laid out by `dwac_runtime::artifact::layout`, the same section list the reader
+//! uses), written atomically, optionally in the zstd transport form.
+//!
+//! The bytes are deterministic: the same source, options, tokenizer and compiler version give
+//! the same file. The metadata therefore holds counts, never times or absolute paths.
+
+use std::io::Write;
+use std::path::Path;
+
+use dwac_grammar::schema::SchemaOptions;
+use dwac_runtime::artifact::{self, hex};
+use dwac_runtime::Engine;
+use serde_json::json;
+use sha2::{Digest, Sha256};
+
+use crate::dwa::MaskOptions;
+use crate::{CompileStats, EngineOptions, SourceKind};
+
+/// What the grammar came from.
+#[derive(Clone, Debug)]
+pub struct SourceInfo {
+    /// A display name (the input's file name, or `--regex`).
+    pub name: String,
+    /// `"lark"`, `"gbnf"`, `"json-schema"` or `"regex"`.
+    pub kind: &'static str,
+    /// The source text (the grammar, the schema or the pattern).
+    pub text: String,
+}
+
+impl SourceInfo {
+    pub fn kind_name(kind: SourceKind) -> &'static str {
+        match kind {
+            SourceKind::Lark => "lark",
+            SourceKind::Gbnf => "gbnf",
+            SourceKind::JsonSchema => "json-schema",
+        }
+    }
+}
+
+/// The tokenizer the engine was compiled with.
+#[derive(Clone, Debug)]
+pub struct TokenizerInfo {
+    pub name: String,
+    pub fingerprint: [u8; 32],
+}
+
+/// Every compile option, in one canonical form. Destructured in full, so adding an option
+/// without putting it here is a compile error, and the fingerprint can never miss one.
+pub fn options_json(schema: &SchemaOptions, engine: &EngineOptions) -> serde_json::Value {
+    let SchemaOptions { whitespace, lenient, default_draft } = schema;
+    let EngineOptions { mask, mask_options } = engine;
+    let MaskOptions { max_states_per_lexer_state, work_per_lexer_state } = mask_options;
+    json!({
+        "schema.whitespace": format!("{whitespace:?}"),
+        "schema.lenient": lenient,
+        "schema.default_draft": default_draft.map(|d| format!("{d:?}")),
+        "mask": mask,
+        "mask.max_states_per_lexer_state": max_states_per_lexer_state,
+        "mask.work_per_lexer_state": work_per_lexer_state,
+    })
+}
+
+/// The compiler version written into artifacts and fingerprints.
+pub const COMPILER_VERSION: &str = concat!("dwac ", env!("CARGO_PKG_VERSION"));
+
+/// SHA-256 over the compiler version, the source kind and text, and every option.
+pub fn grammar_fingerprint(source: &SourceInfo, schema: &SchemaOptions, engine: &EngineOptions) -> [u8; 32] {
+    let mut h = Sha256::new();
+    for part in
+        ["dwac-grammar-fp-v1", COMPILER_VERSION, source.kind, &source.text, &options_json(schema, engine).to_string()]
+    {
+        h.update((part.len() as u64).to_le_bytes());
+        h.update(part.as_bytes());
+    }
+    h.finalize().into()
+}
+
+/// The metadata section: source, options, tokenizer, compiler and statistics (deterministic).
+pub fn metadata(
+    source: &SourceInfo,
+    tokenizer: &TokenizerInfo,
+    engine: &Engine,
+    stats: &CompileStats,
+    schema: &SchemaOptions,
+    opts: &EngineOptions,
+) -> serde_json::Value {
+    let mask = stats.mask.as_ref().map(|m| {
+        json!({
+            "dwa_states": m.dwa_states,
+            "max_lookback": if m.max_lookback == u32::MAX { json!("unbounded") } else { json!(m.max_lookback) },
+            "token_classes": m.token_classes,
+            "token_sets": m.token_sets,
+            "lexer_states_with_dwa": m.lexer_states_with_dwa,
+            "lexer_states_over_budget": m.lexer_states_over_budget,
+            "undecided_tokens": m.undecided_tokens,
+            "carried_inhibitors": m.carried_inhibitors,
+        })
+    });
+    json!({
+        "format": format!("dwac artifact {}.{}", artifact::MAJOR, artifact::MINOR),
+        "compiler": COMPILER_VERSION,
+        "source": {
+            "name": source.name,
+            "kind": source.kind,
+            "sha256": hex(&Sha256::digest(source.text.as_bytes())),
+        },
+        "options": options_json(schema, opts),
+        "tokenizer": {
+            "name": tokenizer.name,
+            "fingerprint": hex(&tokenizer.fingerprint),
+            "vocab_size": engine.vocab().len(),
+            "eos": &engine.vocab().eos[..],
+        },
+        "grammar": {
+            "terminals": stats.terminals,
+            "rules": stats.rules_in,
+            "rules_normalized": stats.rules_normalized,
+            "lexer_states": stats.lexer_states,
+            "lr_states": stats.lr_states,
+            "lr_conflicts": stats.lr_conflicts,
+            "right_recursive_left": stats.right_recursive_left,
+            "warnings": stats.warnings.iter().map(|w| w.0.to_string()).collect::<Vec<_>>(),
+        },
+        "mask": mask,
+    })
+}
+
+/// The artifact's bytes.
+pub fn artifact_bytes(
+    engine: &Engine,
+    source: &SourceInfo,
+    tokenizer: &TokenizerInfo,
+    stats: &CompileStats,
+    schema: &SchemaOptions,
+    opts: &EngineOptions,
+) -> Vec<u8> {
+    let mut header = artifact::header_for(engine);
+    header.tokenizer_fingerprint = tokenizer.fingerprint;
+    header.grammar_fingerprint = grammar_fingerprint(source, schema, opts);
+    let meta = metadata(source, tokenizer, engine, stats, schema, opts);
+    let meta = serde_json::to_string_pretty(&meta).unwrap_or_default();
+    artifact::layout(header, &meta, &artifact::columns(engine))
+}
+
+/// The zstd transport form: one frame with its content size and checksum.
+pub fn compress(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
+    let mut c = zstd::bulk::Compressor::new(19)?;
+    c.include_checksum(true)?;
+    c.include_contentsize(true)?;
+    c.compress(bytes)
+}
+
+/// Write `bytes` to `path` atomically: into a temporary file in the same directory, flushed,
+/// then renamed into place (a reader that has the old file mapped keeps the old bytes). The
+/// parent directory is created if missing.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    std::fs::create_dir_all(dir)?;
+    let mut tmp = tempfile::Builder::new().prefix(".dwac-").suffix(".tmp").tempfile_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    // A temporary file is private (0600); an artifact is an ordinary read-only-shared file.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        tmp.as_file().set_permissions(std::fs::Permissions::from_mode(0o644))?;
+    }
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}

@@ -1,0 +1,258 @@
+//! [`Array<T>`]: a table column that is either an owned `Vec<T>` (built by the compiler) or a
+//! zero-copy view of an artifact's bytes (a mapped file or an aligned heap buffer), shared by
+//! every engine opened from that artifact. Both read as `&[T]`.
+//!
+//! Views are made with `zerocopy`'s `<[T]>::ref_from_bytes`, which checks size and alignment;
+//! the artifact reader checks both once when it opens a file, so reading a view never fails
+//! afterwards (and if it ever did, it would read as empty rather than panic or read out of
+//! bounds).
+
+use std::sync::Arc;
+
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+
+/// Element types a table column may hold: plain little-endian integers.
+pub trait Elem: FromBytes + IntoBytes + Immutable + KnownLayout + Copy + std::fmt::Debug + PartialEq + 'static {}
+impl Elem for u8 {}
+impl Elem for u32 {}
+impl Elem for i32 {}
+impl Elem for u64 {}
+
+/// The bytes an artifact's views point into. Cloning shares them.
+#[derive(Clone)]
+pub struct Backing(Arc<BackingInner>);
+
+enum BackingInner {
+    /// A heap buffer allocated as `u64`s, so it is 8-byte aligned.
+    Heap(Vec<u64>, usize),
+    /// A borrowed static buffer (e.g. `include_bytes!` behind an aligned wrapper).
+    Static(&'static [u8]),
+    /// A read-only file mapping (page aligned).
+    #[cfg(feature = "mmap")]
+    Mmap(memmap2::Mmap),
+}
+
+impl Backing {
+    /// Copy `bytes` into a fresh 8-byte-aligned heap buffer.
+    pub fn copy_from(bytes: &[u8]) -> Backing {
+        let mut words = vec![0u64; bytes.len().div_ceil(8)];
+        words.as_mut_bytes()[..bytes.len()].copy_from_slice(bytes);
+        Backing(Arc::new(BackingInner::Heap(words, bytes.len())))
+    }
+
+    /// Take an 8-byte-aligned buffer holding `len` bytes.
+    pub fn from_words(words: Vec<u64>, len: usize) -> Backing {
+        let len = len.min(words.len() * 8);
+        Backing(Arc::new(BackingInner::Heap(words, len)))
+    }
+
+    /// Use a static buffer as it is (it must be aligned for the views taken of it; the
+    /// artifact reader checks).
+    pub fn from_static(bytes: &'static [u8]) -> Backing {
+        Backing(Arc::new(BackingInner::Static(bytes)))
+    }
+
+    #[cfg(feature = "mmap")]
+    pub fn from_mmap(map: memmap2::Mmap) -> Backing {
+        Backing(Arc::new(BackingInner::Mmap(map)))
+    }
+
+    #[inline]
+    pub fn bytes(&self) -> &[u8] {
+        match &*self.0 {
+            BackingInner::Heap(w, len) => w.as_bytes().get(..*len).unwrap_or(&[]),
+            BackingInner::Static(b) => b,
+            #[cfg(feature = "mmap")]
+            BackingInner::Mmap(m) => m,
+        }
+    }
+
+    /// Is this a file mapping?
+    pub fn is_mapped(&self) -> bool {
+        match &*self.0 {
+            #[cfg(feature = "mmap")]
+            BackingInner::Mmap(_) => true,
+            _ => false,
+        }
+    }
+}
+
+impl std::fmt::Debug for Backing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Backing({} bytes{})", self.bytes().len(), if self.is_mapped() { ", mapped" } else { "" })
+    }
+}
+
+/// A table column: owned, or a view of `len` elements at byte `start` of a [`Backing`].
+pub struct Array<T: Elem> {
+    repr: Repr<T>,
+}
+
+enum Repr<T> {
+    Owned(Vec<T>),
+    View { buf: Backing, start: usize, len: usize },
+}
+
+impl<T: Elem> Array<T> {
+    pub const fn new() -> Array<T> {
+        Array { repr: Repr::Owned(Vec::new()) }
+    }
+
+    /// A view of `len` elements at byte offset `start` of `buf`, if they are in bounds and
+    /// aligned for `T`.
+    pub fn view(buf: &Backing, start: usize, len: usize) -> Option<Array<T>> {
+        let end = len.checked_mul(size_of::<T>())?.checked_add(start)?;
+        <[T]>::ref_from_bytes(buf.bytes().get(start..end)?).ok()?;
+        Some(Array { repr: Repr::View { buf: buf.clone(), start, len } })
+    }
+
+    #[inline]
+    pub fn as_slice(&self) -> &[T] {
+        match &self.repr {
+            Repr::Owned(v) => v,
+            Repr::View { buf, start, len } => {
+                let bytes = buf.bytes().get(*start..*start + *len * size_of::<T>()).unwrap_or(&[]);
+                <[T]>::ref_from_bytes(bytes).unwrap_or(&[])
+            }
+        }
+    }
+
+    /// Is this a view of an artifact (not an owned copy)?
+    pub fn is_view(&self) -> bool {
+        matches!(self.repr, Repr::View { .. })
+    }
+
+    /// The owned vector, copying a view first (copy on write).
+    pub fn to_mut(&mut self) -> &mut Vec<T> {
+        if let Repr::View { .. } = self.repr {
+            self.repr = Repr::Owned(self.as_slice().to_vec());
+        }
+        match &mut self.repr {
+            Repr::Owned(v) => v,
+            Repr::View { .. } => unreachable!("converted to owned above"),
+        }
+    }
+
+    pub fn push(&mut self, x: T) {
+        self.to_mut().push(x);
+    }
+
+    pub fn extend_from_slice(&mut self, xs: &[T]) {
+        self.to_mut().extend_from_slice(xs);
+    }
+
+    pub fn into_vec(self) -> Vec<T> {
+        match self.repr {
+            Repr::Owned(v) => v,
+            Repr::View { .. } => self.as_slice().to_vec(),
+        }
+    }
+}
+
+impl<T: Elem> std::ops::Deref for Array<T> {
+    type Target = [T];
+    #[inline]
+    fn deref(&self) -> &[T] {
+        self.as_slice()
+    }
+}
+
+impl<T: Elem> std::ops::DerefMut for Array<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        self.to_mut()
+    }
+}
+
+impl<T: Elem> Default for Array<T> {
+    fn default() -> Self {
+        Array::new()
+    }
+}
+
+impl<T: Elem> Clone for Array<T> {
+    fn clone(&self) -> Self {
+        match &self.repr {
+            Repr::Owned(v) => Array { repr: Repr::Owned(v.clone()) },
+            Repr::View { buf, start, len } => Array { repr: Repr::View { buf: buf.clone(), start: *start, len: *len } },
+        }
+    }
+}
+
+impl<T: Elem> std::fmt::Debug for Array<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.as_slice().fmt(f)
+    }
+}
+
+impl<T: Elem> PartialEq for Array<T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
+impl<T: Elem + Eq> Eq for Array<T> {}
+
+impl<T: Elem> PartialEq<Vec<T>> for Array<T> {
+    fn eq(&self, other: &Vec<T>) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
+impl<T: Elem> PartialEq<[T]> for Array<T> {
+    fn eq(&self, other: &[T]) -> bool {
+        self.as_slice() == other
+    }
+}
+
+impl<T: Elem> From<Vec<T>> for Array<T> {
+    fn from(v: Vec<T>) -> Self {
+        Array { repr: Repr::Owned(v) }
+    }
+}
+
+impl<T: Elem> FromIterator<T> for Array<T> {
+    fn from_iter<I: IntoIterator<Item = T>>(iter: I) -> Self {
+        Array::from(iter.into_iter().collect::<Vec<T>>())
+    }
+}
+
+impl<T: Elem> Extend<T> for Array<T> {
+    fn extend<I: IntoIterator<Item = T>>(&mut self, iter: I) {
+        self.to_mut().extend(iter);
+    }
+}
+
+impl<'a, T: Elem> IntoIterator for &'a Array<T> {
+    type Item = &'a T;
+    type IntoIter = std::slice::Iter<'a, T>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.as_slice().iter()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn views_read_like_owned_columns_and_refuse_bad_bounds_or_alignment() {
+        let mut bytes = vec![0u8; 24];
+        for (i, x) in [7u32, 8, 9, 10, 11].iter().enumerate() {
+            bytes[4 + 4 * i..8 + 4 * i].copy_from_slice(&x.to_le_bytes());
+        }
+        let buf = Backing::copy_from(&bytes);
+        let a: Array<u32> = Array::view(&buf, 4, 5).expect("in bounds and aligned");
+        assert_eq!(&a[..], &[7, 8, 9, 10, 11]);
+        assert!(a.is_view());
+        assert_eq!(a, Array::from(vec![7, 8, 9, 10, 11]));
+        assert!(Array::<u32>::view(&buf, 4, 6).is_none(), "past the end");
+        assert!(Array::<u32>::view(&buf, 2, 1).is_none(), "misaligned");
+        assert!(Array::<u64>::view(&buf, 4, 1).is_none(), "misaligned for u64");
+        assert!(Array::<u32>::view(&buf, usize::MAX - 2, 1).is_none(), "overflow");
+        let mut b = a.clone();
+        b.push(12);
+        assert!(!b.is_view());
+        assert_eq!(b.len(), 6);
+        assert_eq!(a.len(), 5, "copy on write leaves the view alone");
+    }
+}

@@ -1,0 +1,409 @@
+//! The artifact (docs/FORMAT.md): round trip against the in-memory compiler, deterministic
+//! bytes, every corruption a typed error (never a panic), tokenizer refusal, the zstd transport
+//! form, and the golden file of each format version.
+
+use std::sync::Arc;
+
+use dwac_compile::artifact::{artifact_bytes, compress, SourceInfo, TokenizerInfo};
+use dwac_compile::{compile_engine, parse_source_with, CompileStats, EngineOptions, SourceKind};
+use dwac_grammar::schema::{order_instance, SchemaOptions};
+use dwac_runtime::artifact::{self, reseal_all, ArtifactError, Header, MAJOR, MINOR};
+use dwac_runtime::{Artifact, Engine, Matcher, Vocabulary};
+use dwac_tests::*;
+
+/// Compile a source for `vocab` and lay out its artifact.
+fn compile(
+    kind: SourceKind,
+    name: &str,
+    text: &str,
+    vocab: &Vocabulary,
+    tok: &TokenizerInfo,
+) -> (Engine, CompileStats, Vec<u8>) {
+    let opts = SchemaOptions::default();
+    let (g, _) = parse_source_with(kind, text, &opts).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let (engine, stats) = compile_engine(&g, vocab.clone()).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let info = SourceInfo { name: name.into(), kind: SourceInfo::kind_name(kind), text: text.into() };
+    let bytes = artifact_bytes(&engine, &info, tok, &stats, &opts, &EngineOptions::default());
+    (engine, stats, bytes)
+}
+
+fn tok_info(t: &dwac_vocab::Tokenizer) -> TokenizerInfo {
+    TokenizerInfo { name: t.name().into(), fingerprint: t.fingerprint() }
+}
+
+/// Masks of both engines at every step of every trace (and after its last token) are equal;
+/// returns the steps compared.
+fn same_masks(a: &Arc<Engine>, b: &Arc<Engine>, traces: &[Vec<u32>]) -> u64 {
+    let words = a.vocab().len().div_ceil(32);
+    let (mut ma, mut mb) = (vec![0u32; words], vec![0u32; words]);
+    let mut steps = 0;
+    for tr in traces {
+        let (mut x, mut y) = (Matcher::new(a.clone()), Matcher::new(b.clone()));
+        for &t in tr {
+            x.fill_mask(&mut ma).unwrap();
+            y.fill_mask(&mut mb).unwrap();
+            assert_eq!(ma, mb, "masks differ at step {steps}");
+            steps += 1;
+            let (rx, ry) = (x.commit(t).is_ok(), y.commit(t).is_ok());
+            assert_eq!(rx, ry);
+            if !rx {
+                break;
+            }
+        }
+        x.fill_mask(&mut ma).unwrap();
+        y.fill_mask(&mut mb).unwrap();
+        assert_eq!(ma, mb);
+        assert_eq!(x.is_accepting(), y.is_accepting());
+    }
+    steps
+}
+
+/// The opened artifact's tables are the compiler's, as zero-copy views, and writing the opened
+/// engine again gives the same bytes.
+fn assert_round_trip(engine: &Engine, stats: &CompileStats, bytes: &[u8], tok: &TokenizerInfo, name: &str) -> Artifact {
+    let art = Artifact::from_bytes(bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let e2 = art.engine();
+    assert_eq!(e2.vocab(), engine.vocab(), "{name}");
+    assert_eq!(e2.tables(), engine.tables(), "{name}");
+    assert_eq!(e2.mask_tables(), engine.mask_tables(), "{name}");
+    assert!(e2.tables().lexer.trans.is_view() && e2.vocab().bytes.is_view(), "{name}: tables must be views");
+    assert_eq!(art.header().tokenizer_fingerprint, tok.fingerprint);
+    let meta: serde_json::Value = serde_json::from_str(art.metadata()).unwrap();
+    assert_eq!(meta["source"]["name"], name);
+    assert_eq!(meta["grammar"]["lr_states"], stats.lr_states);
+    let info = SourceInfo {
+        name: meta["source"]["name"].as_str().unwrap().into(),
+        kind: match meta["source"]["kind"].as_str().unwrap() {
+            "lark" => "lark",
+            "gbnf" => "gbnf",
+            _ => "json-schema",
+        },
+        text: String::new(),
+    };
+    // Same tables + same metadata → same bytes (the grammar fingerprint is recomputed from the
+    // source, so compare everything but it).
+    let mut again = artifact_bytes(e2, &info, tok, stats, &SchemaOptions::default(), &EngineOptions::default());
+    let mut orig = bytes.to_vec();
+    for b in [&mut again, &mut orig] {
+        b[160..192].fill(0);
+        b[56..64].fill(0);
+    }
+    // The metadata differs in the source hash (no text here); every table section must be
+    // byte-identical.
+    let sa = Artifact::from_bytes(&fix(again)).unwrap();
+    let sb = Artifact::from_bytes(&fix(orig)).unwrap();
+    for (x, y) in sa.sections().iter().zip(sb.sections()) {
+        if x.kind != artifact::kind::META {
+            assert_eq!((x.kind, x.len, x.checksum), (y.kind, y.len, y.checksum), "{name}");
+        }
+    }
+    art
+}
+
+fn fix(mut b: Vec<u8>) -> Vec<u8> {
+    reseal_all(&mut b);
+    b
+}
+
+#[test]
+fn round_trip_every_grammar_and_a_maskbench_sample_two_tokenizers() {
+    let gpt2 = dwac_vocab::Tokenizer::default_embedded().unwrap();
+    let phi = dwac_vocab::Tokenizer::from_file(&tokenizer_path("phi-3.5-mini")).unwrap();
+    let mut steps = 0;
+    let mut artifacts = 0;
+    for tok in [&gpt2, &phi] {
+        let info = tok_info(tok);
+        // Every grammar in grammars/.
+        let mut grammars: Vec<_> = std::fs::read_dir(repo_root().join("grammars"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| SourceKind::from_path(p).is_some())
+            .collect();
+        grammars.sort();
+        assert!(!grammars.is_empty());
+        for p in &grammars {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            let text = std::fs::read_to_string(p).unwrap();
+            let (engine, stats, bytes) = compile(SourceKind::from_path(p).unwrap(), &name, &text, tok.vocab(), &info);
+            let art = assert_round_trip(&engine, &stats, &bytes, &info, &name);
+            let texts = ["{\"a\": [1, 2.5e-3, true, null, \"x\\u00e9\"]}", "[{}, [], \"\", -0]", "{\"k\": {\"n\": ["];
+            let traces: Vec<Vec<u32>> = texts.iter().map(|t| tok.encode(t).unwrap()).collect();
+            steps += same_masks(&Arc::new(engine), art.engine(), &traces);
+            artifacts += 1;
+        }
+        // A sample of MaskBench schemas, over their valid instances.
+        for f in maskbench_files().into_iter().step_by(400).take(5) {
+            let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&f).unwrap()).unwrap();
+            let name = f.file_name().unwrap().to_string_lossy().into_owned();
+            let text = v["schema"].to_string();
+            let opts = SchemaOptions::default();
+            let Ok((g, _)) = parse_source_with(SourceKind::JsonSchema, &text, &opts) else { continue };
+            let Ok((engine, stats)) = compile_engine(&g, tok.vocab().clone()) else { continue };
+            let src = SourceInfo { name: name.clone(), kind: "json-schema", text };
+            let bytes = artifact_bytes(&engine, &src, &info, &stats, &opts, &EngineOptions::default());
+            let art = assert_round_trip(&engine, &stats, &bytes, &info, &name);
+            let traces: Vec<Vec<u32>> = v["tests"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|t| t["valid"] == true)
+                .take(3)
+                .map(|t| tok.encode(&json_dumps(&order_instance(&v["schema"], &t["data"]))).unwrap())
+                .collect();
+            steps += same_masks(&Arc::new(engine), art.engine(), &traces);
+            artifacts += 1;
+        }
+    }
+    println!("{artifacts} artifacts, {steps} steps with equal masks");
+    assert!(artifacts >= 8 && steps > 500, "{artifacts} artifacts, {steps} steps");
+}
+
+#[test]
+fn bytes_are_deterministic_across_runs_and_threads() {
+    let tok = dwac_vocab::Tokenizer::default_embedded().unwrap();
+    let info = tok_info(&tok);
+    let text = std::fs::read_to_string(repo_root().join("schemas/person.json")).unwrap();
+    let once = || compile(SourceKind::JsonSchema, "person.json", &text, tok.vocab(), &info).2;
+    let a = once();
+    let b = once();
+    assert!(a == b, "two compiles gave different bytes");
+    let (c, d) = std::thread::scope(|s| {
+        let x = s.spawn(once);
+        let y = s.spawn(once);
+        (x.join().unwrap(), y.join().unwrap())
+    });
+    assert!(a == c && a == d, "compiles on other threads gave different bytes");
+    // A different option changes the grammar fingerprint.
+    let opts = SchemaOptions { lenient: true, ..SchemaOptions::default() };
+    let src = SourceInfo { name: "person.json".into(), kind: "json-schema", text: text.clone() };
+    let fp1 = dwac_compile::artifact::grammar_fingerprint(&src, &SchemaOptions::default(), &EngineOptions::default());
+    let fp2 = dwac_compile::artifact::grammar_fingerprint(&src, &opts, &EngineOptions::default());
+    assert_ne!(fp1, fp2);
+    assert_eq!(&a[160..192], &fp1[..]);
+}
+
+/// A small artifact: a grammar with priorities, ignored whitespace and recursion over a
+/// 40-token vocabulary.
+fn small_artifact() -> (Vocabulary, Vec<u8>) {
+    let toks: Vec<&[u8]> = vec![
+        b"a", b"b", b"c", b"(", b")", b",", b" ", b"ab", b"ba", b"abc", b"(a", b"),", b", ", b"a)", b"((", b"))",
+        b"cc", b"x", b"1", b"12", b"a1", b" (", b"c,", b"bb", b"aa", b"ca", b"ac", b"b)", b"(b", b"1)", b"2", b"21",
+        b",a", b"a b", b"  ", b"c c", b"(1", b"1,", b"b1",
+    ];
+    let vocab = synthetic_vocab(&toks);
+    let src = r#"
+        start: item
+        item: NAME | NUM | "(" list ")"
+        list: item ("," item)*
+        NAME.2: /[abc]+/
+        NUM: /[0-9]+/ | /a[0-9]/
+        %ignore " "
+    "#;
+    let info = TokenizerInfo { name: "synthetic".into(), fingerprint: [7; 32] };
+    let (_, _, bytes) = compile(SourceKind::Lark, "small.lark", src, &vocab, &info);
+    (vocab, bytes)
+}
+
+/// Drive an engine from a possibly mutated artifact: masks and commits (valid and invalid
+/// tokens, rollbacks) must never panic.
+fn exercise(engine: &Arc<Engine>, seed: u64) {
+    let n = engine.vocab().len() as u32;
+    let mut m = Matcher::new(engine.clone());
+    let mut buf = vec![0u32; (n as usize).div_ceil(32)];
+    let mut x = seed | 1;
+    for _ in 0..12 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let _ = m.fill_mask(&mut buf);
+        let allowed: Vec<u32> = (0..n).filter(|&v| buf[(v / 32) as usize] >> (v % 32) & 1 == 1).collect();
+        let t = if allowed.is_empty() || x & 3 == 0 {
+            (x % (n as u64 + 2)) as u32
+        } else {
+            allowed[(x as usize / 4) % allowed.len()]
+        };
+        let _ = m.commit(t);
+        if x % 7 == 3 {
+            let _ = m.rollback(1);
+        }
+        let _ = m.is_accepting();
+    }
+    let _ = m.commit_bytes(b"(a, 12)");
+}
+
+#[test]
+fn every_byte_flip_and_truncation_is_a_typed_error_never_a_panic() {
+    let (_, bytes) = small_artifact();
+    let good = Artifact::from_bytes(&bytes).expect("the small artifact opens");
+    exercise(good.engine(), 1);
+    println!("small artifact: {} bytes", bytes.len());
+    let (mut caught, mut resealed_ok, mut resealed_err) = (0, 0, 0);
+    for i in 0..bytes.len() {
+        for bit in [0x01u8, 0x80] {
+            let mut b = bytes.clone();
+            b[i] ^= bit;
+            // The checksums catch every flip.
+            assert!(Artifact::from_bytes(&b).is_err(), "flip of byte {i} bit {bit:#x} was not detected");
+            caught += 1;
+            // With the checksums recomputed, the structural and index checks must hold the line:
+            // an error, or an artifact that still never panics.
+            reseal_all(&mut b);
+            match Artifact::from_bytes(&b) {
+                Ok(a) => {
+                    exercise(a.engine(), i as u64 * 31 + bit as u64);
+                    resealed_ok += 1;
+                }
+                Err(_) => resealed_err += 1,
+            }
+        }
+    }
+    for len in 0..bytes.len() {
+        assert!(Artifact::from_bytes(&bytes[..len]).is_err(), "truncation to {len} bytes was accepted");
+    }
+    println!(
+        "{caught} flips caught by checksums; resealed: {resealed_err} refused, {resealed_ok} opened and exercised"
+    );
+    assert!(resealed_err > 0 && resealed_ok > 0);
+}
+
+#[test]
+fn wrong_magic_newer_version_misalignment_and_garbage_are_typed_errors() {
+    let (_, bytes) = small_artifact();
+    let edit = |f: &dyn Fn(&mut Header)| {
+        let mut b = bytes.clone();
+        let (mut h, _) = zerocopy::FromBytes::read_from_prefix(&b[..]).unwrap();
+        f(&mut h);
+        b[..256].copy_from_slice(zerocopy::IntoBytes::as_bytes(&h));
+        artifact::reseal(&mut b);
+        Artifact::from_bytes(&b)
+    };
+    assert!(matches!(edit(&|h| h.magic[0] = b'X'), Err(ArtifactError::BadMagic)));
+    assert!(matches!(
+        edit(&|h| h.major = MAJOR + 1),
+        Err(ArtifactError::UnsupportedVersion { major, .. }) if major == MAJOR + 1
+    ));
+    assert!(matches!(edit(&|h| h.minor = MINOR + 1), Err(ArtifactError::UnsupportedVersion { .. })));
+    assert!(matches!(edit(&|h| h.endian = 0xFFFE_0000), Err(ArtifactError::Endianness { .. })));
+    assert!(matches!(edit(&|h| h.vocab_size += 1), Err(ArtifactError::Corrupt { .. })));
+    assert!(matches!(edit(&|h| h.lexer_states += 1), Err(ArtifactError::Tables(_) | ArtifactError::Corrupt { .. })));
+    assert!(edit(&|_| {}).is_ok());
+    // Misaligned buffers are refused, aligned static ones are used in place.
+    let words: &'static mut [u64] = Box::leak(vec![0u64; bytes.len().div_ceil(8) + 1].into_boxed_slice());
+    let raw: &'static mut [u8] = zerocopy::IntoBytes::as_mut_bytes(words);
+    raw[1..1 + bytes.len()].copy_from_slice(&bytes);
+    let raw: &'static [u8] = raw;
+    assert!(matches!(Artifact::from_static(&raw[1..1 + bytes.len()]), Err(ArtifactError::Misaligned { .. })));
+    let mut aligned = vec![0u64; bytes.len().div_ceil(8)];
+    zerocopy::IntoBytes::as_mut_bytes(&mut aligned[..])[..bytes.len()].copy_from_slice(&bytes);
+    let aligned: &'static [u64] = Box::leak(aligned.into_boxed_slice());
+    let a = Artifact::from_static(&zerocopy::IntoBytes::as_bytes(aligned)[..bytes.len()]).unwrap();
+    assert!(a.engine().tables().lexer.trans.is_view());
+    // Garbage and foreign files.
+    assert!(matches!(Artifact::from_bytes(b""), Err(ArtifactError::Truncated { .. })));
+    assert!(matches!(Artifact::from_bytes(&[0u8; 300]), Err(ArtifactError::BadMagic)));
+    assert!(matches!(Artifact::from_bytes(&[0x28, 0xB5, 0x2F, 0xFD, 1, 2, 3]), Err(ArtifactError::Zstd(_))));
+    let e = Artifact::open("/nonexistent/x.dwa").unwrap_err();
+    assert!(matches!(e, ArtifactError::Io { .. }) && e.to_string().starts_with("/nonexistent/x.dwa: "));
+}
+
+#[test]
+fn zstd_transport_form_and_files_open_like_the_plain_bytes() {
+    let (_, bytes) = small_artifact();
+    let z = compress(&bytes).unwrap();
+    assert!(z.len() < bytes.len());
+    let a = Artifact::from_bytes(&bytes).unwrap();
+    let b = Artifact::from_bytes(&z).unwrap();
+    assert_eq!(a.engine().tables(), b.engine().tables());
+    assert_eq!(a.engine().mask_tables(), b.engine().mask_tables());
+    let dir = tempdir();
+    let (p, pz) = (dir.join("small.dwa"), dir.join("small.dwa.zst"));
+    dwac_compile::artifact::write_atomically(&p, &bytes).unwrap();
+    dwac_compile::artifact::write_atomically(&pz, &z).unwrap();
+    let (c, d) = (Artifact::open(&p).unwrap(), Artifact::open(&pz).unwrap());
+    assert_eq!(c.engine().mask_tables(), a.engine().mask_tables());
+    assert_eq!(d.engine().mask_tables(), a.engine().mask_tables());
+    assert!(c.is_mapped() && !d.is_mapped());
+    // Unchecked opening reads the same tables.
+    let e = unsafe { Artifact::open_unchecked(&p) }.unwrap();
+    assert_eq!(e.engine().tables(), a.engine().tables());
+    // A truncated zstd frame is an error.
+    assert!(Artifact::from_bytes(&z[..z.len() - 3]).is_err());
+    fn is_send_sync<T: Send + Sync>() {}
+    is_send_sync::<Artifact>();
+}
+
+fn tempdir() -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("dwac-artifact-test-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn a_different_tokenizer_is_refused_naming_both_fingerprints_and_the_first_token() {
+    let tok = dwac_vocab::Tokenizer::default_embedded().unwrap();
+    let info = tok_info(&tok);
+    let text = std::fs::read_to_string(repo_root().join("grammars/json.lark")).unwrap();
+    let (_, _, bytes) = compile(SourceKind::Lark, "json.lark", &text, tok.vocab(), &info);
+    let art = Artifact::from_bytes(&bytes).unwrap();
+    art.check_tokenizer(&tok.fingerprint(), tok.vocab()).unwrap();
+    let qwen = dwac_vocab::Tokenizer::from_file(&tokenizer_path("qwen3")).unwrap();
+    let e = art.check_tokenizer(&qwen.fingerprint(), qwen.vocab()).unwrap_err().to_string();
+    assert!(e.contains(&tok.fingerprint_hex()) && e.contains(&qwen.fingerprint_hex()), "{e}");
+    assert!(e.contains("vocabulary sizes differ: artifact 50257, given 151669"), "{e}");
+    // Same size, one token changed.
+    let v = tok.vocab();
+    let mut toks: Vec<Vec<u8>> = (0..v.len() as u32).map(|i| v.token_bytes(i).unwrap().to_vec()).collect();
+    toks[1000] = b"changed".to_vec();
+    let special: Vec<bool> = (0..v.len() as u32).map(|i| v.is_special(i)).collect();
+    let changed = Vocabulary::from_tokens(&toks, special, v.eos.to_vec());
+    let e = art.check_tokenizer(&[1; 32], &changed).unwrap_err().to_string();
+    assert!(e.contains("first differing token: id 1000"), "{e}");
+    assert!(e.contains("given \"changed\""), "{e}");
+}
+
+/// The golden artifact of each format version still opens, verifies and gives exact masks
+/// (equal to its own reference oracle) on random walks. `DWAC_BLESS=1` writes the current
+/// version's file if it is missing.
+#[test]
+fn golden_artifacts_of_every_format_version_still_open_and_mask_exactly() {
+    let dir = repo_root().join("tests/data/golden");
+    let current = dir.join(format!("format-{MAJOR}.{MINOR}.dwa"));
+    if !current.exists() && std::env::var_os("DWAC_BLESS").is_some() {
+        let (_, bytes) = small_artifact();
+        dwac_compile::artifact::write_atomically(&current, &bytes).unwrap();
+    }
+    assert!(current.exists(), "{} is missing (DWAC_BLESS=1 writes it)", current.display());
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "dwa"))
+        .collect();
+    files.sort();
+    for f in files {
+        let a = Artifact::open(&f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        let meta: serde_json::Value = serde_json::from_str(a.metadata()).unwrap();
+        assert!(meta["format"].as_str().unwrap().starts_with(&format!("dwac artifact {MAJOR}.")));
+        let e = a.engine();
+        let n = e.vocab().len() as u32;
+        let words = (n as usize).div_ceil(32);
+        let (mut mask, mut reference) = (vec![0u32; words], vec![0u32; words]);
+        let mut steps = 0;
+        for seed in 1..40u64 {
+            let mut m = Matcher::new(e.clone());
+            let mut x = seed;
+            for _ in 0..15 {
+                m.fill_mask(&mut mask).unwrap();
+                m.fill_reference_mask(&mut reference).unwrap();
+                assert_eq!(mask, reference, "{}: step {steps}", f.display());
+                steps += 1;
+                let allowed: Vec<u32> = (0..n).filter(|&v| mask[(v / 32) as usize] >> (v % 32) & 1 == 1).collect();
+                if allowed.is_empty() {
+                    break;
+                }
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                m.commit(allowed[(x >> 33) as usize % allowed.len()]).unwrap();
+            }
+        }
+        assert!(steps > 100);
+    }
+}
