@@ -17,6 +17,7 @@
 
 mod bench;
 mod differential;
+mod fuzz;
 mod schema_bench;
 mod schema_suite;
 mod util;
@@ -39,6 +40,14 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
+    /// Fuzz `Artifact::from_bytes` + random commits and masks (stable Rust, libFuzzer-style
+    /// mutations); crash inputs go to tests/data/fuzz-crashes/.
+    FuzzArtifact {
+        #[arg(long, default_value_t = 600)]
+        seconds: u64,
+        #[arg(long, default_value_t = 0x5eed)]
+        seed: u64,
+    },
     /// get_mask / commit latency next to llguidance, glrmask and XGrammar on the same token ids
     /// (report under target/bench/).
     Bench {
@@ -238,6 +247,7 @@ fn main() -> Result<()> {
             };
             bench::worker(bench::WorkerArgs { tokenizer, jobs, out, replays, eos, grammar })
         }
+        Cmd::FuzzArtifact { seconds, seed } => fuzz::run(seconds, seed),
         Cmd::MaskbenchJsonl { out, broken } => maskbench_jsonl(out, broken),
         Cmd::SchemaSuite { draft, json, out } => schema_suite::run(&draft, json, out),
         Cmd::SchemaBench { limit, filter, json, out, peer, tokenizer, timeout_s, mem_gib } => {

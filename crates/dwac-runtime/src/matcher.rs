@@ -126,12 +126,85 @@ struct Config {
     terminated: bool,
 }
 
-/// Parser state for one sequence. `Clone` is O(#threads) pointer copies.
+/// The states `rollback` can return to: a persistent list (newest first), so cloning a matcher
+/// shares it in O(1). Bounded by `max_rollback`: once it holds twice the bound, the newest
+/// `max_rollback` entries are copied into a fresh list and the rest is released (amortized O(1)
+/// per commit, memory O(max_rollback) per matcher).
+#[derive(Clone, Debug, Default)]
+struct History {
+    head: Option<Arc<HistNode>>,
+    len: usize,
+}
+
+#[derive(Debug)]
+struct HistNode {
+    config: Config,
+    prev: Option<Arc<HistNode>>,
+}
+
+impl Drop for HistNode {
+    fn drop(&mut self) {
+        // Unlink iteratively: a long history must not overflow the stack when it is dropped.
+        let mut next = self.prev.take();
+        while let Some(node) = next {
+            match Arc::try_unwrap(node) {
+                Ok(mut n) => next = n.prev.take(),
+                Err(_) => break,
+            }
+        }
+    }
+}
+
+impl History {
+    fn push(&mut self, config: Config, max: usize) {
+        self.head = Some(Arc::new(HistNode { config, prev: self.head.take() }));
+        self.len += 1;
+        if self.len > max.saturating_mul(2) {
+            self.truncate_to(max);
+        }
+    }
+
+    /// Keep only the newest `keep` entries (in a fresh list).
+    fn truncate_to(&mut self, keep: usize) {
+        let mut kept = Vec::with_capacity(keep.min(self.len));
+        let mut at = self.head.clone();
+        while let Some(n) = at {
+            if kept.len() == keep {
+                break;
+            }
+            kept.push(n.config.clone());
+            at = n.prev.clone();
+        }
+        self.head = None;
+        self.len = 0;
+        for c in kept.into_iter().rev() {
+            self.head = Some(Arc::new(HistNode { config: c, prev: self.head.take() }));
+            self.len += 1;
+        }
+    }
+
+    /// Drop the newest `n - 1` entries and pop the next one (`n ≥ 1`, `n ≤ len`).
+    fn pop_n(&mut self, n: usize) -> Option<Config> {
+        let mut at = self.head.clone();
+        for _ in 1..n {
+            at = at?.prev.clone();
+        }
+        let node = at?;
+        self.head = node.prev.clone();
+        self.len -= n;
+        Some(node.config.clone())
+    }
+}
+
+/// Parser state for one sequence. `Clone` is O(1) in the history and O(#threads) pointer
+/// copies otherwise: a cheap fork for speculative decoding and beam search.
 #[derive(Clone, Debug)]
 pub struct Matcher {
     engine: Arc<Engine>,
     cur: Config,
-    history: Vec<Config>,
+    history: History,
+    /// How many steps `rollback` can undo (`usize::MAX`: all of them).
+    max_rollback: usize,
     scratch: MaskBuffers,
 }
 
@@ -217,7 +290,8 @@ impl Matcher {
         let mut m = Matcher {
             engine,
             cur: Config { threads: Arc::new(threads), pos: 0, terminated: false },
-            history: Vec::new(),
+            history: History::default(),
+            max_rollback: usize::MAX,
             scratch: MaskBuffers::default(),
         };
         m.scratch = MaskBuffers::new(&m.engine);
@@ -235,7 +309,28 @@ impl Matcher {
 
     /// Number of committed steps that `rollback` can undo.
     pub fn history_len(&self) -> usize {
-        self.history.len()
+        self.history.len.min(self.max_rollback)
+    }
+
+    /// A matcher whose `rollback` can always undo the last `max_rollback` commits (and never
+    /// more than that many at once); older states are released (it keeps at most twice that
+    /// many), so a long generation does not keep every state alive.
+    pub fn with_max_rollback(engine: Arc<Engine>, max_rollback: usize) -> Matcher {
+        let mut m = Matcher::new(engine);
+        m.max_rollback = max_rollback;
+        m
+    }
+
+    /// Change the rollback bound (releasing older states now if it shrinks).
+    pub fn set_max_rollback(&mut self, max_rollback: usize) {
+        self.max_rollback = max_rollback;
+        if self.history.len > max_rollback {
+            self.history.truncate_to(max_rollback);
+        }
+    }
+
+    pub fn max_rollback(&self) -> usize {
+        self.max_rollback
     }
 
     /// Lexer threads and total GSS heads (diagnostics).
@@ -453,7 +548,9 @@ impl Matcher {
 
     fn push(&mut self, next: Config) {
         let prev = std::mem::replace(&mut self.cur, next);
-        self.history.push(prev);
+        if self.max_rollback > 0 {
+            self.history.push(prev, self.max_rollback);
+        }
     }
 
     /// Commit raw bytes (e.g. a prompt prefix), with no token alignment.
@@ -508,13 +605,14 @@ impl Matcher {
 
     /// Undo the last `n` commits (tokens or byte strings).
     pub fn rollback(&mut self, n: usize) -> Result<(), CommitError> {
-        if n > self.history.len() {
-            return Err(CommitError::RollbackTooFar { requested: n, available: self.history.len() });
+        let available = self.history_len();
+        if n > available {
+            return Err(CommitError::RollbackTooFar { requested: n, available });
         }
         if n > 0 {
-            let keep = self.history.len() - n;
-            self.cur = self.history.swap_remove(keep);
-            self.history.truncate(keep);
+            if let Some(c) = self.history.pop_n(n) {
+                self.cur = c;
+            }
         }
         Ok(())
     }
@@ -624,6 +722,78 @@ impl Matcher {
             return Vec::new();
         }
         (0..self.engine.vocab.len() as u32).filter(|&v| m[(v / 32) as usize] >> (v % 32) & 1 == 1).collect()
+    }
+
+    /// The tokens the grammar forces from here, for fast-forward: while the mask allows exactly
+    /// one token, that token (committed on a copy; `self` is unchanged), at most `limit` of
+    /// them. An end token that is the only choice is included and ends the run. Stops at the
+    /// first step with a choice (or none).
+    pub fn forced_tokens(&self, limit: usize) -> Result<Vec<u32>, MaskError> {
+        let mut m = self.clone();
+        m.set_max_rollback(0);
+        let mut mask = vec![0u32; self.mask_words()];
+        let mut out = Vec::new();
+        while out.len() < limit {
+            m.fill_mask(&mut mask)?;
+            let mut only = None;
+            let mut count = 0u32;
+            for (w, &bits) in mask.iter().enumerate() {
+                count += bits.count_ones();
+                if count > 1 {
+                    break;
+                }
+                if bits != 0 {
+                    only = Some(w as u32 * 32 + bits.trailing_zeros());
+                }
+            }
+            let (1, Some(t)) = (count, only) else { break };
+            out.push(t);
+            if self.engine.vocab.is_eos(t) || m.commit(t).is_err() {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    /// The bytes every continuation starts with, for fast-forward with re-tokenization: while
+    /// the end token is not allowed and every allowed token starts with the same byte, that byte
+    /// (committed on a copy), at most `limit` of them.
+    pub fn forced_bytes(&self, limit: usize) -> Result<Vec<u8>, MaskError> {
+        let mut m = self.clone();
+        m.set_max_rollback(0);
+        let mut mask = vec![0u32; self.mask_words()];
+        let vocab = &self.engine.vocab;
+        let mut out = Vec::new();
+        while out.len() < limit {
+            m.fill_mask(&mut mask)?;
+            if vocab.eos.iter().any(|&e| mask[(e / 32) as usize] >> (e % 32) & 1 == 1) {
+                break;
+            }
+            let mut first: Option<u8> = None;
+            let mut unique = true;
+            'scan: for (w, &bits) in mask.iter().enumerate() {
+                let mut b = bits;
+                while b != 0 {
+                    let v = w as u32 * 32 + b.trailing_zeros();
+                    b &= b - 1;
+                    let Some(&c) = vocab.token_bytes(v).and_then(|t| t.first()) else { continue };
+                    match first {
+                        None => first = Some(c),
+                        Some(f) if f == c => {}
+                        Some(_) => {
+                            unique = false;
+                            break 'scan;
+                        }
+                    }
+                }
+            }
+            let (true, Some(c)) = (unique, first) else { break };
+            if m.commit_bytes(&[c]).is_err() {
+                break;
+            }
+            out.push(c);
+        }
+        Ok(out)
     }
 
     /// The reference mask (DESIGN.md §2): for every token, clone, commit, test liveness;

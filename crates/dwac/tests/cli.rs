@@ -224,7 +224,11 @@ fn artifacts_compile_inspect_and_serve_check_bench_mask() {
     let o = dwac(&["check", &art, "--jsonl", &f, "--reference", "--json"]);
     assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
     let v = json(&o);
-    assert_eq!((v["accepted"].as_u64(), v["rejected"].as_u64(), v["mask_mismatches"].as_u64()), (Some(1), Some(1), Some(0)), "{v}");
+    assert_eq!(
+        (v["accepted"].as_u64(), v["rejected"].as_u64(), v["mask_mismatches"].as_u64()),
+        (Some(1), Some(1), Some(0)),
+        "{v}"
+    );
     assert!(v["open_us"].as_f64().is_some(), "{v}");
     let o = dwac(&["bench", &art, "--jsonl", &f, "--replays", "1", "--json"]);
     assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
@@ -290,7 +294,12 @@ fn error_messages_of_every_class() {
         vec!["inspect".into(), format!("{fx}/corrupt.dwa")],
         vec!["inspect".into(), format!("{fx}/truncated.dwa")],
         vec!["inspect".into(), "nonexistent.dwa".into()],
-        vec!["mask".into(), "tests/data/golden/format-1.0.dwa".into(), "--tokenizer".into(), "../shared/data/tokenizers/qwen3/tokenizer.json".into()],
+        vec![
+            "mask".into(),
+            "tests/data/golden/format-1.0.dwa".into(),
+            "--tokenizer".into(),
+            "../shared/data/tokenizers/qwen3/tokenizer.json".into(),
+        ],
         vec!["check".into(), "tests/data/golden/format-1.0.dwa".into(), "--text".into(), format!("{fx}/notes.txt")],
         vec!["compile".into(), "tests/data/golden/format-1.0.dwa".into(), "-o".into(), "/tmp/x.dwa".into()],
         vec!["compile".into()],
