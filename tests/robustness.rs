@@ -86,7 +86,7 @@ fn corrupted_tables_are_refused_or_run_safely() {
                 let len = $vec.len();
                 if len > 0 {
                     let i = rng.below(len);
-                    $vec[i] = v as _;
+                    $vec.to_mut()[i] = v as _;
                 }
             }};
         }

@@ -106,6 +106,7 @@ pub fn build(runs: &[WorkloadRun], unavailable: &[(String, String)], replays: us
             };
             let mut lat = Lat::default();
             let (mut compile_ms, mut ttfm_ms, mut rss) = (Vec::new(), Vec::new(), Vec::new());
+            let (mut open_us, mut open_unchecked_us, mut artifact_bytes) = (Vec::new(), Vec::new(), Vec::new());
             let (mut compiled, mut rejected, mut not_in_mask, mut eos_missing, mut undecided) = (0, 0, 0, 0, 0);
             let mut failures = Vec::new();
             let mut errors = Vec::new();
@@ -123,6 +124,11 @@ pub fn build(runs: &[WorkloadRun], unavailable: &[(String, String)], replays: us
                 }
                 compiled += 1;
                 compile_ms.push(r["compile_ms"].as_f64().unwrap_or(f64::NAN));
+                open_us.extend(floats(&r["open_us"]));
+                open_unchecked_us.extend(floats(&r["open_unchecked_us"]));
+                if let Some(b) = r["artifact_bytes"].as_f64() {
+                    artifact_bytes.push(b);
+                }
                 if let Some(x) = r["ttfm_ms"].as_f64() {
                     ttfm_ms.push(x);
                 }
@@ -187,6 +193,9 @@ pub fn build(runs: &[WorkloadRun], unavailable: &[(String, String)], replays: us
                 "commit_us_min": stats(lat.commit_min),
                 "mask_commit_us": stats(lat.both),
                 "mask_commit_us_min": stats(lat.both_min),
+                "open_us": stats(open_us),
+                "open_unchecked_us": stats(open_unchecked_us),
+                "artifact_bytes": stats(artifact_bytes),
             });
             let mut e = e;
             if w.name.starts_with("json-deep") {
@@ -362,6 +371,30 @@ pub fn markdown(rep: &Report) -> String {
                 e["eos_not_in_mask"],
                 notes.join("; ")
             );
+        }
+        if engines.values().any(|e| e["open_us"]["p50"].is_number()) {
+            let _ = writeln!(
+                s,
+                "\nArtifact open (dwac: `Artifact::open`, mmap + full validation; unchecked: `open_unchecked`) and load (glrmask: `Constraint::load` of `save()`), 20 times per job, µs; artifact bytes per job:\n"
+            );
+            let _ = writeln!(s, "| engine | open p50 | p99 | max | unchecked p50 | p99 | bytes p50 | bytes max |");
+            let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|---:|");
+            for (n, e) in &engines {
+                if !e["open_us"]["p50"].is_number() {
+                    continue;
+                }
+                let _ = writeln!(
+                    s,
+                    "| {n} | {} | {} | {} | {} | {} | {} | {} |",
+                    cell(&e["open_us"]["p50"]),
+                    cell(&e["open_us"]["p99"]),
+                    cell(&e["open_us"]["max"]),
+                    cell(&e["open_unchecked_us"]["p50"]),
+                    cell(&e["open_unchecked_us"]["p99"]),
+                    cell(&e["artifact_bytes"]["p50"]),
+                    cell(&e["artifact_bytes"]["max"]),
+                );
+            }
         }
         if let Some(ratios) = w["ratios_peer_over_dwac"].as_object().filter(|x| !x.is_empty()) {
             let _ = writeln!(s, "\nRatios peer / dwac (above 1: dwac is faster):\n");

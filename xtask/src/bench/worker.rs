@@ -4,6 +4,10 @@
 //! - compile: kind "json" → the grammar file (default `grammars/json.lark`); kind "schema" →
 //!   `compile_schema` with default `SchemaOptions`, then `compile_engine` (lexer, LR tables and the
 //!   Parser DWA). `compile_ms` times all of it; `ttfm_ms` is null (dwac compiles ahead of time).
+//! - the compiled engine is written as an artifact (`target/bench/artifact-<id>.dwa`), opened 20
+//!   times with `Artifact::open` (mmap + full validation; `open_us`) and 20 times with
+//!   `open_unchecked` (`open_unchecked_us`), and the timed passes run on the opened artifact's
+//!   zero-copy views, as a server would; `artifact_bytes` is its size.
 //! - per trace: `Matcher::new` (untimed), then per token `fill_mask(&mut buf)` (timed; `buf` is one
 //!   reused `Vec<u32>`), the trace token's bit is checked, `commit(id)` (timed; `Err` = rejected,
 //!   trace stopped); after the last token one more timed `fill_mask` and the EOS bit check.
@@ -18,8 +22,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use dwac_compile::{compile_engine, CompileError, CompileStats};
+use dwac_compile::artifact::{artifact_bytes, write_atomically, SourceInfo, TokenizerInfo};
+use dwac_compile::{compile_engine, CompileError, CompileStats, EngineOptions};
 use dwac_grammar::schema::{compile_schema, SchemaOptions};
+use dwac_runtime::Artifact;
 use dwac_runtime::{Engine, Matcher};
 use dwac_vocab::Tokenizer;
 use serde_json::{json, Value};
@@ -96,33 +102,70 @@ fn run_pass(engine: &Arc<Engine>, traces: &[Vec<u32>], eos: &[u32], buf: &mut [u
     p
 }
 
-fn compile(job: &Value, tok: &Tokenizer, grammar: &str) -> Result<(Arc<Engine>, Value), String> {
+/// Compile a job: the engine, its table statistics and the artifact's bytes.
+fn compile(job: &Value, tok: &Tokenizer, grammar: &str) -> Result<(Arc<Engine>, Value, Vec<u8>), String> {
     let vocab = tok.vocab().clone();
-    match job["kind"].as_str().unwrap_or("schema") {
+    let (r, source) = match job["kind"].as_str().unwrap_or("schema") {
         "json" => {
             let path = dwac_tests::repo_root().join(grammar);
             let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
             let kind = dwac_compile::SourceKind::from_path(&path)
                 .ok_or_else(|| format!("{}: unknown grammar kind", path.display()))?;
             let g = dwac_compile::parse_source(kind, &text).map_err(|e| e.to_string())?;
-            engine(compile_engine(&g, vocab))
+            (compile_engine(&g, vocab), SourceInfo { name: grammar.into(), kind: SourceInfo::kind_name(kind), text })
         }
         _ => {
             let sg = compile_schema(&job["schema"], &SchemaOptions::default())
                 .map_err(|e| format!("{} at {}: {}", e.keyword, e.pointer, e.message))?;
-            engine(compile_engine(&sg.grammar, vocab))
+            let text = job["schema"].to_string();
+            (compile_engine(&sg.grammar, vocab), SourceInfo { name: job["id"].to_string(), kind: "json-schema", text })
         }
-    }
+    };
+    let (e, st, bytes) = engine(r, &source, tok)?;
+    Ok((e, st, bytes))
 }
 
-fn engine(r: Result<(Engine, CompileStats), CompileError>) -> Result<(Arc<Engine>, Value), String> {
+fn engine(
+    r: Result<(Engine, CompileStats), CompileError>,
+    source: &SourceInfo,
+    tok: &Tokenizer,
+) -> Result<(Arc<Engine>, Value, Vec<u8>), String> {
     let (e, st) = r.map_err(|e| e.to_string())?;
+    let info = TokenizerInfo { name: tok.name().into(), fingerprint: tok.fingerprint() };
+    let bytes = artifact_bytes(&e, source, &info, &st, &SchemaOptions::default(), &EngineOptions::default());
     let stats = st.mask.map(|m| {
         json!({"dwa_states": m.dwa_states, "undecided_tokens": m.undecided_tokens,
                "lexer_states_over_budget": m.lexer_states_over_budget, "max_lookback": m.max_lookback,
                "dwa_build_ms": m.build_ms})
     });
-    Ok((Arc::new(e), stats.unwrap_or(Value::Null)))
+    Ok((Arc::new(e), stats.unwrap_or(Value::Null), bytes))
+}
+
+/// Write the artifact, open it `n` times verified (mmap + full validation) and `n` times
+/// unchecked; the engine of the last verified open (its tables are views of the mapping).
+fn open_artifact(bytes: &[u8], dir: &std::path::Path, id: &Value, n: usize) -> Result<(Arc<Engine>, Value), String> {
+    let name: String = id.to_string().chars().filter(|c| c.is_ascii_alphanumeric() || *c == '-').collect();
+    let path = dir.join(format!("artifact-{name}.dwa"));
+    write_atomically(&path, bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+    let (mut verified, mut unchecked) = (Vec::new(), Vec::new());
+    let mut last = None;
+    for _ in 0..n.max(1) {
+        let t = Instant::now();
+        let a = Artifact::open(&path).map_err(|e| e.to_string())?;
+        verified.push(t.elapsed().as_secs_f64() * 1e6);
+        last = Some(a);
+        let t = Instant::now();
+        // SAFETY (contract): the file was just verified by `open` above.
+        let b = unsafe { Artifact::open_unchecked(&path) }.map_err(|e| e.to_string())?;
+        unchecked.push(t.elapsed().as_secs_f64() * 1e6);
+        drop(b);
+    }
+    let _ = std::fs::remove_file(&path);
+    let a = last.ok_or("no open")?;
+    Ok((
+        a.engine().clone(),
+        json!({"artifact_bytes": bytes.len(), "open_us": verified, "open_unchecked_us": unchecked}),
+    ))
 }
 
 fn run_job(tok: &Tokenizer, a: &WorkerArgs, job: &Value) -> Value {
@@ -130,7 +173,7 @@ fn run_job(tok: &Tokenizer, a: &WorkerArgs, job: &Value) -> Value {
     let traces: Vec<Vec<u32>> = serde_json::from_value(job["traces"].clone()).unwrap_or_default();
     reset_peak_rss();
     let t0 = Instant::now();
-    let (engine, stats) = match catch(|| compile(job, tok, &a.grammar)) {
+    let (compiled, stats, bytes) = match catch(|| compile(job, tok, &a.grammar)) {
         Ok(Ok(e)) => e,
         Ok(Err(e)) => {
             return json!({"id": id, "compiled": false, "compile_ms": t0.elapsed().as_secs_f64() * 1e3, "error": e})
@@ -141,6 +184,16 @@ fn run_job(tok: &Tokenizer, a: &WorkerArgs, job: &Value) -> Value {
         }
     };
     let compile_ms = t0.elapsed().as_secs_f64() * 1e3;
+    drop(compiled);
+    // Serve from the artifact, as a server would: the timed passes run on the mapped views.
+    let dir = a.out.parent().map(std::path::Path::to_path_buf).unwrap_or_else(std::env::temp_dir);
+    let (engine, open) = match open_artifact(&bytes, &dir, &id, 20) {
+        Ok(x) => x,
+        Err(e) => {
+            return json!({"id": id, "compiled": false, "compile_ms": compile_ms, "error": format!("artifact: {e}")})
+        }
+    };
+    drop(bytes);
     let mut buf = vec![0u32; engine.vocab().len().div_ceil(32)];
     let first = run_pass(&engine, &traces, &a.eos, &mut buf);
     let (mut mask_min, mut commit_min) = (first.mask_us.clone(), first.commit_us.clone());
@@ -166,6 +219,7 @@ fn run_job(tok: &Tokenizer, a: &WorkerArgs, job: &Value) -> Value {
         "eos_not_in_mask": first.eos_missing, "errors": first.errors.iter().take(20).collect::<Vec<_>>(),
         "undecided": first.undecided, "mask_fallbacks": 0,
         "tables": stats,
+        "artifact_bytes": open["artifact_bytes"], "open_us": open["open_us"], "open_unchecked_us": open["open_unchecked_us"],
         "peak_rss_mb": peak_rss_mb(),
     })
 }

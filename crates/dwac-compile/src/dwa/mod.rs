@@ -243,7 +243,7 @@ pub fn build_mask_tables_with_progress(
         let tq = Instant::now();
         let (mut classes, undecided) = walker.classes(q, &mut det.comp.terms);
         stats.undecided_tokens += undecided.len();
-        out.undecided[q as usize] = sets.intern(undecided);
+        out.undecided.to_mut()[q as usize] = sets.intern(undecided);
         if q == lex.start && !vocab.eos.is_empty() {
             classes.push(TokenClass { sigs: vec![(0, eof_class)], tokens: vocab.eos.to_vec() });
         }
@@ -260,7 +260,7 @@ pub fn build_mask_tables_with_progress(
                 stats.undecided_tokens += all.len() - sets.members(out.undecided[q as usize]).len();
                 stats.lexer_states_over_budget += 1;
                 stats.slowest_lexer_state_ms = stats.slowest_lexer_state_ms.max(tq.elapsed().as_secs_f64() * 1e3);
-                out.undecided[q as usize] = sets.intern(all);
+                out.undecided.to_mut()[q as usize] = sets.intern(all);
                 continue;
             }
         };
@@ -280,8 +280,8 @@ pub fn build_mask_tables_with_progress(
         };
         let base = out.default_target.len() as u32;
         let global = |d: u32| if d == DEAD { DEAD } else { base + d };
-        out.start[q as usize] = if local.start == DEAD { NONE } else { base + local.start };
-        out.start_rho[q as usize] = to_tokens(local.start_rho, &mut sets);
+        out.start.to_mut()[q as usize] = if local.start == DEAD { NONE } else { base + local.start };
+        out.start_rho.to_mut()[q as usize] = to_tokens(local.start_rho, &mut sets);
         for st in &local.states {
             for &(label, target, rho) in &st.edges {
                 out.edge_label.push(label);

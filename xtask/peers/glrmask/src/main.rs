@@ -286,6 +286,23 @@ fn run_job(vocab: &Vocab, vocab_size: usize, eos: &[u32], replays: usize, popcou
         Ok(Err(e)) => return json!({"id": id, "compiled": false, "compile_ms": compile_ms, "error": e.to_string()}),
         Err(p) => return json!({"id": id, "compiled": false, "compile_ms": compile_ms, "error": format!("panic: {}", panic_message(&*p))}),
     };
+    // Save and load (glrmask's artifact round trip), timed like dwac's `Artifact::open`.
+    let saved = constraint.save();
+    let mut load_us = Vec::new();
+    let mut load_error = None;
+    for _ in 0..20 {
+        let t = Instant::now();
+        match Constraint::load(&saved[..], vocab) {
+            Ok(c) => {
+                load_us.push(t.elapsed().as_secs_f64() * 1e6);
+                drop(c);
+            }
+            Err(e) => {
+                load_error = Some(e.to_string());
+                break;
+            }
+        }
+    }
     let words = constraint.mask_len().max(vocab_size.div_ceil(32));
     let mut buf = vec![0u32; words];
     let first = run_pass(&constraint, &traces, eos, &mut buf, popcount);
@@ -305,6 +322,7 @@ fn run_job(vocab: &Vocab, vocab_size: usize, eos: &[u32], replays: usize, popcou
         "rejected_traces": first.rejected, "token_not_in_mask": first.not_in_mask,
         "eos_not_in_mask": first.eos_missing, "panics": first.panics,
         "mask_len_words": constraint.mask_len(),
+        "artifact_bytes": saved.len(), "open_us": load_us, "load_error": load_error,
         "peak_rss_mb": peak_rss_mb(),
     });
     if popcount {
