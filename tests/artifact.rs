@@ -309,7 +309,7 @@ fn wrong_magic_newer_version_misalignment_and_garbage_are_typed_errors() {
 #[test]
 fn zstd_transport_form_and_files_open_like_the_plain_bytes() {
     let (_, bytes) = small_artifact();
-    let z = compress(&bytes).unwrap();
+    let z = compress(&bytes, 19).unwrap();
     assert!(z.len() < bytes.len());
     let a = Artifact::from_bytes(&bytes).unwrap();
     let b = Artifact::from_bytes(&z).unwrap();

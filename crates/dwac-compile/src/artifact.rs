@@ -143,9 +143,13 @@ pub fn artifact_bytes(
     artifact::layout(header, &meta, &artifact::columns(engine))
 }
 
+/// Default zstd level of the transport form: measured on a 2.9 MB MaskBench artifact, level 9
+/// takes 0.05 s for 440 KB, level 19 0.41 s for 370 KB.
+pub const ZSTD_LEVEL: i32 = 9;
+
 /// The zstd transport form: one frame with its content size and checksum.
-pub fn compress(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
-    let mut c = zstd::bulk::Compressor::new(19)?;
+pub fn compress(bytes: &[u8], level: i32) -> std::io::Result<Vec<u8>> {
+    let mut c = zstd::bulk::Compressor::new(level)?;
     c.include_checksum(true)?;
     c.include_contentsize(true)?;
     c.compress(bytes)

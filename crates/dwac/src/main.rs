@@ -94,6 +94,9 @@ struct CompileArgs {
     /// Write the zstd transport form (`.dwa.zst`) instead of the plain artifact.
     #[arg(long)]
     zstd: bool,
+    /// zstd level of `--zstd` (1–22; higher is smaller and slower).
+    #[arg(long, default_value_t = dwac_compile::artifact::ZSTD_LEVEL, value_parser = clap::value_parser!(i32).range(1..=22))]
+    zstd_level: i32,
     /// Inputs compiled at once (default: the number of CPUs).
     #[arg(long)]
     jobs: Option<usize>,
@@ -500,7 +503,7 @@ fn output_paths(args: &CompileArgs, sources: &[Source]) -> Result<Vec<PathBuf>> 
 fn compile_one(
     source: &Source,
     out: &Path,
-    args_zstd: bool,
+    args_zstd: Option<i32>,
     opts: &CompileOpts,
     tokenizer: &Tokenizer,
     progress: &mut dyn FnMut(u64, u64),
@@ -520,8 +523,8 @@ fn compile_one(
         &schema_options(opts),
         &EngineOptions::default(),
     );
-    let bytes = if args_zstd {
-        dwac_compile::artifact::compress(&raw).map_err(|e| anyhow::anyhow!("{what}: compressing: {e}"))?
+    let bytes = if let Some(level) = args_zstd {
+        dwac_compile::artifact::compress(&raw, level).map_err(|e| anyhow::anyhow!("{what}: compressing: {e}"))?
     } else {
         raw.clone()
     };
@@ -534,7 +537,7 @@ fn compile_one(
         "artifact": out.display().to_string(),
         "bytes": bytes.len(),
         "raw_bytes": raw.len(),
-        "zstd": args_zstd,
+        "zstd": args_zstd.is_some(),
         "compile_ms": (s.compile_ms * 10.0).round() / 10.0,
         "write_ms": (write_ms * 10.0).round() / 10.0,
         "peak_rss_mb": peak_rss_mb().map(|m| (m * 10.0).round() / 10.0),
@@ -599,7 +602,8 @@ fn compile(args: CompileArgs) -> Result<u8> {
     if sources.len() == 1 {
         let _watchdog = Watchdog::start(sources[0].display(), args.opts.max_seconds, args.opts.max_memory_mb);
         let (bar, mut progress) = lexer_state_bar(args.json);
-        let rec = compile_one(&sources[0], &outputs[0], args.zstd, &args.opts, &tokenizer, &mut progress);
+        let zstd = args.zstd.then_some(args.zstd_level);
+        let rec = compile_one(&sources[0], &outputs[0], zstd, &args.opts, &tokenizer, &mut progress);
         bar.finish_and_clear();
         print_compiled(&rec?, args.json);
         return Ok(0);
@@ -627,7 +631,7 @@ fn compile_batch(
     let queue = Arc::new(Mutex::new((0..n).collect::<std::collections::VecDeque<usize>>()));
     let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |x| x.get())).max(1);
     let (tx, rx) = mpsc::channel::<Event>();
-    let shared = Arc::new((sources, outputs, args.opts.clone(), args.zstd));
+    let shared = Arc::new((sources, outputs, args.opts.clone(), args.zstd.then_some(args.zstd_level)));
     let spawn_worker = || {
         let (queue, tx, shared, tokenizer) = (queue.clone(), tx.clone(), shared.clone(), tokenizer.clone());
         std::thread::spawn(move || loop {
