@@ -845,9 +845,40 @@ fn decompress(_: &[u8]) -> Result<Backing, ArtifactError> {
 }
 
 /// CRC-32C (Castagnoli, reflected polynomial 0x82F63B78, initial and final XOR all ones) of
-/// `bytes`, as FORMAT.md specifies. Slice-by-8 tables, built at compile time.
+/// `bytes`, as FORMAT.md specifies. The SSE 4.2 `crc32` instruction where the CPU has it
+/// (about 5× faster; verifying a 42 MB artifact spent most of its time here), else slice-by-8
+/// tables built at compile time.
 pub fn crc32c(bytes: &[u8]) -> u32 {
     !crc32c_update(!0, bytes)
+}
+
+fn crc32c_update(c: u32, bytes: &[u8]) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::is_x86_feature_detected!("sse4.2") {
+            // SAFETY: the CPU supports SSE 4.2, checked just above.
+            return unsafe { crc32c_sse42(c, bytes) };
+        }
+    }
+    crc32c_update_table(c, bytes)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse4.2")]
+unsafe fn crc32c_sse42(c: u32, bytes: &[u8]) -> u32 {
+    use std::arch::x86_64::{_mm_crc32_u64, _mm_crc32_u8};
+    let mut chunks = bytes.chunks_exact(8);
+    let mut c64 = c as u64;
+    for ch in &mut chunks {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(ch);
+        c64 = _mm_crc32_u64(c64, u64::from_le_bytes(w));
+    }
+    let mut c = c64 as u32;
+    for &b in chunks.remainder() {
+        c = _mm_crc32_u8(c, b);
+    }
+    c
 }
 
 const fn crc_tables() -> [[u32; 256]; 8] {
@@ -877,7 +908,7 @@ const fn crc_tables() -> [[u32; 256]; 8] {
 
 static CRC: [[u32; 256]; 8] = crc_tables();
 
-fn crc32c_update(mut c: u32, bytes: &[u8]) -> u32 {
+fn crc32c_update_table(mut c: u32, bytes: &[u8]) -> u32 {
     let mut chunks = bytes.chunks_exact(8);
     for ch in &mut chunks {
         let lo = c ^ u32::from_le_bytes([ch[0], ch[1], ch[2], ch[3]]);
@@ -909,12 +940,16 @@ mod tests {
         assert_eq!(crc32c(&[0xFFu8; 32]), 0x62A8_AB43);
         let inc: Vec<u8> = (0..32).collect();
         assert_eq!(crc32c(&inc), 0x46DD_794E);
-        // Slice-by-8 and the byte loop agree at every split.
+        // The tables, the hardware path and any split of the input agree.
         let data: Vec<u8> = (0..1000u32).map(|i| (i * 7 + 3) as u8).collect();
         let whole = crc32c(&data);
+        assert_eq!(!crc32c_update_table(!0, &data), whole);
+        assert_eq!(!crc32c_update_table(!0, b"123456789"), 0xE306_9283);
         for cut in [0, 1, 7, 8, 9, 500, 999, 1000] {
             let c = crc32c_update(!0, &data[..cut]);
             assert_eq!(!crc32c_update(c, &data[cut..]), whole, "split at {cut}");
+            let c = crc32c_update_table(!0, &data[..cut]);
+            assert_eq!(!crc32c_update_table(c, &data[cut..]), whole, "table split at {cut}");
         }
     }
 }

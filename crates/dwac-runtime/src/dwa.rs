@@ -154,17 +154,22 @@ impl MaskTables {
         }
         check(self.set_dense.len() == sets, "dense set table size")?;
         let words = self.words();
+        let mut want: Vec<u32> = Vec::new();
         for s in 0..sets as u32 {
             let off = self.set_dense[s as usize];
             if off == NONE {
                 continue;
             }
             check((off as usize).checked_add(words).is_some_and(|e| e <= self.dense.len()), "dense set out of range")?;
-            // The bitmap must be exactly the ranges (and no bit past the last token).
-            let mut want = vec![0u32; words];
+            // The bitmap must be exactly the ranges (and no bit past the last token); built word
+            // by word (ranges are in bounds, checked above), so this is linear in the file size.
+            want.clear();
+            want.resize(words, 0);
             for r in self.set(s).chunks(2) {
-                for v in r[0]..r[1] {
-                    want[(v / 32) as usize] |= 1 << (v % 32);
+                if r[0] < r[1] {
+                    for (w, bits) in crate::mask::range_words(r[0], r[1]) {
+                        want[w] |= bits;
+                    }
                 }
             }
             check(self.dense[off as usize..off as usize + words] == want[..], "dense set differs from its ranges")?;

@@ -86,7 +86,7 @@ impl MaskScratch {
 
 /// The words of a bit range `lo..hi` (non-empty) and the bits of each that lie in it.
 #[inline]
-fn range_words(lo: u32, hi: u32) -> impl Iterator<Item = (usize, u32)> {
+pub(crate) fn range_words(lo: u32, hi: u32) -> impl Iterator<Item = (usize, u32)> {
     let (lo, hi) = (lo as usize, hi as usize);
     let (wl, wh) = (lo / 32, (hi - 1) / 32);
     (wl..=wh).map(move |w| {
