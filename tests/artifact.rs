@@ -407,3 +407,18 @@ fn golden_artifacts_of_every_format_version_still_open_and_mask_exactly() {
         assert!(steps > 100);
     }
 }
+
+/// Inputs the fuzzer (`cargo xtask fuzz-artifact`) found to crash, kept as regression tests:
+/// each must open as a typed error or as an artifact that never panics.
+#[test]
+fn fuzz_crash_inputs_never_panic_again() {
+    let dir = repo_root().join("tests/data/fuzz-crashes");
+    let Ok(entries) = std::fs::read_dir(&dir) else { return };
+    for e in entries {
+        let p = e.unwrap().path();
+        let bytes = std::fs::read(&p).unwrap();
+        if let Ok(a) = Artifact::from_bytes(&bytes) {
+            exercise(a.engine(), 1);
+        }
+    }
+}

@@ -1,6 +1,6 @@
 //! The mask tables: the Parser DWA (a deterministic weighted automaton read over the GSS, top
 //! down) and the token sets it outputs. Plain flat arrays, filled by the compiler, stored
-//! verbatim by a later artifact, validated once by [`MaskTables::validate`].
+//! verbatim by the artifact, validated once by [`MaskTables::validate`].
 //!
 //! * For every lexer state `q` a thread can be in, `start[q]` is the DWA state to read that
 //!   thread's stacks from, and `start_rho[q]` the tokens accepted before reading anything

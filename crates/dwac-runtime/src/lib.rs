@@ -1,7 +1,9 @@
-//! dwac-runtime: the tables the compiler produces, incremental lexing + GLR `commit`
-//! over a persistent graph-structured stack, and the reference mask oracle.
-//! Depends on `std` only. Nothing here panics on any input: tables are validated once
-//! by [`Engine::new`], token ids and bytes are checked on every call.
+//! dwac-runtime: the tables the compiler produces and the artifact that stores them
+//! ([`Artifact`]: mmap, validation, zero-copy views), incremental lexing + GLR `commit`
+//! over a persistent graph-structured stack, the Parser DWA mask and the reference mask
+//! oracle. Depends on `zerocopy` (and, with the default features, `memmap2` and `zstd`).
+//! Nothing here panics on any input: artifacts and tables are validated once (by
+//! [`Artifact::open`] / [`Engine::new`]), token ids and bytes are checked on every call.
 
 pub mod array;
 pub mod artifact;
