@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use dwac_compile::artifact::{artifact_bytes, compress, SourceInfo, TokenizerInfo};
 use dwac_compile::{compile_engine, parse_source_with, CompileStats, EngineOptions, SourceKind};
-use dwac_grammar::schema::{order_instance, SchemaOptions};
+use dwac_grammar::schema::SchemaOptions;
 use dwac_runtime::artifact::{self, reseal_all, ArtifactError, Header, MAJOR, MINOR};
 use dwac_runtime::{Artifact, Engine, Matcher, Vocabulary};
 use dwac_tests::*;
@@ -142,14 +142,7 @@ fn round_trip_every_grammar_and_a_maskbench_sample_two_tokenizers() {
             let src = SourceInfo { name: name.clone(), kind: "json-schema", text };
             let bytes = artifact_bytes(&engine, &src, &info, &stats, &opts, &EngineOptions::default());
             let art = assert_round_trip(&engine, &stats, &bytes, &info, &name);
-            let traces: Vec<Vec<u32>> = v["tests"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter(|t| t["valid"] == true)
-                .take(3)
-                .map(|t| tok.encode(&json_dumps(&order_instance(&v["schema"], &t["data"]))).unwrap())
-                .collect();
+            let traces = valid_traces(tok, &v, 3);
             steps += same_masks(&Arc::new(engine), art.engine(), &traces);
             artifacts += 1;
         }

@@ -10,22 +10,6 @@ use std::sync::Arc;
 use dwac_runtime::{Engine, Matcher, Vocabulary};
 use dwac_tests::*;
 
-/// A small deterministic generator (no dependency needed).
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n.max(1) as u64) as usize
-    }
-}
-
 /// Every string over `alphabet` of length 1..=`max_len`, plus `extra`.
 fn vocab_over(alphabet: &[u8], max_len: usize, extra: &[&str]) -> Vocabulary {
     let mut toks: Vec<Vec<u8>> = Vec::new();
@@ -288,7 +272,7 @@ fn json_grammar_maskbench_four_tokenizers() {
 /// Schemas the compiler refuses (unsupported keywords, unsatisfiable) are skipped and counted.
 #[test]
 fn maskbench_schemas_sample() {
-    use dwac_grammar::schema::{compile_schema, order_instance, SchemaOptions};
+    use dwac_grammar::schema::{compile_schema, SchemaOptions};
     let tok = dwac_vocab::Tokenizer::default_embedded().unwrap();
     let files: Vec<_> = maskbench_files()
         .into_iter()
@@ -311,14 +295,7 @@ fn maskbench_schemas_sample() {
             continue;
         };
         let engine = Arc::new(engine);
-        let traces: Vec<Vec<u32>> = v["tests"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|t| t["valid"] == true)
-            .take(3)
-            .map(|t| tok.encode(&json_dumps(&order_instance(schema, &t["data"]))).unwrap())
-            .collect();
+        let traces = valid_traces(&tok, &v, 3);
         let r = dwac_tests::differential::differential(&engine, &traces, 2, &mut |_| {});
         let name = f.file_name().unwrap().to_string_lossy().into_owned();
         assert_eq!(r.mismatches, 0, "{name}: {:?}", r.examples);

@@ -8,19 +8,6 @@ use dwac_compile::{compile_grammar, parse_source, SourceKind};
 use dwac_runtime::{Engine, GrammarTables, Matcher};
 use dwac_tests::*;
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
-
 fn json_tables() -> GrammarTables {
     let src = std::fs::read_to_string(repo_root().join("grammars/json.lark")).unwrap();
     compile_grammar(&parse_source(SourceKind::Lark, &src).unwrap()).unwrap().tables
@@ -57,7 +44,7 @@ fn random_commits_never_panic_and_rejections_change_nothing() {
             }
         }
         // Random raw bytes, including invalid UTF-8.
-        let bytes: Vec<u8> = (0..rng.below(12)).map(|_| rng.next() as u8).collect();
+        let bytes: Vec<u8> = (0..rng.below(12)).map(|_| rng.next_u64() as u8).collect();
         let pos = m.position();
         if m.commit_bytes(&bytes).is_err() {
             assert_eq!(m.position(), pos);
@@ -74,7 +61,7 @@ fn corrupted_tables_are_refused_or_run_safely() {
     let (mut refused, mut ran) = (0, 0);
     for _ in 0..400 {
         let mut t = good.clone();
-        let r = rng.next() as u32;
+        let r = rng.next_u64() as u32;
         let v = match rng.below(4) {
             0 => r,
             1 => r % 64,

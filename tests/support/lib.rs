@@ -168,3 +168,35 @@ pub fn synthetic_vocab(tokens: &[&[u8]]) -> Vocabulary {
     special[eos as usize] = true;
     Vocabulary::from_tokens(&toks, special, vec![eos])
 }
+
+/// A small deterministic generator (xorshift64; no dependency needed) for seeded random tests
+/// and the fuzzer.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// Uniform-ish in `0..n` (`0` when `n` is 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n.max(1) as u64) as usize
+    }
+}
+
+/// The first `n` valid instances of a MaskBench file (`{"schema", "tests"}`), serialized in the
+/// schema's property order and encoded with `tok`.
+pub fn valid_traces(tok: &dwac_vocab::Tokenizer, file: &Value, n: usize) -> Vec<Vec<u32>> {
+    use dwac_grammar::schema::order_instance;
+    file["tests"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|t| t["valid"] == true)
+        .take(n)
+        .map(|t| tok.encode(&json_dumps(&order_instance(&file["schema"], &t["data"]))).unwrap())
+        .collect()
+}

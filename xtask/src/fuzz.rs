@@ -17,20 +17,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use dwac_runtime::artifact::reseal_all;
 use dwac_runtime::{Artifact, Engine, Matcher, Vocabulary};
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
+use dwac_tests::Rng;
 
 fn seeds() -> Result<Vec<Vec<u8>>> {
     let root = dwac_tests::repo_root();
@@ -90,7 +77,7 @@ fn mutate(rng: &mut Rng, seed: &[u8]) -> Vec<u8> {
                         4 => old.wrapping_add(1),
                         5 => old.wrapping_sub(1),
                         6 => 1 << rng.below(32),
-                        _ => rng.next() as u32,
+                        _ => rng.next_u64() as u32,
                     };
                     b[i..i + 4].copy_from_slice(&v.to_le_bytes());
                 }
@@ -168,7 +155,7 @@ pub fn run(seconds: u64, seed: u64) -> Result<()> {
     while t0.elapsed() < Duration::from_secs(seconds) {
         let s = &seeds[rng.below(seeds.len())];
         let input = mutate(&mut rng, s);
-        let run_seed = rng.next();
+        let run_seed = rng.next_u64();
         match catch_unwind(AssertUnwindSafe(|| execute(&input, run_seed))) {
             Ok(ok) => opened += u64::from(ok),
             Err(_) => {
