@@ -6,12 +6,21 @@
 //! it is computed once per distinct configuration and remembered as a 128-bit hash; every step's
 //! DWA mask is compared with it. A step whose hash differs is recomputed in full and reported.
 //!
+//! Every engine is served from its artifact (written with the artifact writer, opened with
+//! `Artifact::from_bytes`), so the masks compared are the ones a server reads from the
+//! artifact's zero-copy tables.
+//!
 //! With `--schemas N` it runs the MaskBench schemas instead (each compiled on its own, over its
 //! valid instances; `--schemas 0` for all of them).
 
 use std::time::Instant;
 
+use std::sync::Arc;
+
 use anyhow::{Context, Result};
+use dwac_compile::artifact::{artifact_bytes, SourceInfo, TokenizerInfo};
+use dwac_compile::CompileStats;
+use dwac_runtime::{Artifact, Engine};
 use dwac_tests::differential::differential;
 use dwac_tests::{engine_from_file, json_dumps, maskbench_instances};
 use serde_json::json;
@@ -26,6 +35,15 @@ pub struct Args {
     pub schemas: Option<usize>,
 }
 
+/// The engine a server would get: `engine` written as an artifact and opened again.
+fn via_artifact(engine: &Engine, tok: &dwac_vocab::Tokenizer) -> Result<Arc<Engine>> {
+    let src = SourceInfo { name: "differential".into(), kind: "lark", text: String::new() };
+    let info = TokenizerInfo { name: tok.name().into(), fingerprint: tok.fingerprint() };
+    let bytes = artifact_bytes(engine, &src, &info, &CompileStats::default(), &Default::default(), &Default::default());
+    let art = Artifact::from_bytes(&bytes).context("opening the artifact")?;
+    Ok(art.engine().clone())
+}
+
 pub fn run(args: Args) -> Result<()> {
     if let Some(n) = args.schemas {
         return run_schemas(&args, (n > 0).then_some(n));
@@ -35,7 +53,7 @@ pub fn run(args: Args) -> Result<()> {
     for name in &args.tokenizers {
         let tok = crate::tokenizer(name)?;
         let t0 = Instant::now();
-        let engine = engine_from_file(&args.grammar, tok.vocab().clone());
+        let engine = via_artifact(&engine_from_file(&args.grammar, tok.vocab().clone()), &tok)?;
         let compile_ms = t0.elapsed().as_secs_f64() * 1e3;
         let mut texts: Vec<String> =
             maskbench_instances().into_iter().filter(|i| i.valid).map(|i| json_dumps(&i.data)).collect();
@@ -135,7 +153,7 @@ fn run_schemas(args: &Args, per_split: Option<usize>) -> Result<()> {
                 continue;
             };
             compiled += 1;
-            let engine = std::sync::Arc::new(engine);
+            let engine = via_artifact(&engine, &tok)?;
             let traces: Vec<Vec<u32>> = s
                 .texts
                 .iter()
