@@ -130,13 +130,19 @@ struct Config {
 /// shares it in O(1). Bounded by `max_rollback`: once it holds twice the bound, the newest
 /// `max_rollback` entries are copied into a fresh list and the rest is released (amortized O(1)
 /// per commit, memory O(max_rollback) per matcher).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 struct History {
     head: Option<Arc<HistNode>>,
     len: usize,
 }
 
-#[derive(Debug)]
+impl std::fmt::Debug for History {
+    // Not the derived one: it would recurse down the whole list.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("History").field("len", &self.len).finish_non_exhaustive()
+    }
+}
+
 struct HistNode {
     config: Config,
     prev: Option<Arc<HistNode>>,
