@@ -7,31 +7,8 @@
 
 use std::sync::Arc;
 
-use dwac_runtime::{Engine, Matcher, Vocabulary};
+use dwac_runtime::{Engine, Matcher};
 use dwac_tests::*;
-
-/// Every string over `alphabet` of length 1..=`max_len`, plus `extra`.
-fn vocab_over(alphabet: &[u8], max_len: usize, extra: &[&str]) -> Vocabulary {
-    let mut toks: Vec<Vec<u8>> = Vec::new();
-    let mut layer: Vec<Vec<u8>> = vec![Vec::new()];
-    for _ in 0..max_len {
-        let mut next = Vec::new();
-        for s in &layer {
-            for &c in alphabet {
-                let mut t = s.clone();
-                t.push(c);
-                next.push(t);
-            }
-        }
-        toks.extend(next.iter().cloned());
-        layer = next;
-    }
-    toks.extend(extra.iter().map(|s| s.as_bytes().to_vec()));
-    toks.sort();
-    toks.dedup();
-    let refs: Vec<&[u8]> = toks.iter().map(|t| t.as_slice()).collect();
-    synthetic_vocab(&refs)
-}
 
 /// Walk `walks` random paths of up to `steps` tokens; returns the number of masks compared.
 fn differential(engine: &Arc<Engine>, walks: usize, steps: usize, seed: u64) -> usize {
@@ -307,60 +284,6 @@ fn maskbench_schemas_sample() {
     assert!(schemas >= 25 && steps > 2_000, "{schemas} schemas, {steps} steps");
 }
 
-/// A random small Lark grammar over the alphabet `abc (),` and space: overlapping regex and
-/// literal terminals, some with priorities, sometimes `%ignore`d spaces, 2–4 rules with
-/// alternatives, recursion, `?` and `*`.
-fn random_grammar(rng: &mut Rng) -> String {
-    const PATTERNS: [&str; 12] = [
-        "/[ab]+/",
-        "/a[bc]*/",
-        "/c+/",
-        "/[a-c]{1,3}/",
-        "\"ab\"",
-        "\"a\"",
-        "\"b c\"",
-        "/b?a/",
-        "\"abc\"",
-        "/[abc]+ ?/",
-        "\"ca\"",
-        "/(ab)+/",
-    ];
-    let n_terms = 2 + rng.below(4);
-    let mut src = String::new();
-    let mut terms = Vec::new();
-    for i in 0..n_terms {
-        let prio = if rng.below(4) == 0 { format!(".{}", 1 + rng.below(3)) } else { String::new() };
-        src += &format!("T{i}{prio}: {}\n", PATTERNS[rng.below(PATTERNS.len())]);
-        terms.push(format!("T{i}"));
-    }
-    let n_rules = 2 + rng.below(3);
-    let rule = |i: usize| if i == 0 { "start".to_string() } else { format!("r{i}") };
-    for i in 0..n_rules {
-        let n_alts = 1 + rng.below(3);
-        let mut alts = Vec::new();
-        for a in 0..n_alts {
-            let len = 1 + rng.below(3);
-            let mut syms = Vec::new();
-            for _ in 0..len {
-                let s = match rng.below(6) {
-                    0 if i + 1 < n_rules => rule(i + 1 + rng.below(n_rules - i - 1)),
-                    1 if a > 0 => rule(i),
-                    2 => ["\"(\"", "\")\"", "\",\""][rng.below(3)].to_string(),
-                    _ => terms[rng.below(terms.len())].clone(),
-                };
-                let q = ["", "", "", "?", "*"][rng.below(5)];
-                syms.push(format!("{s}{q}"));
-            }
-            alts.push(syms.join(" "));
-        }
-        src += &format!("{}: {}\n", rule(i), alts.join(" | "));
-    }
-    if rng.below(2) == 0 {
-        src += "%ignore \" \"\n";
-    }
-    src
-}
-
 /// Seeded random small grammars (not proptest: no dependency needed for a seeded generator)
 /// with a synthetic vocabulary: the DWA mask equals the reference mask along random walks.
 /// Grammars the front-end or compiler refuses (e.g. an empty language) are skipped and counted.
@@ -439,4 +362,48 @@ fn ambiguous_expression_grammar() {
     let engine = engine_from_lark(src, vocab_over(b"12+*() ", 2, &["1+2*", "))", "((", "1 2 1", "+(", "2)*"]));
     let n = differential(&engine, 40, 30, 17);
     assert!(n > 800, "{n}");
+}
+
+/// Worst case: a grammar whose right recursion survives normalization (rule budget 0, so the
+/// right→left rewrite is refused and `l → e "," l`, `e → "-" e` stay right-recursive). The
+/// reductions that close such a chain pop the whole run at once, so the Parser DWA has a cycle
+/// (unbounded lookback) and reads down the run: along 2,000 nested `-` and a 1,000-element
+/// list, and on random walks, the DWA mask still equals the reference mask at every step.
+#[test]
+fn right_recursion_beyond_the_normalization_budget() {
+    use dwac_compile::dwa::{build_mask_tables, MaskOptions};
+    use dwac_grammar::normalize::NormalizeOptions;
+    let src = "start: l\nl: e \",\" l | e\ne: NUM | \"[\" l \"]\" | \"-\" e\nNUM: /[0-9]+/\n%ignore \" \"\n";
+    let vocab = vocab_over(b"1,[]- ", 2, &["- - ", "1, ", "]]", ",1", "-1", "[-"]);
+    let g = dwac_compile::parse_source(dwac_compile::SourceKind::Lark, src).unwrap();
+    let c = dwac_compile::compile_grammar_with(&g, &NormalizeOptions { rule_budget: Some(0) }).unwrap();
+    assert!(c.stats.right_recursive_left >= 2, "right recursion was rewritten: {:?}", c.stats);
+    let (mask, stats) = build_mask_tables(&c.tables, &vocab, &MaskOptions::default()).unwrap();
+    assert_eq!(stats.max_lookback, u32::MAX, "a surviving right recursion reads unboundedly deep");
+    assert_eq!(stats.undecided_tokens, 0);
+    let engine = Arc::new(Engine::with_mask(c.tables, vocab.clone(), Some(mask)).unwrap());
+    let id = |s: &str| (0..vocab.len() as u32).find(|&v| vocab.token_bytes(v) == Some(s.as_bytes())).unwrap();
+    let mut trace: Vec<u32> = vec![id("- "); 2000];
+    trace.push(id("1"));
+    trace.extend(std::iter::repeat_n(id(",1"), 1000));
+    trace.extend([id(", "), id("[-"), id("1"), id("]")]);
+    let mut m = Matcher::new(Arc::clone(&engine));
+    let (mut dwa, mut reference) = (vec![0u32; m.mask_words()], vec![0u32; m.mask_words()]);
+    let mut deepest_reads = 0;
+    for (step, &t) in trace.iter().enumerate() {
+        m.fill_mask(&mut dwa).unwrap();
+        deepest_reads = deepest_reads.max(m.mask_counters().reads);
+        m.fill_reference_mask(&mut reference).unwrap();
+        assert_eq!(dwa, reference, "step {step}");
+        m.commit(t).unwrap();
+    }
+    m.fill_mask(&mut dwa).unwrap();
+    m.fill_reference_mask(&mut reference).unwrap();
+    assert_eq!(dwa, reference, "end");
+    assert!(m.is_accepting());
+    // The EOS check at the end closes every pending `e → "-" e` and `l → e "," l`.
+    assert!(deepest_reads > 1000, "the DWA read only {deepest_reads} nodes: the chain was not read");
+    println!("{} masks compared, up to {deepest_reads} GSS reads per mask", trace.len() + 1);
+    let n = differential(&engine, 30, 40, 99);
+    assert!(n > 600, "{n}");
 }

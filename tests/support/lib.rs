@@ -200,3 +200,80 @@ pub fn valid_traces(tok: &dwac_vocab::Tokenizer, file: &Value, n: usize) -> Vec<
         .map(|t| tok.encode(&json_dumps(&order_instance(&file["schema"], &t["data"]))).unwrap())
         .collect()
 }
+
+/// Every string over `alphabet` of length 1..=`max_len`, plus `extra`.
+pub fn vocab_over(alphabet: &[u8], max_len: usize, extra: &[&str]) -> Vocabulary {
+    let mut toks: Vec<Vec<u8>> = Vec::new();
+    let mut layer: Vec<Vec<u8>> = vec![Vec::new()];
+    for _ in 0..max_len {
+        let mut next = Vec::new();
+        for s in &layer {
+            for &c in alphabet {
+                let mut t = s.clone();
+                t.push(c);
+                next.push(t);
+            }
+        }
+        toks.extend(next.iter().cloned());
+        layer = next;
+    }
+    toks.extend(extra.iter().map(|s| s.as_bytes().to_vec()));
+    toks.sort();
+    toks.dedup();
+    let refs: Vec<&[u8]> = toks.iter().map(|t| t.as_slice()).collect();
+    synthetic_vocab(&refs)
+}
+
+/// A random small Lark grammar over the alphabet `abc (),` and space: overlapping regex and
+/// literal terminals, some with priorities, sometimes `%ignore`d spaces, 2–4 rules with
+/// alternatives, recursion, `?` and `*`.
+pub fn random_grammar(rng: &mut Rng) -> String {
+    const PATTERNS: [&str; 12] = [
+        "/[ab]+/",
+        "/a[bc]*/",
+        "/c+/",
+        "/[a-c]{1,3}/",
+        "\"ab\"",
+        "\"a\"",
+        "\"b c\"",
+        "/b?a/",
+        "\"abc\"",
+        "/[abc]+ ?/",
+        "\"ca\"",
+        "/(ab)+/",
+    ];
+    let n_terms = 2 + rng.below(4);
+    let mut src = String::new();
+    let mut terms = Vec::new();
+    for i in 0..n_terms {
+        let prio = if rng.below(4) == 0 { format!(".{}", 1 + rng.below(3)) } else { String::new() };
+        src += &format!("T{i}{prio}: {}\n", PATTERNS[rng.below(PATTERNS.len())]);
+        terms.push(format!("T{i}"));
+    }
+    let n_rules = 2 + rng.below(3);
+    let rule = |i: usize| if i == 0 { "start".to_string() } else { format!("r{i}") };
+    for i in 0..n_rules {
+        let n_alts = 1 + rng.below(3);
+        let mut alts = Vec::new();
+        for a in 0..n_alts {
+            let len = 1 + rng.below(3);
+            let mut syms = Vec::new();
+            for _ in 0..len {
+                let s = match rng.below(6) {
+                    0 if i + 1 < n_rules => rule(i + 1 + rng.below(n_rules - i - 1)),
+                    1 if a > 0 => rule(i),
+                    2 => ["\"(\"", "\")\"", "\",\""][rng.below(3)].to_string(),
+                    _ => terms[rng.below(terms.len())].clone(),
+                };
+                let q = ["", "", "", "?", "*"][rng.below(5)];
+                syms.push(format!("{s}{q}"));
+            }
+            alts.push(syms.join(" "));
+        }
+        src += &format!("{}: {}\n", rule(i), alts.join(" | "));
+    }
+    if rng.below(2) == 0 {
+        src += "%ignore \" \"\n";
+    }
+    src
+}

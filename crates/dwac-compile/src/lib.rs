@@ -11,8 +11,8 @@ pub mod pipeline;
 
 pub use lexer::build_lexer;
 pub use pipeline::{
-    compile_engine, compile_engine_with, compile_engine_with_progress, compile_grammar, parse_source,
-    parse_source_with, regex_grammar, CompileStats, Compiled, EngineOptions, SourceKind,
+    compile_engine, compile_engine_with, compile_engine_with_progress, compile_grammar, compile_grammar_with,
+    parse_source, parse_source_with, regex_grammar, CompileStats, Compiled, EngineOptions, SourceKind,
 };
 
 /// Why a grammar could not be compiled.

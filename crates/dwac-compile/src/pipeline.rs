@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use dwac_grammar::normalize::{normalize, Normalized};
+use dwac_grammar::normalize::{normalize_with, NormalizeOptions, Normalized};
 use dwac_grammar::schema::{compile_schema, SchemaOptions};
 use dwac_grammar::{Grammar, Munch, Symbol, Terminal, Warning};
 use dwac_runtime::{Engine, GrammarTables, Vocabulary};
@@ -108,8 +108,14 @@ pub struct Compiled {
 
 /// Compile the IR into runtime tables.
 pub fn compile_grammar(g: &Grammar) -> Result<Compiled, CompileError> {
+    compile_grammar_with(g, &NormalizeOptions::default())
+}
+
+/// [`compile_grammar`] with normalization options (e.g. a smaller right-recursion rule budget,
+/// to exercise grammars whose right recursion survives normalization).
+pub fn compile_grammar_with(g: &Grammar, opts: &NormalizeOptions) -> Result<Compiled, CompileError> {
     let t0 = Instant::now();
-    let normalized = normalize(g)?;
+    let normalized = normalize_with(g, opts)?;
     let ng = &normalized.grammar;
     if ng.terminals != g.terminals {
         return Err(CompileError::Lr("normalization changed the terminal table".into()));

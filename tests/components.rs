@@ -1,0 +1,566 @@
+//! Component oracles (ALGORITHM.md §6): each stage of the Parser DWA compiler against a direct,
+//! unshared computation of what it stands for.
+//!
+//! * **Terminal DWA vs direct lexing**: from every lexer state, every token's set of lexings as
+//!   the trie walk finds them (memoized, shared, grouped into token classes) equals stepping the
+//!   token's bytes one by one through the lexer tables.
+//! * **Templates vs LR simulation**: on random valid stacks (prefixes of random parses), split
+//!   at every height into a known segment and a real stack below it, running a terminal's
+//!   template and answering its waits from the real stack gives exactly the stacks (push words)
+//!   and the success of shifting that terminal with the LR tables.
+//! * **Determinized vs non-deterministic**: on the same stacks, reading the Parser DWA of a
+//!   lexer state top-down gives exactly the tokens one of whose lexings survives a direct LR
+//!   simulation of its steps (per-stack priority guards, then the lookahead check).
+//!
+//! Grammars: the JSON grammar and a JSON Schema with lexer components (embedded GPT-2), the
+//! ambiguous expression grammar, and seeded random small grammars (overlapping terminals,
+//! priorities, ignored spaces, GLR conflicts) over a synthetic vocabulary.
+
+use std::collections::{BTreeSet, HashMap};
+
+use dwac_compile::dwa::compose::{Step, ANY};
+use dwac_compile::dwa::sets::SetPool;
+use dwac_compile::dwa::templates::{Lr, Outcome, Read, Wait};
+use dwac_compile::dwa::terminal_dwa::{Walker, MAX_LEXINGS, MAX_STEPS};
+use dwac_compile::dwa::{build_mask_tables, MaskOptions};
+use dwac_compile::{compile_grammar, parse_source, SourceKind};
+use dwac_runtime::dwa::{MaskTables, NONE};
+use dwac_runtime::lexer::Inhibitor;
+use dwac_runtime::trie::Trie;
+use dwac_runtime::{Action, GrammarTables, LexerTables, LrTables, Vocabulary, DEAD};
+use dwac_tests::*;
+
+/// One step of a lexing in plain terms: (an ignored terminal's pass?, terminals, guard).
+type PlainStep = (bool, Vec<u32>, Vec<u32>);
+/// A lexing: its steps and the lookahead class of the pending lexeme (`None`: any).
+type Lexing = (Vec<PlainStep>, Option<Vec<u32>>);
+
+fn tables_of(kind: SourceKind, src: &str) -> GrammarTables {
+    let g = parse_source(kind, src).unwrap_or_else(|e| panic!("{e}"));
+    compile_grammar(&g).unwrap_or_else(|e| panic!("{e}")).tables
+}
+
+fn file_tables(rel: &str) -> GrammarTables {
+    let path = repo_root().join(rel);
+    let kind = SourceKind::from_path(&path).unwrap();
+    tables_of(kind, &std::fs::read_to_string(&path).unwrap())
+}
+
+fn trie_of(vocab: &Vocabulary) -> Trie {
+    let toks: Vec<(u32, &[u8])> = (0..vocab.len() as u32)
+        .filter(|&v| !vocab.is_special(v))
+        .filter_map(|v| vocab.token_bytes(v).map(|b| (v, b)))
+        .collect();
+    Trie::build(&toks)
+}
+
+/// The lexer states the compiler builds an automaton for.
+fn boundary_states(lex: &LexerTables) -> impl Iterator<Item = u32> + '_ {
+    (0..lex.num_states).filter(move |&q| q == lex.start || lex.can_continue(q))
+}
+
+/// The lookahead class of a pending lexeme at `q`, in plain terms.
+fn plain_class(lex: &LexerTables, q: u32) -> Option<Vec<u32>> {
+    if q == lex.start || lex.may_become_ignored(q) {
+        None
+    } else {
+        Some(lex.pending_terminals(q).collect())
+    }
+}
+
+/// Direct lexing of `bytes` from lexer state `q` (no carried inhibitors), byte by byte, every
+/// branch kept apart: `None` when a prefix has more than [`MAX_LEXINGS`] branches or a lexing
+/// more than [`MAX_STEPS`] steps (the compiler leaves such tokens UNDECIDED).
+fn direct_lexings(lex: &LexerTables, q: u32, bytes: &[u8]) -> Option<BTreeSet<Lexing>> {
+    type Branch = (u32, Vec<Inhibitor>, Vec<PlainStep>);
+    let mut branches: Vec<Branch> = vec![(q, Vec::new(), Vec::new())];
+    let mut h1 = Vec::new();
+    for &b in bytes {
+        let mut next: Vec<Branch> = Vec::new();
+        for (q, h, steps) in &branches {
+            if lex.step_inhibitors(h, b, &mut h1).is_none() {
+                continue;
+            }
+            for q2 in lex.successors(*q, b) {
+                if lex.can_continue(q2) {
+                    next.push((q2, h1.clone(), steps.clone()));
+                }
+                // Priority groups, highest first. Within a group, the terminals leaving the same
+                // inhibitors form one step (a fork the parser resolves); each lower group is
+                // guarded by every terminal above it; an ignored terminal ends the descent.
+                let mut prios: Vec<i32> = lex.accepts(q2).iter().map(|&t| lex.priority_of(t)).collect();
+                prios.sort_unstable_by(|a, b| b.cmp(a));
+                prios.dedup();
+                let mut higher: Vec<u32> = Vec::new();
+                for p in prios {
+                    let group: Vec<u32> =
+                        lex.accepts(q2).iter().copied().filter(|&t| lex.priority_of(t) == p).collect();
+                    let mut by_inh: HashMap<Vec<Inhibitor>, (Vec<u32>, bool)> = HashMap::new();
+                    for &t in &group {
+                        let mut h2 = h1.clone();
+                        h2.extend(lex.inhibitor_for(t, q2));
+                        h2.sort_unstable();
+                        h2.dedup();
+                        let e = by_inh.entry(h2).or_default();
+                        if lex.is_ignored(t) {
+                            e.1 = true;
+                        } else {
+                            e.0.push(t);
+                        }
+                    }
+                    let mut guard = higher.clone();
+                    guard.sort_unstable();
+                    for (h2, (mut shifts, ignored)) in by_inh {
+                        if !shifts.is_empty() {
+                            shifts.sort_unstable();
+                            let mut s = steps.clone();
+                            s.push((false, shifts, guard.clone()));
+                            next.push((lex.start, h2.clone(), s));
+                        }
+                        if ignored {
+                            let mut s = steps.clone();
+                            if !guard.is_empty() {
+                                s.push((true, Vec::new(), guard.clone()));
+                            }
+                            next.push((lex.start, h2, s));
+                        }
+                    }
+                    if group.iter().any(|&t| lex.is_ignored(t)) {
+                        break;
+                    }
+                    higher.extend(group);
+                }
+            }
+        }
+        next.sort();
+        next.dedup();
+        if next.len() > MAX_LEXINGS || next.iter().any(|b| b.2.len() > MAX_STEPS as usize) {
+            return None;
+        }
+        branches = next;
+    }
+    Some(branches.into_iter().map(|(q, _, steps)| (steps, plain_class(lex, q))).collect())
+}
+
+/// A walker signature in plain terms.
+fn plain_sig(walker: &Walker, terms: &SetPool, (node, class): (u32, u32)) -> Lexing {
+    let mut steps = Vec::new();
+    let mut n = node;
+    while n != 0 {
+        let (parent, step) = walker.node(n);
+        steps.push(match step {
+            Step::Shift { terms: t, guard } => (false, terms.get(t).to_vec(), terms.get(guard).to_vec()),
+            Step::Pass { guard } => (true, Vec::new(), terms.get(guard).to_vec()),
+        });
+        n = parent;
+    }
+    steps.reverse();
+    (steps, (class != ANY).then(|| terms.get(class).to_vec()))
+}
+
+/// Terminal DWA vs direct lexing: every (boundary lexer state, token) pair. Returns the pairs
+/// compared and how many had a lexing.
+fn check_terminal_dwa(name: &str, tables: &GrammarTables, vocab: &Vocabulary) -> (usize, usize) {
+    let lex = &tables.lexer;
+    let trie = trie_of(vocab);
+    let mut terms = SetPool::new();
+    let mut walker = Walker::new(lex, &trie);
+    let (mut pairs, mut lexed) = (0, 0);
+    for q in boundary_states(lex) {
+        let (classes, undecided) = walker.classes(q, &mut terms);
+        let mut of_token: HashMap<u32, usize> = HashMap::new();
+        let mut seen: HashMap<BTreeSet<Lexing>, usize> = HashMap::new();
+        let mut plain: Vec<BTreeSet<Lexing>> = Vec::new();
+        for (ci, c) in classes.iter().enumerate() {
+            assert!(!c.tokens.is_empty(), "{name} q{q}: empty class {ci}");
+            assert!(c.tokens.windows(2).all(|w| w[0] < w[1]), "{name} q{q}: class {ci} not sorted");
+            let set: BTreeSet<Lexing> = c.sigs.iter().map(|&s| plain_sig(&walker, &terms, s)).collect();
+            assert_eq!(set.len(), c.sigs.len(), "{name} q{q}: class {ci} repeats a lexing");
+            if let Some(other) = seen.insert(set.clone(), ci) {
+                panic!("{name} q{q}: classes {other} and {ci} have the same lexings");
+            }
+            plain.push(set);
+            for &t in &c.tokens {
+                assert!(of_token.insert(t, ci).is_none(), "{name} q{q}: token {t} in two classes");
+            }
+        }
+        for v in 0..vocab.len() as u32 {
+            if vocab.is_special(v) {
+                continue;
+            }
+            let bytes = vocab.token_bytes(v).unwrap_or_default();
+            let is_undecided = undecided.binary_search(&v).is_ok();
+            pairs += 1;
+            match direct_lexings(lex, q, bytes) {
+                None => assert!(is_undecided, "{name} q{q}: token {v} {:?} should be UNDECIDED", show(bytes)),
+                Some(l) if l.is_empty() => {
+                    assert!(
+                        !is_undecided && !of_token.contains_key(&v),
+                        "{name} q{q}: dead token {v} {:?} has a class",
+                        show(bytes)
+                    );
+                }
+                Some(l) => {
+                    lexed += 1;
+                    assert!(!is_undecided, "{name} q{q}: token {v} {:?} is UNDECIDED", show(bytes));
+                    let c = of_token
+                        .get(&v)
+                        .unwrap_or_else(|| panic!("{name} q{q}: token {v} {:?} has no class", show(bytes)));
+                    assert_eq!(plain[*c], l, "{name} q{q}: token {v} {:?}", show(bytes));
+                }
+            }
+        }
+    }
+    (pairs, lexed)
+}
+
+fn show(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Shift `t` (or accept `$`) on an explicit stack with the LR tables: the stacks after the shift
+/// (every reduction path of a conflict followed) and whether `$` is accepted.
+fn lr_shift(lr: &LrTables, stack: &[u32], t: u32) -> (BTreeSet<Vec<u32>>, bool) {
+    let mut out = BTreeSet::new();
+    let mut accepted = false;
+    let mut work = vec![stack.to_vec()];
+    let mut seen: BTreeSet<Vec<u32>> = BTreeSet::new();
+    while let Some(s) = work.pop() {
+        let Some(&top) = s.last() else { continue };
+        for &a in lr.actions(top, t) {
+            match Action::unpack(a) {
+                Action::Shift(p) => {
+                    let mut s2 = s.clone();
+                    s2.push(p);
+                    out.insert(s2);
+                }
+                Action::Accept => accepted = true,
+                Action::Reduce(r) => {
+                    let (m, lhs) = (lr.rule_len[r as usize] as usize, lr.rule_lhs[r as usize]);
+                    if m >= s.len() {
+                        continue;
+                    }
+                    let mut s2 = s[..s.len() - m].to_vec();
+                    let g = lr.goto(*s2.last().unwrap(), lhs);
+                    if g == DEAD {
+                        continue;
+                    }
+                    s2.push(g);
+                    if seen.insert(s2.clone()) {
+                        work.push(s2);
+                    }
+                }
+            }
+        }
+    }
+    (out, accepted)
+}
+
+fn shiftable(lr: &LrTables, stack: &[u32], t: u32) -> bool {
+    let (s, acc) = lr_shift(lr, stack, t);
+    acc || !s.is_empty()
+}
+
+/// Random valid stacks: prefixes of random parses (random shiftable terminals), each distinct.
+fn random_stacks(lr: &LrTables, rng: &mut Rng, walks: usize, steps: usize) -> Vec<Vec<u32>> {
+    let mut out: BTreeSet<Vec<u32>> = BTreeSet::new();
+    for _ in 0..walks {
+        let mut stack = vec![0u32];
+        out.insert(stack.clone());
+        for _ in 0..steps {
+            let mut options: Vec<Vec<u32>> = Vec::new();
+            for t in 0..lr.num_terminals {
+                if t != lr.eof() {
+                    options.extend(lr_shift(lr, &stack, t).0);
+                }
+            }
+            if options.is_empty() {
+                break;
+            }
+            stack = options.swap_remove(rng.below(options.len()));
+            out.insert(stack.clone());
+        }
+    }
+    out.into_iter().collect()
+}
+
+/// Answer a template's waits from the real stack `real[..base]`, collecting full stacks.
+fn resolve(lr: &Lr, t: u32, w: Wait, real: &[u32], base: usize, shifted: &mut BTreeSet<Vec<u32>>, success: &mut bool) {
+    if base == 0 {
+        return;
+    }
+    let p = real[base - 1];
+    // A state the template does not list as a label must behave as DEFAULT (die, for a read).
+    let listed = match w {
+        Wait::Pop { j, .. } if j > 0 => true,
+        _ => lr.tables.num_states > 0 && labels_of(lr, t, w).contains(&p),
+    };
+    let mut out = Outcome::default();
+    match lr.read(w, Some(p)) {
+        Read::Dead => {
+            return;
+        }
+        Read::Wait(w2) => return resolve(lr, t, w2, real, base - 1, shifted, success),
+        Read::Peek(p) => lr.run_peek(t, p, &mut out),
+        Read::Run(k) => lr.run(t, k, &mut out),
+    }
+    assert!(listed || (!out.success && out.waiting.is_empty()), "a read of unlisted state {p} did something");
+    *success |= out.success;
+    for seg in out.shifted {
+        let mut full = real[..base - 1].to_vec();
+        full.extend(seg);
+        shifted.insert(full);
+    }
+    for w2 in out.waiting {
+        resolve(lr, t, w2, real, base - 1, shifted, success);
+    }
+}
+
+fn labels_of(lr: &Lr, t: u32, w: Wait) -> Vec<u32> {
+    let tables = lr.tables;
+    (0..tables.num_states)
+        .filter(|&p| match w {
+            Wait::Peek => !tables.actions(p, t).is_empty(),
+            Wait::Pop { j: 0, a } => tables.goto(p, a) != DEAD,
+            Wait::Pop { .. } => true,
+        })
+        .collect()
+}
+
+/// Templates vs LR simulation over `stacks`, every terminal and `$`, every split. Returns the
+/// (stack, split, terminal) triples compared.
+fn check_templates(name: &str, lr_tables: &LrTables, stacks: &[Vec<u32>]) -> usize {
+    let lr = Lr::new(lr_tables);
+    let mut n = 0;
+    for stack in stacks {
+        for t in 0..lr_tables.num_terminals {
+            let (want, accepted) = lr_shift(lr_tables, stack, t);
+            // The real stack always keeps its bottom state (the LR start state is never popped).
+            for split in 1..=stack.len() {
+                let (real, known) = stack.split_at(split);
+                let mut out = Outcome::default();
+                if known.is_empty() {
+                    let (mut got, mut success) = (BTreeSet::new(), false);
+                    resolve(&lr, t, Wait::Peek, real, real.len(), &mut got, &mut success);
+                    assert_eq!(got, want, "{name}: t{t} on {stack:?} fully real");
+                    assert_eq!(success, accepted || !want.is_empty(), "{name}: t{t} on {stack:?}");
+                    n += 1;
+                    continue;
+                }
+                lr.run(t, known.to_vec(), &mut out);
+                let mut got: BTreeSet<Vec<u32>> = out
+                    .shifted
+                    .iter()
+                    .map(|seg| {
+                        let mut full = real.to_vec();
+                        full.extend(seg);
+                        full
+                    })
+                    .collect();
+                let mut success = out.success;
+                for &w in &out.waiting {
+                    resolve(&lr, t, w, real, real.len(), &mut got, &mut success);
+                }
+                assert_eq!(got, want, "{name}: t{t} on {stack:?}, known {known:?}");
+                assert_eq!(success, accepted || !want.is_empty(), "{name}: t{t} on {stack:?}, known {known:?}");
+                n += 1;
+            }
+        }
+    }
+    n
+}
+
+/// The tokens of a mask-table set.
+fn set_tokens(m: &MaskTables, s: u32, out: &mut BTreeSet<u32>) {
+    if s != NONE {
+        for r in m.set(s).chunks(2) {
+            out.extend(r[0]..r[1]);
+        }
+    }
+}
+
+/// The Parser DWA of lexer state `q` read down one explicit stack, as `get_mask` reads a path.
+fn dwa_tokens(m: &MaskTables, q: u32, stack: &[u32]) -> BTreeSet<u32> {
+    let mut out = BTreeSet::new();
+    set_tokens(m, m.start_rho[q as usize], &mut out);
+    let mut d = m.start[q as usize];
+    if d == NONE {
+        return out;
+    }
+    for &label in stack.iter().rev() {
+        if m.is_final(d) {
+            break;
+        }
+        let (d2, rho) = m.step(d, label);
+        set_tokens(m, rho, &mut out);
+        if d2 == DEAD {
+            break;
+        }
+        d = d2;
+    }
+    out
+}
+
+/// Does lexing `l` survive on `stack`: each step shifts one of its terminals (every conflict
+/// path followed) on every stack where no guard terminal can be shifted, then the pending
+/// lexeme's class must be shiftable somewhere.
+fn survives(lr: &LrTables, stack: &[u32], l: &Lexing) -> bool {
+    let mut stacks: BTreeSet<Vec<u32>> = BTreeSet::from([stack.to_vec()]);
+    for (pass, ts, guard) in &l.0 {
+        let mut next = BTreeSet::new();
+        for s in &stacks {
+            if guard.iter().any(|&g| shiftable(lr, s, g)) {
+                continue;
+            }
+            if *pass {
+                next.insert(s.clone());
+            } else {
+                for &t in ts {
+                    next.extend(lr_shift(lr, s, t).0);
+                }
+            }
+        }
+        stacks = next;
+    }
+    match &l.1 {
+        None => !stacks.is_empty(),
+        Some(c) => stacks.iter().any(|s| c.iter().any(|&t| shiftable(lr, s, t))),
+    }
+}
+
+/// Determinized vs non-deterministic evaluation over `stacks` and every boundary lexer state
+/// whose own lookahead class holds on the stack (a thread can be there). Returns the
+/// (stack, state) pairs compared.
+fn check_determinized(name: &str, tables: &GrammarTables, vocab: &Vocabulary, stacks: &[Vec<u32>]) -> usize {
+    let (m, _) = build_mask_tables(tables, vocab, &MaskOptions::default()).unwrap();
+    let lex = &tables.lexer;
+    let lr = &tables.lr;
+    let trie = trie_of(vocab);
+    let mut terms = SetPool::new();
+    let mut walker = Walker::new(lex, &trie);
+    let mut n = 0;
+    for q in boundary_states(lex) {
+        let (classes, undecided) = walker.classes(q, &mut terms);
+        let lexings: Vec<Vec<Lexing>> =
+            classes.iter().map(|c| c.sigs.iter().map(|&s| plain_sig(&walker, &terms, s)).collect()).collect();
+        let own = plain_class(lex, q);
+        for stack in stacks {
+            if let Some(c) = &own {
+                if !c.iter().any(|&t| shiftable(lr, stack, t)) {
+                    continue;
+                }
+            }
+            let mut want = BTreeSet::new();
+            for (c, ls) in classes.iter().zip(&lexings) {
+                if ls.iter().any(|l| survives(lr, stack, l)) {
+                    want.extend(c.tokens.iter().copied());
+                }
+            }
+            if q == lex.start && shiftable(lr, stack, lr.eof()) {
+                want.extend(vocab.eos.iter().copied());
+            }
+            for u in &undecided {
+                want.remove(u);
+            }
+            let got = dwa_tokens(&m, q, stack);
+            if got != want {
+                let extra: Vec<_> =
+                    got.difference(&want).take(5).map(|&v| show(vocab.token_bytes(v).unwrap_or_default())).collect();
+                let missing: Vec<_> =
+                    want.difference(&got).take(5).map(|&v| show(vocab.token_bytes(v).unwrap_or_default())).collect();
+                panic!("{name} q{q} on {stack:?}: DWA extra {extra:?}, missing {missing:?}");
+            }
+            n += 1;
+        }
+    }
+    n
+}
+
+fn gpt2() -> Vocabulary {
+    dwac_vocab::Tokenizer::default_embedded().unwrap().into_vocab()
+}
+
+const EXPR: &str = r#"
+start: e
+e: e "+" e | e "*" e | "(" e ")" | NUM | e "-" e | "-" e
+NUM: /[0-9]+/
+%ignore " "
+"#;
+
+#[test]
+fn terminal_dwa_equals_direct_lexing() {
+    let vocab = gpt2();
+    let mut total = (0, 0);
+    for rel in ["grammars/json.lark", "schemas/person.json"] {
+        let (p, l) = check_terminal_dwa(rel, &file_tables(rel), &vocab);
+        println!("{rel}: {p} (state, token) pairs, {l} with lexings");
+        total = (total.0 + p, total.1 + l);
+    }
+    let small = vocab_over(b"0123456789+-*() ", 3, &["12 + 3", "((", "))", "--1", "  ", "1*-2"]);
+    let (p, l) = check_terminal_dwa("expression", &tables_of(SourceKind::Lark, EXPR), &small);
+    total = (total.0 + p, total.1 + l);
+    let small = vocab_over(b"abc (),", 3, &["abc", "a b", "(ab", "),", "c c", "abab", " (", "ca,"]);
+    let mut rng = Rng(0x00c0_ffee_0000_0001);
+    let mut grammars = 0;
+    for _ in 0..60 {
+        let src = random_grammar(&mut rng);
+        let Ok(g) = parse_source(SourceKind::Lark, &src) else { continue };
+        let Ok(c) = compile_grammar(&g) else { continue };
+        let (p, l) = check_terminal_dwa(&src, &c.tables, &small);
+        total = (total.0 + p, total.1 + l);
+        grammars += 1;
+    }
+    println!("{grammars} random grammars; total {} pairs, {} with lexings", total.0, total.1);
+    assert!(grammars >= 30 && total.1 > 100_000, "{grammars} grammars, {total:?}");
+}
+
+#[test]
+fn templates_equal_lr_simulation() {
+    let mut rng = Rng(0x7e3a_1a7e_0000_5151);
+    let mut total = 0;
+    for rel in ["grammars/json.lark", "schemas/person.json"] {
+        let t = file_tables(rel);
+        let stacks = random_stacks(&t.lr, &mut rng, 20, 40);
+        total += check_templates(rel, &t.lr, &stacks);
+    }
+    let t = tables_of(SourceKind::Lark, EXPR);
+    let stacks = random_stacks(&t.lr, &mut rng, 20, 30);
+    total += check_templates("expression", &t.lr, &stacks);
+    let mut grammars = 0;
+    for _ in 0..80 {
+        let src = random_grammar(&mut rng);
+        let Ok(g) = parse_source(SourceKind::Lark, &src) else { continue };
+        let Ok(c) = compile_grammar(&g) else { continue };
+        let stacks = random_stacks(&c.tables.lr, &mut rng, 8, 12);
+        total += check_templates(&src, &c.tables.lr, &stacks);
+        grammars += 1;
+    }
+    println!("{grammars} random grammars; {total} (stack, split, terminal) triples");
+    assert!(grammars >= 40 && total > 50_000, "{grammars} grammars, {total} triples");
+}
+
+#[test]
+fn determinized_equals_nondeterministic() {
+    let mut rng = Rng(0xde7e_4411_0000_0003);
+    let mut total = 0;
+    let small = vocab_over(b"0123456789+-*() ", 2, &["12 + 3", "((", "))", "--1", "  ", "1*-2", "+(", ")*"]);
+    let t = tables_of(SourceKind::Lark, EXPR);
+    let stacks = random_stacks(&t.lr, &mut rng, 10, 20);
+    total += check_determinized("expression", &t, &small, &stacks);
+    let json_small = vocab_over(b"{}[],:\"a1 ", 2, &["true", "null", "false", "\":", "\",\"", "[{\"", "-1.5e", "\"}]"]);
+    let t = file_tables("grammars/json.lark");
+    let stacks = random_stacks(&t.lr, &mut rng, 10, 25);
+    total += check_determinized("json", &t, &json_small, &stacks);
+    let small = vocab_over(b"abc (),", 2, &["abc", "a b", "(ab", "),", "c c", "abab", " (", "ca,"]);
+    let mut grammars = 0;
+    for _ in 0..80 {
+        let src = random_grammar(&mut rng);
+        let Ok(g) = parse_source(SourceKind::Lark, &src) else { continue };
+        let Ok(c) = compile_grammar(&g) else { continue };
+        let stacks = random_stacks(&c.tables.lr, &mut rng, 6, 10);
+        total += check_determinized(&src, &c.tables, &small, &stacks);
+        grammars += 1;
+    }
+    println!("{grammars} random grammars; {total} (stack, lexer state) pairs");
+    assert!(grammars >= 40 && total > 2_000, "{grammars} grammars, {total} pairs");
+}
