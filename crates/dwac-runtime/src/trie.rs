@@ -14,42 +14,58 @@ impl Trie {
     /// The trie of `(id, bytes)` for every token with at least one byte.
     pub fn build(tokens: &[(u32, &[u8])]) -> Trie {
         let mut sorted: Vec<&(u32, &[u8])> = tokens.iter().filter(|t| !t.1.is_empty()).collect();
-        sorted.sort_by(|a, b| a.1.cmp(b.1).then(a.0.cmp(&b.0)));
-        // Nodes in pre-order: (depth, range of `sorted` sharing the prefix).
+        sorted.sort_unstable_by(|a, b| a.1.cmp(b.1).then(a.0.cmp(&b.0)));
+        // Nodes in pre-order: (depth, range of `sorted` sharing the prefix). A node's children
+        // get consecutive ids when it is expanded; its edges and tokens are first collected in
+        // expansion order (flat, no allocation per node), then laid out by node id.
         struct Pending {
             lo: usize,
             hi: usize,
             depth: usize,
             node: u32,
         }
-        let mut children: Vec<Vec<(u8, u32)>> = vec![Vec::new()];
-        let mut ends: Vec<Vec<u32>> = vec![Vec::new()];
+        // Per node: (start, len) of its edges in `edges` and of its tokens in `ends`.
+        let mut edge_span: Vec<(u32, u32)> = vec![(0, 0)];
+        let mut tok_span: Vec<(u32, u32)> = vec![(0, 0)];
+        let mut edges: Vec<(u8, u32)> = Vec::new();
+        let mut ends: Vec<u32> = Vec::new();
         let mut stack = vec![Pending { lo: 0, hi: sorted.len(), depth: 0, node: 0 }];
         while let Some(Pending { lo, hi, depth, node }) = stack.pop() {
             let mut i = lo;
+            let t0 = ends.len() as u32;
             while i < hi && sorted[i].1.len() == depth {
-                ends[node as usize].push(sorted[i].0);
+                ends.push(sorted[i].0);
                 i += 1;
             }
+            tok_span[node as usize] = (t0, ends.len() as u32 - t0);
+            let e0 = edges.len() as u32;
             while i < hi {
                 let b = sorted[i].1[depth];
                 let mut j = i;
                 while j < hi && sorted[j].1[depth] == b {
                     j += 1;
                 }
-                let child = children.len() as u32;
-                children.push(Vec::new());
-                ends.push(Vec::new());
-                children[node as usize].push((b, child));
+                let child = edge_span.len() as u32;
+                edge_span.push((0, 0));
+                tok_span.push((0, 0));
+                edges.push((b, child));
                 stack.push(Pending { lo: i, hi: j, depth: depth + 1, node: child });
                 i = j;
             }
+            edge_span[node as usize] = (e0, edges.len() as u32 - e0);
         }
-        let mut t = Trie { child_off: vec![0], edges: Vec::new(), tok_off: vec![0], tokens: Vec::new() };
-        for (c, e) in children.into_iter().zip(ends) {
-            t.edges.extend(c);
+        let mut t = Trie {
+            child_off: Vec::with_capacity(edge_span.len() + 1),
+            edges: Vec::with_capacity(edges.len()),
+            tok_off: Vec::with_capacity(tok_span.len() + 1),
+            tokens: Vec::with_capacity(ends.len()),
+        };
+        t.child_off.push(0);
+        t.tok_off.push(0);
+        for (&(e0, el), &(t0, tl)) in edge_span.iter().zip(&tok_span) {
+            t.edges.extend_from_slice(&edges[e0 as usize..(e0 + el) as usize]);
             t.child_off.push(t.edges.len() as u32);
-            t.tokens.extend(e);
+            t.tokens.extend_from_slice(&ends[t0 as usize..(t0 + tl) as usize]);
             t.tok_off.push(t.tokens.len() as u32);
         }
         t

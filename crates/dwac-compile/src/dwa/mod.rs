@@ -21,6 +21,7 @@ pub mod templates;
 pub mod terminal_dwa;
 
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 /// Hash map with a fast, fixed-seed hasher (compile-time memo tables; deterministic).
@@ -197,6 +198,27 @@ impl Union {
     }
 }
 
+/// The byte trie of `vocab`'s non-special tokens. The vocabulary side of the build: the last
+/// vocabulary's trie is kept for the process, so compiling many grammars against one vocabulary
+/// (a batch, a benchmark, a server compiling schemas on demand) builds it once. The cache is
+/// keyed by the vocabulary itself (compared in full, not by a hash), so it can never be stale.
+fn shared_trie(vocab: &Vocabulary) -> Arc<Trie> {
+    static LAST: Mutex<Option<(Vocabulary, Arc<Trie>)>> = Mutex::new(None);
+    let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((v, t)) = last.as_ref() {
+        if v == vocab {
+            return Arc::clone(t);
+        }
+    }
+    let toks: Vec<(u32, &[u8])> = (0..vocab.len() as u32)
+        .filter(|&v| !vocab.is_special(v))
+        .filter_map(|v| vocab.token_bytes(v).map(|b| (v, b)))
+        .collect();
+    let trie = Arc::new(Trie::build(&toks));
+    *last = Some((vocab.clone(), Arc::clone(&trie)));
+    trie
+}
+
 /// Build the mask tables of `tables` for `vocab`.
 pub fn build_mask_tables(
     tables: &GrammarTables,
@@ -216,13 +238,12 @@ pub fn build_mask_tables_with_progress(
     let t0 = Instant::now();
     let lex = &tables.lexer;
     let n_tokens = vocab.len() as u32;
-    let toks: Vec<(u32, &[u8])> =
-        (0..n_tokens).filter(|&v| !vocab.is_special(v)).filter_map(|v| vocab.token_bytes(v).map(|b| (v, b))).collect();
-    let trie = Trie::build(&toks);
+    let trie = shared_trie(vocab);
+    let trie = &*trie;
     let comp = Composer::new(Lr::new(&tables.lr));
     let mut det = Determinizer::new(comp, opts.max_states_per_lexer_state);
     det.work_budget = opts.work_per_lexer_state;
-    let mut walker = Walker::new(lex, &trie);
+    let mut walker = Walker::new(lex, trie);
     let eof_class = det.comp.terms.intern(vec![tables.lr.eof()]);
     let mut sets = TokenSets::default();
     let mut union = Union { bits: Vec::new(), list: Vec::new() };
@@ -296,7 +317,7 @@ pub fn build_mask_tables_with_progress(
     let carried = carried_inhibitors(lex);
     stats.carried_inhibitors = carried.len();
     for i in carried {
-        let set = sets.intern(kill_set(lex, &trie, i));
+        let set = sets.intern(kill_set(lex, trie, i));
         // An empty kill set kills nothing: store no entry, and a missing entry would be a bug, so
         // store it as an empty range list.
         let set = if set == NONE { sets.intern_empty() } else { set };

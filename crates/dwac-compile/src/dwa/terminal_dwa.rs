@@ -77,7 +77,21 @@ pub struct Walker<'a> {
     /// Interned signature sets (sorted, distinct).
     sig_sets: Vec<Vec<Sig>>,
     sig_index: FastMap<Vec<Sig>, u32>,
+    /// Interned one-lexing signature sets, by their lexing (the common case, without a hash of
+    /// a vector).
+    single_sig: FastMap<Sig, u32>,
+    /// Results of the subtrees below the root's children entered with one fresh branch (still
+    /// inside the token's first lexeme, nothing emitted, no inhibitor): `(child, lexer state)` →
+    /// range of `root_results`. They depend on that pair alone, and many lexer states share
+    /// them (e.g. every state inside a JSON string enters most first bytes into the same
+    /// string-interior state), so each is walked once per grammar instead of once per state.
+    root_memo: FastMap<(u32, u32), (u32, u32)>,
+    /// (token, signature set) pairs of the memoized subtrees.
+    root_results: Vec<(u32, u32)>,
 }
+
+/// Pairs [`Walker::root_memo`] may hold in all (a memory bound; past it subtrees are walked).
+const ROOT_MEMO_PAIRS: usize = 24 << 20;
 
 /// Per-walk scratch: the branch arena, the (token, signature set) pairs found, undecided tokens.
 #[derive(Default)]
@@ -103,6 +117,9 @@ impl<'a> Walker<'a> {
             class_memo: vec![u32::MAX; lex.num_states as usize],
             sig_sets: Vec::new(),
             sig_index: FastMap::default(),
+            single_sig: FastMap::default(),
+            root_memo: FastMap::default(),
+            root_results: Vec::new(),
         }
     }
 
@@ -253,6 +270,16 @@ impl<'a> Walker<'a> {
 
     /// The signature set of the branches `arena[off..off + len]`, interned.
     fn sig_set(&mut self, sc: &mut Scratch, off: usize, len: usize, terms: &mut SetPool) -> u32 {
+        if len == 1 {
+            let br = sc.arena[off];
+            let sig = (br.prefix, self.class(br.q, terms));
+            if let Some(&id) = self.single_sig.get(&sig) {
+                return id;
+            }
+            let id = self.intern_sigs(vec![sig]);
+            self.single_sig.insert(sig, id);
+            return id;
+        }
         sc.sigs.clear();
         for i in off..off + len {
             let br = sc.arena[i];
@@ -264,9 +291,17 @@ impl<'a> Walker<'a> {
         if let Some(&id) = self.sig_index.get(sc.sigs.as_slice()) {
             return id;
         }
+        self.intern_sigs(sc.sigs.clone())
+    }
+
+    /// Intern a new (sorted, distinct) signature set.
+    fn intern_sigs(&mut self, sigs: Vec<Sig>) -> u32 {
+        if let Some(&id) = self.sig_index.get(&sigs) {
+            return id;
+        }
         let id = self.sig_sets.len() as u32;
-        self.sig_sets.push(sc.sigs.clone());
-        self.sig_index.insert(sc.sigs.clone(), id);
+        self.sig_sets.push(sigs.clone());
+        self.sig_index.insert(sigs, id);
         id
     }
 
@@ -304,6 +339,23 @@ impl<'a> Walker<'a> {
                 // Too many lexings (same-length forks or every-segmentation grammars) or too
                 // long ones: these tokens are decided at run time by committing them.
                 self.trie.subtree_tokens(child, &mut sc.undecided);
+            } else if node == 0 && n == 1 && sc.arena[start].inh == 0 && sc.arena[start].prefix == 0 {
+                let key = (child, sc.arena[start].q);
+                if let Some(&(off, len)) = self.root_memo.get(&key) {
+                    sc.per_token.extend_from_slice(&self.root_results[off as usize..(off + len) as usize]);
+                } else {
+                    let (before, undecided_before) = (sc.per_token.len(), sc.undecided.len());
+                    self.walk(child, start, n, sc, terms);
+                    let found = &sc.per_token[before..];
+                    // Subtrees with UNDECIDED tokens are not memoized (rare; walked again).
+                    if sc.undecided.len() == undecided_before
+                        && self.root_results.len() + found.len() <= ROOT_MEMO_PAIRS
+                    {
+                        let off = self.root_results.len() as u32;
+                        self.root_results.extend_from_slice(found);
+                        self.root_memo.insert(key, (off, found.len() as u32));
+                    }
+                }
             } else {
                 self.walk(child, start, n, sc, terms);
             }
