@@ -176,17 +176,28 @@ impl Union {
                 }
                 continue;
             }
-            for b in 0..64u32 {
-                let set = word >> b & 1 == 1;
-                let t = wi as u32 * 64 + b;
-                match (open, set) {
-                    (None, true) => open = Some(t),
-                    (Some(lo), false) => {
+            // Runs of ones and zeros, a bit count per run rather than per bit.
+            let mut b = 0u32;
+            while b < 64 {
+                match open {
+                    None => {
+                        let rest = word >> b;
+                        if rest == 0 {
+                            break;
+                        }
+                        b += rest.trailing_zeros();
+                        open = Some(wi as u32 * 64 + b);
+                    }
+                    Some(lo) => {
+                        let rest = !word >> b;
+                        if rest == 0 {
+                            break;
+                        }
+                        b += rest.trailing_zeros();
                         ranges.push(lo);
-                        ranges.push(t);
+                        ranges.push(wi as u32 * 64 + b);
                         open = None;
                     }
-                    _ => {}
                 }
             }
         }

@@ -373,14 +373,16 @@ impl<'a> Walker<'a> {
         self.walk(0, 0, 1, &mut sc, terms);
         // Group by signature set, classes in order of their first token, tokens ascending: many
         // tokens through a table indexed by token id, few by sorting.
-        let mut class_of: FastMap<u32, usize> = FastMap::default();
+        // Class of each signature set id (ids are dense): a table, not a hash per token.
+        let mut class_of: Vec<u32> = vec![u32::MAX; self.sig_sets.len()];
         let mut classes: Vec<TokenClass> = Vec::new();
         let mut add = |tok: u32, id: u32, classes: &mut Vec<TokenClass>| {
-            let c = *class_of.entry(id).or_insert_with(|| {
+            let slot = &mut class_of[id as usize];
+            if *slot == u32::MAX {
                 classes.push(TokenClass { sigs: self.sig_sets[id as usize].clone(), tokens: Vec::new() });
-                classes.len() - 1
-            });
-            classes[c].tokens.push(tok);
+                *slot = (classes.len() - 1) as u32;
+            }
+            classes[*slot as usize].tokens.push(tok);
         };
         if sc.per_token.len() > 4096 {
             let max = sc.per_token.iter().map(|p| p.0).max().unwrap_or(0) as usize + 1;
