@@ -27,7 +27,7 @@ use dwac_compile::{compile_grammar, parse_source, SourceKind};
 use dwac_runtime::dwa::{MaskTables, NONE};
 use dwac_runtime::lexer::Inhibitor;
 use dwac_runtime::trie::Trie;
-use dwac_runtime::{Action, GrammarTables, LexerTables, LrTables, Vocabulary, DEAD};
+use dwac_runtime::{GrammarTables, LexerTables, LrTables, Vocabulary, DEAD};
 use dwac_tests::*;
 
 /// One step of a lexing in plain terms: (an ignored terminal's pass?, terminals, guard).
@@ -216,44 +216,6 @@ fn check_terminal_dwa(name: &str, tables: &GrammarTables, vocab: &Vocabulary) ->
 
 fn show(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
-}
-
-/// Shift `t` (or accept `$`) on an explicit stack with the LR tables: the stacks after the shift
-/// (every reduction path of a conflict followed) and whether `$` is accepted.
-fn lr_shift(lr: &LrTables, stack: &[u32], t: u32) -> (BTreeSet<Vec<u32>>, bool) {
-    let mut out = BTreeSet::new();
-    let mut accepted = false;
-    let mut work = vec![stack.to_vec()];
-    let mut seen: BTreeSet<Vec<u32>> = BTreeSet::new();
-    while let Some(s) = work.pop() {
-        let Some(&top) = s.last() else { continue };
-        for &a in lr.actions(top, t) {
-            match Action::unpack(a) {
-                Action::Shift(p) => {
-                    let mut s2 = s.clone();
-                    s2.push(p);
-                    out.insert(s2);
-                }
-                Action::Accept => accepted = true,
-                Action::Reduce(r) => {
-                    let (m, lhs) = (lr.rule_len[r as usize] as usize, lr.rule_lhs[r as usize]);
-                    if m >= s.len() {
-                        continue;
-                    }
-                    let mut s2 = s[..s.len() - m].to_vec();
-                    let g = lr.goto(*s2.last().unwrap(), lhs);
-                    if g == DEAD {
-                        continue;
-                    }
-                    s2.push(g);
-                    if seen.insert(s2.clone()) {
-                        work.push(s2);
-                    }
-                }
-            }
-        }
-    }
-    (out, accepted)
 }
 
 fn shiftable(lr: &LrTables, stack: &[u32], t: u32) -> bool {

@@ -14,7 +14,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use dwac_runtime::lexer::Inhibitor;
-use dwac_runtime::{Action, Engine, Matcher, DEAD};
+use dwac_runtime::{Engine, Matcher};
 use dwac_tests::*;
 
 fn engine(src: &str) -> Arc<Engine> {
@@ -86,43 +86,9 @@ struct Config {
     stack: Vec<u32>,
 }
 
-/// Every stack reached from `stack` by reductions on lookahead `t` followed by shifting `t`, and
-/// whether some reduction sequence reaches an accept action (for `t = $`).
+/// [`lr_shift`] on the engine's LR tables.
 fn explicit_glr(e: &Engine, stack: &[u32], t: u32) -> (BTreeSet<Vec<u32>>, bool) {
-    let lr = &e.tables().lr;
-    let mut out = BTreeSet::new();
-    let mut accepted = false;
-    let mut seen = BTreeSet::new();
-    let mut work = vec![stack.to_vec()];
-    while let Some(s) = work.pop() {
-        let top = *s.last().unwrap();
-        for &a in lr.actions(top, t) {
-            match Action::unpack(a) {
-                Action::Shift(p) => {
-                    let mut n = s.clone();
-                    n.push(p);
-                    out.insert(n);
-                }
-                Action::Accept => accepted = true,
-                Action::Reduce(r) => {
-                    let m = lr.rule_len[r as usize] as usize;
-                    if s.len() <= m {
-                        continue;
-                    }
-                    let mut n = s[..s.len() - m].to_vec();
-                    let g = lr.goto(*n.last().unwrap(), lr.rule_lhs[r as usize]);
-                    if g == DEAD {
-                        continue;
-                    }
-                    n.push(g);
-                    if seen.insert(n.clone()) {
-                        work.push(n);
-                    }
-                }
-            }
-        }
-    }
-    (out, accepted)
+    lr_shift(&e.tables().lr, stack, t)
 }
 
 /// The contract, stack by stack: `None` if the configurations exceed `cap`.

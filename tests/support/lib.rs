@@ -277,3 +277,43 @@ pub fn random_grammar(rng: &mut Rng) -> String {
     }
     src
 }
+
+/// Shift `t` (or accept `$`) on an explicit stack with the LR tables: every stack reached by
+/// reductions on lookahead `t` followed by shifting `t` (every conflict path followed), and
+/// whether some reduction sequence reaches an accept action (for `t = $`).
+pub fn lr_shift(lr: &dwac_runtime::LrTables, stack: &[u32], t: u32) -> (std::collections::BTreeSet<Vec<u32>>, bool) {
+    use dwac_runtime::{Action, DEAD};
+    let mut out = std::collections::BTreeSet::new();
+    let mut accepted = false;
+    let mut seen = std::collections::BTreeSet::new();
+    let mut work = vec![stack.to_vec()];
+    while let Some(s) = work.pop() {
+        let Some(&top) = s.last() else { continue };
+        for &a in lr.actions(top, t) {
+            match Action::unpack(a) {
+                Action::Shift(p) => {
+                    let mut n = s.clone();
+                    n.push(p);
+                    out.insert(n);
+                }
+                Action::Accept => accepted = true,
+                Action::Reduce(r) => {
+                    let m = lr.rule_len[r as usize] as usize;
+                    if s.len() <= m {
+                        continue;
+                    }
+                    let mut n = s[..s.len() - m].to_vec();
+                    let g = lr.goto(*n.last().unwrap_or(&0), lr.rule_lhs[r as usize]);
+                    if g == DEAD {
+                        continue;
+                    }
+                    n.push(g);
+                    if seen.insert(n.clone()) {
+                        work.push(n);
+                    }
+                }
+            }
+        }
+    }
+    (out, accepted)
+}
