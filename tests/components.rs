@@ -21,7 +21,7 @@ use std::collections::{BTreeSet, HashMap};
 use dwac_compile::dwa::compose::{Step, ANY};
 use dwac_compile::dwa::sets::SetPool;
 use dwac_compile::dwa::templates::{Lr, Outcome, Read, Wait};
-use dwac_compile::dwa::terminal_dwa::{Walker, MAX_LEXINGS, MAX_STEPS};
+use dwac_compile::dwa::terminal_dwa::{Walker, BASE_FROM, MAX_LEXINGS, MAX_STEPS};
 use dwac_compile::dwa::{build_mask_tables, MaskOptions};
 use dwac_compile::{compile_grammar, parse_source, SourceKind};
 use dwac_runtime::dwa::{MaskTables, NONE};
@@ -158,13 +158,20 @@ fn plain_sig(walker: &Walker, terms: &SetPool, (node, class): (u32, u32)) -> Lex
     (steps, (class != ANY).then(|| terms.get(class).to_vec()))
 }
 
-/// Terminal DWA vs direct lexing: every (boundary lexer state, token) pair. Returns the pairs
-/// compared and how many had a lexing.
-fn check_terminal_dwa(name: &str, tables: &GrammarTables, vocab: &Vocabulary) -> (usize, usize) {
+/// Terminal DWA vs direct lexing: every (boundary lexer state, token) pair, with classes derived
+/// from base states of at least `bases_from` tokens (`Walker::with_bases`; 1: every state a base
+/// and every state derived from one when there is one). Returns the pairs
+/// compared, how many had a lexing, and how many states were derived from a base.
+fn check_terminal_dwa(
+    name: &str,
+    tables: &GrammarTables,
+    vocab: &Vocabulary,
+    bases_from: usize,
+) -> (usize, usize, usize) {
     let lex = &tables.lexer;
     let trie = trie_of(vocab);
     let mut terms = SetPool::new();
-    let mut walker = Walker::new(lex, &trie);
+    let mut walker = Walker::new(lex, &trie).with_bases(bases_from, bases_from == 1);
     let (mut pairs, mut lexed) = (0, 0);
     for q in boundary_states(lex) {
         let (classes, undecided) = walker.classes(q, &mut terms);
@@ -172,15 +179,17 @@ fn check_terminal_dwa(name: &str, tables: &GrammarTables, vocab: &Vocabulary) ->
         let mut seen: HashMap<BTreeSet<Lexing>, usize> = HashMap::new();
         let mut plain: Vec<BTreeSet<Lexing>> = Vec::new();
         for (ci, c) in classes.iter().enumerate() {
-            assert!(!c.tokens.is_empty(), "{name} q{q}: empty class {ci}");
-            assert!(c.tokens.windows(2).all(|w| w[0] < w[1]), "{name} q{q}: class {ci} not sorted");
+            let tokens = c.tokens.to_vec();
+            assert!(!tokens.is_empty(), "{name} q{q}: empty class {ci}");
+            assert_eq!(tokens.len(), c.tokens.len(), "{name} q{q}: class {ci} miscounts its tokens");
+            assert!(tokens.windows(2).all(|w| w[0] < w[1]), "{name} q{q}: class {ci} not sorted");
             let set: BTreeSet<Lexing> = c.sigs.iter().map(|&s| plain_sig(&walker, &terms, s)).collect();
             assert_eq!(set.len(), c.sigs.len(), "{name} q{q}: class {ci} repeats a lexing");
             if let Some(other) = seen.insert(set.clone(), ci) {
                 panic!("{name} q{q}: classes {other} and {ci} have the same lexings");
             }
             plain.push(set);
-            for &t in &c.tokens {
+            for t in tokens {
                 assert!(of_token.insert(t, ci).is_none(), "{name} q{q}: token {t} in two classes");
             }
         }
@@ -211,7 +220,7 @@ fn check_terminal_dwa(name: &str, tables: &GrammarTables, vocab: &Vocabulary) ->
             }
         }
     }
-    (pairs, lexed)
+    (pairs, lexed, walker.derived)
 }
 
 fn show(b: &[u8]) -> String {
@@ -415,7 +424,7 @@ fn check_determinized(name: &str, tables: &GrammarTables, vocab: &Vocabulary, st
             let mut want = BTreeSet::new();
             for (c, ls) in classes.iter().zip(&lexings) {
                 if ls.iter().any(|l| survives(lr, stack, l)) {
-                    want.extend(c.tokens.iter().copied());
+                    want.extend(c.tokens.iter());
                 }
             }
             if q == lex.start && shiftable(lr, stack, lr.eof()) {
@@ -453,14 +462,23 @@ NUM: /[0-9]+/
 fn terminal_dwa_equals_direct_lexing() {
     let vocab = gpt2();
     let mut total = (0, 0);
+    let mut derived = 0;
+    // Each grammar twice: with the default bases (large states only) and with every state
+    // derived from a base, so that small vocabularies exercise the derivation too.
     for rel in ["grammars/json.lark", "schemas/person.json"] {
-        let (p, l) = check_terminal_dwa(rel, &file_tables(rel), &vocab);
-        println!("{rel}: {p} (state, token) pairs, {l} with lexings");
-        total = (total.0 + p, total.1 + l);
+        for bases_from in [BASE_FROM, 1] {
+            let (p, l, d) = check_terminal_dwa(rel, &file_tables(rel), &vocab, bases_from);
+            println!("{rel} (bases from {bases_from}): {p} (state, token) pairs, {l} with lexings, {d} states derived");
+            total = (total.0 + p, total.1 + l);
+            derived += d;
+        }
     }
     let small = vocab_over(b"0123456789+-*() ", 3, &["12 + 3", "((", "))", "--1", "  ", "1*-2"]);
-    let (p, l) = check_terminal_dwa("expression", &tables_of(SourceKind::Lark, EXPR), &small);
-    total = (total.0 + p, total.1 + l);
+    for bases_from in [BASE_FROM, 1] {
+        let (p, l, d) = check_terminal_dwa("expression", &tables_of(SourceKind::Lark, EXPR), &small, bases_from);
+        total = (total.0 + p, total.1 + l);
+        derived += d;
+    }
     let small = vocab_over(b"abc (),", 3, &["abc", "a b", "(ab", "),", "c c", "abab", " (", "ca,"]);
     let mut rng = Rng(0x00c0_ffee_0000_0001);
     let mut grammars = 0;
@@ -468,12 +486,19 @@ fn terminal_dwa_equals_direct_lexing() {
         let src = random_grammar(&mut rng);
         let Ok(g) = parse_source(SourceKind::Lark, &src) else { continue };
         let Ok(c) = compile_grammar(&g) else { continue };
-        let (p, l) = check_terminal_dwa(&src, &c.tables, &small);
-        total = (total.0 + p, total.1 + l);
+        for bases_from in [BASE_FROM, 1] {
+            let (p, l, d) = check_terminal_dwa(&src, &c.tables, &small, bases_from);
+            total = (total.0 + p, total.1 + l);
+            derived += d;
+        }
         grammars += 1;
     }
-    println!("{grammars} random grammars; total {} pairs, {} with lexings", total.0, total.1);
+    println!(
+        "{grammars} random grammars; total {} pairs, {} with lexings, {derived} states derived from bases",
+        total.0, total.1
+    );
     assert!(grammars >= 30 && total.1 > 100_000, "{grammars} grammars, {total:?}");
+    assert!(derived > 500, "only {derived} states derived from bases");
 }
 
 #[test]

@@ -96,6 +96,9 @@ pub struct CompileStats {
     pub munch_analysis_skipped: bool,
     /// The Parser DWA's sizes and build time, when one was built.
     pub mask: Option<MaskStats>,
+    /// Wall time per stage, in pipeline order (`normalize`, `lr`, `lexer`, `munch`, then the
+    /// Parser DWA's stages when one is built): where a compile's time goes.
+    pub stages_ms: Vec<(&'static str, f64)>,
 }
 
 /// A compiled grammar: the runtime tables plus what the compiler learned on the way.
@@ -104,6 +107,40 @@ pub struct Compiled {
     pub tables: GrammarTables,
     pub normalized: Normalized,
     pub stats: CompileStats,
+}
+
+/// Wall-time laps of a compile's stages.
+pub(crate) struct Stages {
+    last: Instant,
+    pub(crate) done: Vec<(&'static str, f64)>,
+}
+
+impl Stages {
+    pub(crate) fn new() -> Self {
+        Stages { last: Instant::now(), done: Vec::new() }
+    }
+
+    /// Close the stage `name` (the time since the previous lap), adding to an earlier lap of the
+    /// same name.
+    pub(crate) fn lap(&mut self, name: &'static str) {
+        let now = Instant::now();
+        self.add(name, now - self.last);
+        self.last = now;
+    }
+
+    /// Add `d` to stage `name` without closing a lap.
+    pub(crate) fn add(&mut self, name: &'static str, d: std::time::Duration) {
+        let ms = d.as_secs_f64() * 1e3;
+        match self.done.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, t)) => *t += ms,
+            None => self.done.push((name, ms)),
+        }
+    }
+
+    /// Restart the clock without recording (time that belongs to no stage).
+    pub(crate) fn skip(&mut self) {
+        self.last = Instant::now();
+    }
 }
 
 /// Compile the IR into runtime tables.
@@ -115,12 +152,15 @@ pub fn compile_grammar(g: &Grammar) -> Result<Compiled, CompileError> {
 /// to exercise grammars whose right recursion survives normalization).
 pub fn compile_grammar_with(g: &Grammar, opts: &NormalizeOptions) -> Result<Compiled, CompileError> {
     let t0 = Instant::now();
+    let mut stages = Stages::new();
     let normalized = normalize_with(g, opts)?;
+    stages.lap("normalize");
     let ng = &normalized.grammar;
     if ng.terminals != g.terminals {
         return Err(CompileError::Lr("normalization changed the terminal table".into()));
     }
     let lr = dwac_lr::build(&normalized).map_err(|e| CompileError::Lr(e.to_string()))?;
+    stages.lap("lr");
     // Only terminals the parser can use, and ignored ones, take part in lexing: an unused
     // terminal must not inhibit anything.
     let mut active: Vec<bool> = g.terminals.iter().map(|t| t.ignored).collect();
@@ -132,7 +172,9 @@ pub fn compile_grammar_with(g: &Grammar, opts: &NormalizeOptions) -> Result<Comp
         }
     }
     let lexer = build_lexer(&g.terminals, &active)?;
+    stages.lap("lexer");
     let munch = crate::munch::analyse(&lexer, &lr.tables, &lr.kernels, ng, normalized.accepts_empty, g);
+    stages.lap("munch");
     if let Some(empty) = munch.empty {
         return Err(CompileError::EmptyLanguage(empty.0));
     }
@@ -152,6 +194,7 @@ pub fn compile_grammar_with(g: &Grammar, opts: &NormalizeOptions) -> Result<Comp
         warnings,
         munch_analysis_skipped: munch.skipped,
         mask: None,
+        stages_ms: stages.done,
     };
     Ok(Compiled { tables, normalized, stats })
 }
@@ -196,6 +239,7 @@ pub fn compile_engine_with_progress(
     let mut c = compile_grammar(g)?;
     let mask = if opts.mask {
         let (m, ms) = build_mask_tables_with_progress(&c.tables, &vocab, &opts.mask_options, progress)?;
+        c.stats.stages_ms.extend(ms.stages_ms.iter().copied());
         c.stats.mask = Some(ms);
         Some(m)
     } else {

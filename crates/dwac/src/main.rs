@@ -257,6 +257,7 @@ fn build(
     let what = source.display();
     let schema_opts = schema_options(opts);
     let mut warnings = Vec::new();
+    let mut front_end_ms = 0.0;
     let (grammar, info, is_schema) = match source {
         Source::Regex(re) => {
             (regex_grammar(re), SourceInfo { name: "--regex".into(), kind: "regex", text: re.clone() }, false)
@@ -268,20 +269,27 @@ fn build(
             let kind = SourceKind::from_path(path)
                 .with_context(|| format!("{what}: unknown input kind (expected .lark, .gbnf or a .json schema)"))?;
             let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("{what}: {e}"))?;
+            let t0 = Instant::now();
             let (g, w) =
                 parse_source_with(kind, &text, &schema_opts).map_err(|e| anyhow::anyhow!(located(&what, &e)))?;
+            front_end_ms = t0.elapsed().as_secs_f64() * 1e3;
             warnings.extend(w.into_iter().map(|w| format!("{what}: {w}")));
             let name = path.file_name().map_or_else(|| what.clone(), |n| n.to_string_lossy().to_string());
             (g, SourceInfo { name, kind: SourceInfo::kind_name(kind), text }, kind == SourceKind::JsonSchema)
         }
     };
-    let (engine, stats) = compile_engine_with_progress(&grammar, vocab.clone(), &EngineOptions::default(), progress)
-        .map_err(|e| match &e {
-            CompileError::EmptyLanguage(g) if is_schema => {
-                anyhow::anyhow!("{what}: no JSON value satisfies this schema ({})", g.message)
-            }
-            _ => anyhow::anyhow!(located(&what, &e)),
-        })?;
+    let (engine, mut stats) =
+        compile_engine_with_progress(&grammar, vocab.clone(), &EngineOptions::default(), progress).map_err(
+            |e| match &e {
+                CompileError::EmptyLanguage(g) if is_schema => {
+                    anyhow::anyhow!("{what}: no JSON value satisfies this schema ({})", g.message)
+                }
+                _ => anyhow::anyhow!(located(&what, &e)),
+            },
+        )?;
+    // The front end (source text → grammar IR) is part of the compile.
+    stats.compile_ms += front_end_ms;
+    stats.stages_ms.insert(0, ("front_end", front_end_ms));
     warnings.extend(stats.warnings.iter().map(|w| at(&what, &w.0)));
     Ok(Built { engine, stats, info, warnings })
 }
@@ -468,6 +476,7 @@ fn mask_stats_json(stats: &CompileStats) -> serde_json::Value {
             "slowest_lexer_state_ms": (m.slowest_lexer_state_ms * 10.0).round() / 10.0,
             "carried_inhibitors": m.carried_inhibitors,
             "dwa_build_ms": (m.build_ms * 10.0).round() / 10.0,
+            "stages_ms": stats.stages_ms.iter().map(|(n, t)| (n.to_string(), json!((t * 10.0).round() / 10.0))).collect::<serde_json::Map<_, _>>(),
         }),
         None => json!(null),
     }

@@ -30,12 +30,13 @@ pub(crate) type FastMap<K, V> = HashMap<K, V, foldhash::fast::FixedState>;
 use dwac_runtime::dwa::{MaskTables, NONE};
 use dwac_runtime::{GrammarTables, Vocabulary, DEAD};
 
+use crate::pipeline::Stages;
 use crate::CompileError;
 use compose::Composer;
 use determinize::Determinizer;
 use dwac_runtime::trie::Trie;
 use templates::Lr;
-use terminal_dwa::{carried_inhibitors, kill_set, TokenClass, Walker};
+use terminal_dwa::{carried_inhibitors, kill_set, TokenClass, Tokens, Walker};
 
 /// Sets with more ranges than this (and than a sixteenth of the bitmap's words) also get a bitmap.
 const DENSE_FROM_RANGES: usize = 64;
@@ -75,12 +76,15 @@ pub struct MaskStats {
     /// The longest time one lexer state's automaton took (including one that ran over budget).
     pub slowest_lexer_state_ms: f64,
     pub build_ms: f64,
+    /// Wall time per stage: `trie`, `walk` (Terminal DWA), `determinize`, `assemble` (class sets
+    /// to token ranges), `kill`, `dense`.
+    pub stages_ms: Vec<(&'static str, f64)>,
 }
 
 /// Token sets over token ids, interned, as ranges.
 #[derive(Default)]
 struct TokenSets {
-    index: HashMap<Vec<u32>, u32>,
+    index: FastMap<Vec<u32>, u32>,
     off: Vec<u32>,
     ranges: Vec<u32>,
 }
@@ -131,13 +135,15 @@ struct Union {
 }
 
 impl Union {
-    fn ranges<'c>(&mut self, classes: impl Iterator<Item = &'c [u32]> + Clone) -> Vec<u32> {
-        let total: usize = classes.clone().map(<[u32]>::len).sum();
+    /// The tokens of `members` (indices into `classes`) as sorted, disjoint, non-adjacent
+    /// half-open ranges (flat).
+    fn ranges(&mut self, members: &[u32], classes: &[TokenClass], n_tokens: u32) -> Vec<u32> {
+        let total: usize = members.iter().map(|&c| classes[c as usize].tokens.len()).sum();
         let mut ranges = Vec::new();
         if total <= 4096 {
             self.list.clear();
-            for c in classes {
-                self.list.extend_from_slice(c);
+            for &c in members {
+                self.list.extend(classes[c as usize].tokens.iter());
             }
             self.list.sort_unstable();
             self.list.dedup();
@@ -152,60 +158,72 @@ impl Union {
             }
             return ranges;
         }
-        for c in classes {
-            for &t in c {
-                let w = (t / 64) as usize;
-                if w >= self.bits.len() {
-                    self.bits.resize(w + 1, 0);
-                }
-                self.bits[w] |= 1 << (t % 64);
-            }
-        }
-        let mut open: Option<u32> = None;
-        for (wi, w) in self.bits.iter_mut().enumerate() {
-            let word = std::mem::take(w);
-            if word == 0 || word == u64::MAX {
-                match (open, word) {
-                    (Some(lo), 0) => {
-                        ranges.push(lo);
-                        ranges.push(wi as u32 * 64);
-                        open = None;
+        let words = (n_tokens as usize).div_ceil(64);
+        self.bits.clear();
+        self.bits.resize(words, 0);
+        for &c in members {
+            match &classes[c as usize].tokens {
+                Tokens::Bits { bits, .. } => {
+                    for (w, x) in self.bits.iter_mut().zip(bits.iter()) {
+                        *w |= x;
                     }
-                    (None, u64::MAX) => open = Some(wi as u32 * 64),
-                    _ => {}
                 }
-                continue;
-            }
-            // Runs of ones and zeros, a bit count per run rather than per bit.
-            let mut b = 0u32;
-            while b < 64 {
-                match open {
-                    None => {
-                        let rest = word >> b;
-                        if rest == 0 {
-                            break;
-                        }
-                        b += rest.trailing_zeros();
-                        open = Some(wi as u32 * 64 + b);
-                    }
-                    Some(lo) => {
-                        let rest = !word >> b;
-                        if rest == 0 {
-                            break;
-                        }
-                        b += rest.trailing_zeros();
-                        ranges.push(lo);
-                        ranges.push(wi as u32 * 64 + b);
-                        open = None;
+                Tokens::List(l) => {
+                    for &t in l {
+                        self.bits[(t / 64) as usize] |= 1 << (t % 64);
                     }
                 }
             }
         }
-        if let Some(lo) = open {
-            ranges.push(lo);
-            ranges.push(self.bits.len() as u32 * 64);
-        }
+        bitmap_ranges(&self.bits, &mut ranges);
         ranges
+    }
+}
+
+/// Append the runs of ones of `bits` (bit `v % 64` of word `v / 64`) to `ranges` as flat
+/// half-open ranges: a bit count per run rather than per bit.
+fn bitmap_ranges(bits: &[u64], ranges: &mut Vec<u32>) {
+    let mut open: Option<u32> = None;
+    for (wi, &word) in bits.iter().enumerate() {
+        if word == 0 || word == u64::MAX {
+            match (open, word) {
+                (Some(lo), 0) => {
+                    ranges.push(lo);
+                    ranges.push(wi as u32 * 64);
+                    open = None;
+                }
+                (None, u64::MAX) => open = Some(wi as u32 * 64),
+                _ => {}
+            }
+            continue;
+        }
+        let mut b = 0u32;
+        while b < 64 {
+            match open {
+                None => {
+                    let rest = word >> b;
+                    if rest == 0 {
+                        break;
+                    }
+                    b += rest.trailing_zeros();
+                    open = Some(wi as u32 * 64 + b);
+                }
+                Some(lo) => {
+                    let rest = !word >> b;
+                    if rest == 0 {
+                        break;
+                    }
+                    b += rest.trailing_zeros();
+                    ranges.push(lo);
+                    ranges.push(wi as u32 * 64 + b);
+                    open = None;
+                }
+            }
+        }
+    }
+    if let Some(lo) = open {
+        ranges.push(lo);
+        ranges.push(bits.len() as u32 * 64);
     }
 }
 
@@ -247,10 +265,12 @@ pub fn build_mask_tables_with_progress(
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<(MaskTables, MaskStats), CompileError> {
     let t0 = Instant::now();
+    let mut stages = Stages::new();
     let lex = &tables.lexer;
     let n_tokens = vocab.len() as u32;
     let trie = shared_trie(vocab);
     let trie = &*trie;
+    stages.lap("trie");
     let comp = Composer::new(Lr::new(&tables.lr));
     let mut det = Determinizer::new(comp, opts.max_states_per_lexer_state);
     det.work_budget = opts.work_per_lexer_state;
@@ -273,20 +293,24 @@ pub fn build_mask_tables_with_progress(
             continue;
         }
         let tq = Instant::now();
+        stages.skip();
         let (mut classes, undecided) = walker.classes(q, &mut det.comp.terms);
         stats.undecided_tokens += undecided.len();
         out.undecided.to_mut()[q as usize] = sets.intern(undecided);
         if q == lex.start && !vocab.eos.is_empty() {
-            classes.push(TokenClass { sigs: vec![(0, eof_class)], tokens: vocab.eos.to_vec() });
+            classes.push(TokenClass { sigs: vec![(0, eof_class)], tokens: Tokens::List(vocab.eos.to_vec()) });
         }
         stats.token_classes += classes.len();
         let thread = walker.class(q, &mut det.comp.terms);
-        let local = match det.build(&classes, &walker, thread) {
+        stages.lap("walk");
+        let built = det.build(&classes, &walker, thread);
+        stages.lap("determinize");
+        let local = match built {
             Ok(local) => local,
             Err(_) => {
                 // Over budget: every token with a lexing here is decided at run time.
                 let mut all: Vec<u32> = sets.members(out.undecided[q as usize]);
-                all.extend(classes.iter().flat_map(|c| c.tokens.iter().copied()));
+                all.extend(classes.iter().flat_map(|c| c.tokens.iter()));
                 all.sort_unstable();
                 all.dedup();
                 stats.undecided_tokens += all.len() - sets.members(out.undecided[q as usize]).len();
@@ -300,15 +324,14 @@ pub fn build_mask_tables_with_progress(
         stats.configurations += det.num_configs();
         stats.slowest_lexer_state_ms = stats.slowest_lexer_state_ms.max(tq.elapsed().as_secs_f64() * 1e3);
         // Class sets → token sets (memoized per local set).
-        let mut expand: HashMap<u32, u32> = HashMap::new();
+        let mut expand: FastMap<u32, u32> = FastMap::default();
         let mut to_tokens = |set: u32, sets: &mut TokenSets| -> u32 {
             if set == 0 {
                 return NONE;
             }
-            *expand.entry(set).or_insert_with(|| {
-                let members = local.sets.get(set).iter().map(|&c| classes[c as usize].tokens.as_slice());
-                sets.intern_ranges(union.ranges(members))
-            })
+            *expand
+                .entry(set)
+                .or_insert_with(|| sets.intern_ranges(union.ranges(local.sets.get(set), &classes, n_tokens)))
         };
         let base = out.default_target.len() as u32;
         let global = |d: u32| if d == DEAD { DEAD } else { base + d };
@@ -324,7 +347,9 @@ pub fn build_mask_tables_with_progress(
             out.default_target.push(global(st.default.0));
             out.default_rho.push(to_tokens(st.default.1, &mut sets));
         }
+        stages.lap("assemble");
     }
+    stages.skip();
     let carried = carried_inhibitors(lex);
     stats.carried_inhibitors = carried.len();
     for i in carried {
@@ -336,6 +361,7 @@ pub fn build_mask_tables_with_progress(
         out.kill_k.push(i.k);
         out.kill_set.push(set);
     }
+    stages.lap("kill");
     if sets.off.is_empty() {
         sets.off.push(0);
     }
@@ -350,9 +376,7 @@ pub fn build_mask_tables_with_progress(
             let off = out.dense.len() as u32;
             let mut bits = vec![0u32; words];
             for r in out.set(s).chunks(2) {
-                for v in r[0]..r[1] {
-                    bits[(v / 32) as usize] |= 1 << (v % 32);
-                }
+                fill_range(&mut bits, r[0], r[1]);
             }
             out.dense.extend(bits);
             out.set_dense.push(off);
@@ -360,10 +384,12 @@ pub fn build_mask_tables_with_progress(
             out.set_dense.push(NONE);
         }
     }
+    stages.lap("dense");
     stats.dwa_states = out.default_target.len();
     stats.token_sets = out.num_sets();
     stats.max_lookback = max_lookback(&out);
     stats.build_ms = t0.elapsed().as_secs_f64() * 1e3;
+    stats.stages_ms = stages.done;
     Ok((out, stats))
 }
 
@@ -390,6 +416,25 @@ impl TokenSets {
         self.index.insert(Vec::new(), id);
         id
     }
+}
+
+/// Set bits `lo..hi` of `bits` (bit `v % 32` of word `v / 32`), a word at a time.
+fn fill_range(bits: &mut [u32], lo: u32, hi: u32) {
+    if lo >= hi {
+        return;
+    }
+    let (wl, wh) = ((lo / 32) as usize, ((hi - 1) / 32) as usize);
+    let first = u32::MAX << (lo % 32);
+    let last = u32::MAX >> (31 - (hi - 1) % 32);
+    if wl == wh {
+        bits[wl] |= first & last;
+        return;
+    }
+    bits[wl] |= first;
+    for w in &mut bits[wl + 1..wh] {
+        *w = u32::MAX;
+    }
+    bits[wh] |= last;
 }
 
 /// The longest chain of reads from any start state (`u32::MAX` if the DWA has a cycle).

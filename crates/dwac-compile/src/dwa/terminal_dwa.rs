@@ -11,6 +11,7 @@
 //! one token class of that state.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use dwac_runtime::lexer::Inhibitor;
 use dwac_runtime::tables::DEAD;
@@ -32,8 +33,114 @@ pub const MAX_STEPS: u32 = 64;
 /// The tokens of one class at one lexer state, and their lexings.
 pub struct TokenClass {
     pub sigs: Vec<Sig>,
-    pub tokens: Vec<u32>,
+    pub tokens: Tokens,
 }
+
+/// Classes with more tokens than this are kept as bitmaps: they are copied between lexer states
+/// and OR-ed into unions a word at a time, never listed token by token.
+pub const BITMAP_FROM: usize = 2048;
+
+/// The tokens of a class: a sorted list, or (large classes) a bitmap over token ids (bit
+/// `t % 64` of word `t / 64`), shared.
+#[derive(Clone, Debug)]
+pub enum Tokens {
+    List(Vec<u32>),
+    Bits { bits: Arc<[u64]>, len: usize },
+}
+
+impl Tokens {
+    /// A list, or a bitmap of `words` words when longer than [`BITMAP_FROM`].
+    fn from_sorted(list: Vec<u32>, words: usize) -> Tokens {
+        if list.len() <= BITMAP_FROM {
+            return Tokens::List(list);
+        }
+        let mut bits = vec![0u64; words];
+        for &t in &list {
+            bits[(t / 64) as usize] |= 1 << (t % 64);
+        }
+        Tokens::Bits { bits: bits.into(), len: list.len() }
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            Tokens::List(l) => l.len(),
+            Tokens::Bits { len, .. } => *len,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The tokens, ascending.
+    pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        let (list, bits): (&[u32], &[u64]) = match self {
+            Tokens::List(l) => (l, &[]),
+            Tokens::Bits { bits, .. } => (&[], bits),
+        };
+        list.iter().copied().chain(bits.iter().enumerate().flat_map(|(wi, &w)| {
+            let mut w = w;
+            std::iter::from_fn(move || {
+                (w != 0).then(|| {
+                    let b = w.trailing_zeros();
+                    w &= w - 1;
+                    wi as u32 * 64 + b
+                })
+            })
+        }))
+    }
+
+    /// The smallest token.
+    fn first(&self) -> Option<u32> {
+        self.iter().next()
+    }
+
+    /// The tokens as a sorted vector.
+    pub fn to_vec(&self) -> Vec<u32> {
+        self.iter().collect()
+    }
+}
+
+/// A lexer state whose classes were found by a full walk, kept so that later states entering
+/// most first bytes the same way reuse its classes (see [`Walker::classes`]).
+struct Base {
+    q: u32,
+    /// Per child of the trie's root: how a token starting there is entered ([`Walker::entries`]).
+    entry: Vec<u32>,
+    /// Its classes: (signature set id, tokens).
+    classes: Vec<(u32, Tokens)>,
+}
+
+/// States with fewer tokens with a lexing than this are not kept as bases (a walk of theirs costs little).
+pub const BASE_FROM: usize = 4096;
+/// [`Walker::diff`] walks a subtree with at most this many tokens rather than comparing it
+/// level by level.
+const DIFF_WALK_UPTO: u32 = 32;
+
+/// The number of tokens below each node of a trie (its own and its descendants').
+pub struct TrieIndex {
+    pub subtree_len: Vec<u32>,
+}
+
+impl TrieIndex {
+    pub fn new(trie: &Trie) -> TrieIndex {
+        let n = trie.child_off.len() - 1;
+        let mut subtree_len = vec![0u32; n];
+        // Children have larger ids than their parent: one pass from the last node up.
+        for v in (0..n).rev() {
+            let below: u32 = trie.children(v as u32).iter().map(|&(_, c)| subtree_len[c as usize]).sum();
+            subtree_len[v] = trie.tokens_at(v as u32).len() as u32 + below;
+        }
+        TrieIndex { subtree_len }
+    }
+}
+
+/// Bases a walker keeps (a memory bound: each holds its classes' bitmaps).
+const MAX_BASES: usize = 64;
+/// [`Walker::entries`]: no lexing of the byte from the state.
+const ENTRY_DEAD: u32 = u32::MAX - 1;
+/// [`Walker::entries`]: the byte does something other than entering one fresh branch.
+const ENTRY_WALK: u32 = u32::MAX;
 
 /// One way the lexer can be after a token prefix: lexer state, carried inhibitors (an interned
 /// set, `Walker::inh_sets`; 0 is the empty set) and the steps so far (a node of
@@ -88,6 +195,18 @@ pub struct Walker<'a> {
     root_memo: FastMap<(u32, u32), (u32, u32)>,
     /// (token, signature set) pairs of the memoized subtrees.
     root_results: Vec<(u32, u32)>,
+    /// Lexer states whose classes other states derive theirs from.
+    bases: Vec<Base>,
+    /// Token counts below the trie's nodes.
+    index: Arc<TrieIndex>,
+    /// States with at least this many tokens with a lexing become bases.
+    base_from: usize,
+    /// Derive from a base whatever it costs (tests).
+    always_derive: bool,
+    /// States whose classes were derived from a base.
+    pub derived: usize,
+    /// Words of a token bitmap.
+    words: usize,
 }
 
 /// Pairs [`Walker::root_memo`] may hold in all (a memory bound; past it subtrees are walked).
@@ -120,7 +239,22 @@ impl<'a> Walker<'a> {
             single_sig: FastMap::default(),
             root_memo: FastMap::default(),
             root_results: Vec::new(),
+            bases: Vec::new(),
+            index: Arc::new(TrieIndex::new(trie)),
+            base_from: BASE_FROM,
+            always_derive: false,
+            derived: 0,
+            words: (trie.tokens.iter().max().map_or(0, |&t| t as usize + 1)).div_ceil(64),
         }
+    }
+
+    /// Keep states with at least `from` tokens with a lexing as bases (default [`BASE_FROM`];
+    /// `usize::MAX`: every state walked in full), and with `always`, derive every state from
+    /// its cheapest base whatever it costs. For tests of the derivation from bases.
+    pub fn with_bases(mut self, from: usize, always: bool) -> Self {
+        self.base_from = from;
+        self.always_derive = always;
+        self
     }
 
     fn extend(&mut self, prefix: u32, step: Step) -> u32 {
@@ -314,96 +448,316 @@ impl<'a> Walker<'a> {
             }
         }
         for &(b, child) in self.trie.children(node) {
-            let start = sc.arena.len();
-            for i in off..off + len {
-                let br = sc.arena[i];
-                self.advance(br, b, terms, &mut sc.arena);
-            }
-            let mut n = sc.arena.len() - start;
-            if n > 1 {
-                sc.arena[start..].sort_unstable();
-                let mut w = start + 1;
-                for r in start + 1..start + n {
-                    if sc.arena[r] != sc.arena[w - 1] {
-                        sc.arena[w] = sc.arena[r];
-                        w += 1;
-                    }
+            self.walk_child(node, b, child, off, len, sc, terms);
+        }
+    }
+
+    /// [`Self::walk`] below `child`, the child of `node` by byte `b`.
+    #[allow(clippy::too_many_arguments)]
+    fn walk_child(
+        &mut self,
+        node: u32,
+        b: u8,
+        child: u32,
+        off: usize,
+        len: usize,
+        sc: &mut Scratch,
+        terms: &mut SetPool,
+    ) {
+        let (start, n) = self.step_branches(off, len, b, sc, terms);
+        if n > 0 {
+            self.walk_region(node, child, start, n, sc, terms);
+        }
+        sc.arena.truncate(start);
+    }
+
+    /// The branches after byte `b` from `arena[off..off + len]`, appended to the arena sorted and
+    /// distinct: their (start, count).
+    fn step_branches(
+        &mut self,
+        off: usize,
+        len: usize,
+        b: u8,
+        sc: &mut Scratch,
+        terms: &mut SetPool,
+    ) -> (usize, usize) {
+        let start = sc.arena.len();
+        for i in off..off + len {
+            let br = sc.arena[i];
+            self.advance(br, b, terms, &mut sc.arena);
+        }
+        let mut n = sc.arena.len() - start;
+        if n > 1 {
+            sc.arena[start..].sort_unstable();
+            let mut w = start + 1;
+            for r in start + 1..start + n {
+                if sc.arena[r] != sc.arena[w - 1] {
+                    sc.arena[w] = sc.arena[r];
+                    w += 1;
                 }
-                sc.arena.truncate(w);
-                n = w - start;
             }
-            if n == 0 {
+            sc.arena.truncate(w);
+            n = w - start;
+        }
+        (start, n)
+    }
+
+    /// Too many lexings (same-length forks or every-segmentation grammars) or too long ones: the
+    /// tokens below are decided at run time by committing them.
+    fn over_limits(&self, sc: &Scratch, start: usize, n: usize) -> bool {
+        n > MAX_LEXINGS || sc.arena[start..start + n].iter().any(|b| self.depth[b.prefix as usize] > MAX_STEPS)
+    }
+
+    /// Walk the trie below `child` (a child of `node`) with the (non-empty) branches
+    /// `arena[start..start + n]`.
+    fn walk_region(&mut self, node: u32, child: u32, start: usize, n: usize, sc: &mut Scratch, terms: &mut SetPool) {
+        if self.over_limits(sc, start, n) {
+            self.trie.subtree_tokens(child, &mut sc.undecided);
+        } else if node == 0 && n == 1 && sc.arena[start].inh == 0 && sc.arena[start].prefix == 0 {
+            let key = (child, sc.arena[start].q);
+            if let Some(&(off, len)) = self.root_memo.get(&key) {
+                sc.per_token.extend_from_slice(&self.root_results[off as usize..(off + len) as usize]);
+            } else {
+                let (before, undecided_before) = (sc.per_token.len(), sc.undecided.len());
+                self.walk(child, start, n, sc, terms);
+                let found = &sc.per_token[before..];
+                // Subtrees with UNDECIDED tokens are not memoized (rare; walked again).
+                if sc.undecided.len() == undecided_before && self.root_results.len() + found.len() <= ROOT_MEMO_PAIRS {
+                    let off = self.root_results.len() as u32;
+                    self.root_results.extend_from_slice(found);
+                    self.root_memo.insert(key, (off, found.len() as u32));
+                }
+            }
+        } else {
+            self.walk(child, start, n, sc, terms);
+        }
+    }
+
+    /// Below `node`, where `q`'s branches are `arena[qo..qo + ql]` and the base's `arena[po..po +
+    /// pl]`: every token whose lexings from `q` may differ from the base's is pushed to `removed`
+    /// and, when it has lexings, walked from `q` into `sc.per_token` (or `sc.undecided`). Where a
+    /// byte leads both to the same branches, everything below agrees and is skipped; where the
+    /// subtree is large, the two are compared again one level down.
+    #[allow(clippy::too_many_arguments)]
+    fn diff(
+        &mut self,
+        node: u32,
+        (qo, ql): (usize, usize),
+        (po, pl): (usize, usize),
+        sc: &mut Scratch,
+        removed: &mut Vec<u32>,
+        terms: &mut SetPool,
+    ) {
+        let vi = Arc::clone(&self.index);
+        for &(b, child) in self.trie.children(node) {
+            let (qs, qn) = self.step_branches(qo, ql, b, sc, terms);
+            let (ps, pn) = self.step_branches(po, pl, b, sc, terms);
+            if sc.arena[qs..qs + qn] == sc.arena[ps..ps + pn] {
+                sc.arena.truncate(qs);
                 continue;
             }
-            if n > MAX_LEXINGS || sc.arena[start..].iter().any(|b| self.depth[b.prefix as usize] > MAX_STEPS) {
-                // Too many lexings (same-length forks or every-segmentation grammars) or too
-                // long ones: these tokens are decided at run time by committing them.
-                self.trie.subtree_tokens(child, &mut sc.undecided);
-            } else if node == 0 && n == 1 && sc.arena[start].inh == 0 && sc.arena[start].prefix == 0 {
-                let key = (child, sc.arena[start].q);
-                if let Some(&(off, len)) = self.root_memo.get(&key) {
-                    sc.per_token.extend_from_slice(&self.root_results[off as usize..(off + len) as usize]);
-                } else {
-                    let (before, undecided_before) = (sc.per_token.len(), sc.undecided.len());
-                    self.walk(child, start, n, sc, terms);
-                    let found = &sc.per_token[before..];
-                    // Subtrees with UNDECIDED tokens are not memoized (rare; walked again).
-                    if sc.undecided.len() == undecided_before
-                        && self.root_results.len() + found.len() <= ROOT_MEMO_PAIRS
-                    {
-                        let off = self.root_results.len() as u32;
-                        self.root_results.extend_from_slice(found);
-                        self.root_memo.insert(key, (off, found.len() as u32));
-                    }
+            if qn == 0 {
+                self.trie.subtree_tokens(child, removed);
+            } else if pn == 0 || vi.subtree_len[child as usize] <= DIFF_WALK_UPTO || self.over_limits(sc, qs, qn) {
+                self.trie.subtree_tokens(child, removed);
+                // The walk reads branches at the arena's end: move q's there.
+                let (ws, _) = (sc.arena.len(), ());
+                for i in qs..qs + qn {
+                    let br = sc.arena[i];
+                    sc.arena.push(br);
                 }
+                self.walk_region(node, child, ws, qn, sc, terms);
             } else {
-                self.walk(child, start, n, sc, terms);
+                let at = self.trie.tokens_at(child);
+                if !at.is_empty() {
+                    removed.extend_from_slice(at);
+                    let id = self.sig_set(sc, qs, qn, terms);
+                    sc.per_token.extend(at.iter().map(|&t| (t, id)));
+                }
+                self.diff(child, (qs, qn), (ps, pn), sc, removed, terms);
             }
-            sc.arena.truncate(start);
+            sc.arena.truncate(qs);
         }
     }
 
     /// The token classes at lexer state `q`: every token with at least one lexing, grouped by its
-    /// set of signatures, deterministic order (by first token), tokens sorted; and the tokens left
-    /// undecided (more than [`MAX_LEXINGS`] lexings of a prefix, or one longer than [`MAX_STEPS`]
-    /// steps), sorted.
+    /// set of signatures, deterministic order (by first token); and the tokens left undecided
+    /// (more than [`MAX_LEXINGS`] lexings of a prefix, or one longer than [`MAX_STEPS`] steps),
+    /// sorted.
+    ///
+    /// A token whose first byte takes `q` into one fresh branch (nothing emitted, no inhibitor)
+    /// at lexer state `q'` has the lexings it has from any other state that does the same with
+    /// that byte. So when an earlier state (a *base*, whose classes were found by a full walk)
+    /// enters most first bytes as `q` does, `q`'s classes are the base's without the tokens of
+    /// the other first bytes, plus those tokens walked from `q`. Every state inside a JSON key
+    /// literal differs from the string-interior state in a byte or two: its classes cost a
+    /// bitmap copy and a small walk instead of a walk of the whole vocabulary.
     pub fn classes(&mut self, q: u32, terms: &mut SetPool) -> (Vec<TokenClass>, Vec<u32>) {
+        let entry = self.entries(q, terms);
+        let root_len: Vec<usize> =
+            self.trie.children(0).iter().map(|&(_, c)| self.index.subtree_len[c as usize] as usize).collect();
+        // The cheapest base: fewest tokens to walk (below children `q` enters differently) and
+        // to remove (the base's tokens there); worth it when well below a walk of `q`'s tokens.
+        let live: usize = (0..entry.len()).filter(|&i| entry[i] != ENTRY_DEAD).map(|i| root_len[i]).sum();
+        let mut best: Option<(usize, usize)> = None;
+        for (bi, base) in self.bases.iter().enumerate() {
+            let cost: usize = (0..entry.len())
+                .filter(|&i| entry[i] == ENTRY_WALK || entry[i] != base.entry[i])
+                .map(|i| {
+                    let n = root_len[i];
+                    (entry[i] != ENTRY_DEAD) as usize * n + (base.entry[i] != ENTRY_DEAD) as usize * n / 4
+                })
+                .sum();
+            if best.is_none_or(|(_, c)| cost < c) {
+                best = Some((bi, cost));
+            }
+        }
+        if let Some((bi, _)) = best.filter(|&(_, cost)| self.always_derive || cost * 2 <= live) {
+            self.derived += 1;
+            return self.classes_from_base(q, bi, terms);
+        }
         let mut sc = Scratch::default();
         sc.arena.push(Branch { q, inh: 0, prefix: 0 });
         self.walk(0, 0, 1, &mut sc, terms);
-        // Group by signature set, classes in order of their first token, tokens ascending: many
-        // tokens through a table indexed by token id, few by sorting.
+        let grouped = self.group(&mut sc.per_token);
+        let ids: Vec<u32> = grouped.iter().map(|g| g.0).collect();
+        let words = self.words;
+        let classes: Vec<TokenClass> = grouped
+            .into_iter()
+            .map(|(id, tokens)| TokenClass {
+                sigs: self.sig_sets[id as usize].clone(),
+                tokens: Tokens::from_sorted(tokens, words),
+            })
+            .collect();
+        sc.undecided.sort_unstable();
+        sc.undecided.dedup();
+        if sc.undecided.is_empty() && self.bases.len() < MAX_BASES && live >= self.base_from {
+            let base_classes = ids.into_iter().zip(classes.iter().map(|c| c.tokens.clone())).collect();
+            self.bases.push(Base { q, entry, classes: base_classes });
+        }
+        (classes, sc.undecided)
+    }
+
+    /// Per child of the trie's root, how `q` enters it: [`ENTRY_DEAD`] (no lexing), the lexer
+    /// state of the one fresh branch, or [`ENTRY_WALK`] (anything else).
+    fn entries(&mut self, q: u32, terms: &mut SetPool) -> Vec<u32> {
+        let mut out = Vec::new();
+        let root = self.trie.children(0);
+        let mut entry = Vec::with_capacity(root.len());
+        for &(b, _) in root {
+            out.clear();
+            self.advance(Branch { q, inh: 0, prefix: 0 }, b, terms, &mut out);
+            out.sort_unstable();
+            out.dedup();
+            entry.push(match out.as_slice() {
+                [] => ENTRY_DEAD,
+                [br] if br.inh == 0 && br.prefix == 0 => br.q,
+                _ => ENTRY_WALK,
+            });
+        }
+        entry
+    }
+
+    /// [`Self::classes`] of `q` from base `bi`: the base's classes without the tokens whose
+    /// lexings may differ ([`Self::diff`]), plus those tokens walked from `q`.
+    fn classes_from_base(&mut self, q: u32, bi: usize, terms: &mut SetPool) -> (Vec<TokenClass>, Vec<u32>) {
+        let mut sc = Scratch::default();
+        sc.arena.push(Branch { q, inh: 0, prefix: 0 });
+        sc.arena.push(Branch { q: self.bases[bi].q, inh: 0, prefix: 0 });
+        let mut removed = Vec::new();
+        self.diff(0, (0, 1), (1, 1), &mut sc, &mut removed, terms);
+        let walked = self.group(&mut sc.per_token);
+        // The base's classes, less the removed tokens; then the walked tokens merged into the
+        // class of their signature set.
+        let mut gone = vec![0u64; self.words];
+        for &t in &removed {
+            gone[(t / 64) as usize] |= 1 << (t % 64);
+        }
+        let mut by_sig: FastMap<u32, Tokens> = FastMap::default();
+        let mut order: Vec<u32> = Vec::new();
+        for (id, toks) in &self.bases[bi].classes {
+            let kept = match toks {
+                Tokens::List(l) => {
+                    Tokens::List(l.iter().copied().filter(|&t| gone[(t / 64) as usize] >> (t % 64) & 1 == 0).collect())
+                }
+                Tokens::Bits { bits, .. } => {
+                    let bits: Vec<u64> = bits.iter().zip(&gone).map(|(b, g)| b & !g).collect();
+                    let len = bits.iter().map(|w| w.count_ones() as usize).sum();
+                    Tokens::Bits { bits: bits.into(), len }
+                }
+            };
+            if !kept.is_empty() {
+                by_sig.insert(*id, kept);
+                order.push(*id);
+            }
+        }
+        for (id, toks) in walked {
+            match by_sig.get_mut(&id) {
+                None => {
+                    by_sig.insert(id, Tokens::from_sorted(toks, self.words));
+                    order.push(id);
+                }
+                Some(Tokens::Bits { bits, len }) => {
+                    let bits = Arc::make_mut(bits);
+                    for &t in &toks {
+                        bits[(t / 64) as usize] |= 1 << (t % 64);
+                    }
+                    *len += toks.len();
+                }
+                Some(Tokens::List(l)) => {
+                    l.extend_from_slice(&toks);
+                    l.sort_unstable();
+                    let merged = std::mem::take(l);
+                    by_sig.insert(id, Tokens::from_sorted(merged, self.words));
+                }
+            }
+        }
+        let mut classes: Vec<(u32, TokenClass)> = order
+            .into_iter()
+            .map(|id| {
+                let tokens = by_sig.remove(&id).unwrap_or(Tokens::List(Vec::new()));
+                let first = tokens.first().unwrap_or(u32::MAX);
+                (first, TokenClass { sigs: self.sig_sets[id as usize].clone(), tokens })
+            })
+            .collect();
+        classes.sort_unstable_by_key(|c| c.0);
+        sc.undecided.sort_unstable();
+        sc.undecided.dedup();
+        (classes.into_iter().map(|c| c.1).collect(), sc.undecided)
+    }
+
+    /// (token, signature set) pairs grouped by signature set: (set, tokens ascending), in order
+    /// of their first token. Many tokens through a table indexed by token id, few by sorting.
+    fn group(&self, per_token: &mut [(u32, u32)]) -> Vec<(u32, Vec<u32>)> {
         // Class of each signature set id (ids are dense): a table, not a hash per token.
         let mut class_of: Vec<u32> = vec![u32::MAX; self.sig_sets.len()];
-        let mut classes: Vec<TokenClass> = Vec::new();
-        let mut add = |tok: u32, id: u32, classes: &mut Vec<TokenClass>| {
+        let mut classes: Vec<(u32, Vec<u32>)> = Vec::new();
+        let mut add = |tok: u32, id: u32| {
             let slot = &mut class_of[id as usize];
             if *slot == u32::MAX {
-                classes.push(TokenClass { sigs: self.sig_sets[id as usize].clone(), tokens: Vec::new() });
+                classes.push((id, Vec::new()));
                 *slot = (classes.len() - 1) as u32;
             }
-            classes[*slot as usize].tokens.push(tok);
+            classes[*slot as usize].1.push(tok);
         };
-        if sc.per_token.len() > 4096 {
-            let max = sc.per_token.iter().map(|p| p.0).max().unwrap_or(0) as usize + 1;
+        if per_token.len() > 4096 {
+            let max = per_token.iter().map(|p| p.0).max().unwrap_or(0) as usize + 1;
             let mut by_tok = vec![u32::MAX; max];
-            for &(tok, id) in &sc.per_token {
+            for &(tok, id) in per_token.iter() {
                 by_tok[tok as usize] = id;
             }
             for (tok, &id) in by_tok.iter().enumerate() {
                 if id != u32::MAX {
-                    add(tok as u32, id, &mut classes);
+                    add(tok as u32, id);
                 }
             }
         } else {
-            sc.per_token.sort_unstable();
-            for &(tok, id) in &sc.per_token {
-                add(tok, id, &mut classes);
+            per_token.sort_unstable();
+            for &(tok, id) in per_token.iter() {
+                add(tok, id);
             }
         }
-        sc.undecided.sort_unstable();
-        sc.undecided.dedup();
-        (classes, sc.undecided)
+        classes
     }
 }
 
