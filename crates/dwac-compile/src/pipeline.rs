@@ -245,7 +245,18 @@ pub fn compile_engine_with_progress(
     } else {
         None
     };
-    let engine = Engine::with_mask(c.tables, vocab, mask)?;
+    let tv = Instant::now();
+    // The grammar tables were validated by `compile_grammar`; the vocabulary is checked here (a
+    // caller may have built it by hand). The Parser DWA is this compiler's own output: checked in
+    // debug builds (and by `Artifact::open` wherever an artifact of it is loaded), not on every
+    // compile, where it would cost more than a small schema's whole automaton.
+    vocab.validate()?;
+    #[cfg(debug_assertions)]
+    if let Some(m) = &mask {
+        m.validate(c.tables.lexer.num_states, vocab.len() as u32)?;
+    }
+    let engine = Engine::with_mask_unchecked(c.tables, vocab, mask);
+    c.stats.stages_ms.push(("validate", tv.elapsed().as_secs_f64() * 1e3));
     c.stats.compile_ms = t0.elapsed().as_secs_f64() * 1e3;
     Ok((engine, c.stats))
 }

@@ -21,6 +21,7 @@ pub mod templates;
 pub mod terminal_dwa;
 
 use std::collections::HashMap;
+use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -33,7 +34,7 @@ use dwac_runtime::{GrammarTables, Vocabulary, DEAD};
 use crate::pipeline::Stages;
 use crate::CompileError;
 use compose::Composer;
-use determinize::Determinizer;
+use determinize::{Determinizer, LocalDwa};
 use dwac_runtime::trie::Trie;
 use templates::Lr;
 use terminal_dwa::{carried_inhibitors, kill_set, TokenClass, Tokens, Walker};
@@ -287,6 +288,9 @@ pub fn build_mask_tables_with_progress(
         ..MaskTables::default()
     };
     let mut stats = MaskStats::default();
+    #[allow(clippy::type_complexity)]
+    let mut built_for: FastMap<(u32, Vec<Vec<terminal_dwa::Sig>>), Option<(Rc<LocalDwa>, usize)>> =
+        FastMap::default();
     for q in 0..lex.num_states {
         progress(q as u64, lex.num_states as u64);
         if q != lex.start && !lex.can_continue(q) {
@@ -303,11 +307,24 @@ pub fn build_mask_tables_with_progress(
         stats.token_classes += classes.len();
         let thread = walker.class(q, &mut det.comp.terms);
         stages.lap("walk");
-        let built = det.build(&classes, &walker, thread);
+        // A lexer state's automaton depends only on its thread's class and its classes' lexings
+        // (classes are referred to by index): states with the same share one.
+        let key = (thread, classes.iter().map(|c| c.sigs.clone()).collect::<Vec<_>>());
+        let built = match built_for.get(&key) {
+            Some(b) => b.clone(),
+            None => {
+                let b = det.build(&classes, &walker, thread).ok().map(|l| (Rc::new(l), det.num_configs()));
+                built_for.insert(key, b.clone());
+                b
+            }
+        };
         stages.lap("determinize");
         let local = match built {
-            Ok(local) => local,
-            Err(_) => {
+            Some((local, configs)) => {
+                stats.configurations += configs;
+                local
+            }
+            None => {
                 // Over budget: every token with a lexing here is decided at run time.
                 let mut all: Vec<u32> = sets.members(out.undecided[q as usize]);
                 all.extend(classes.iter().flat_map(|c| c.tokens.iter()));
@@ -321,7 +338,6 @@ pub fn build_mask_tables_with_progress(
             }
         };
         stats.lexer_states_with_dwa += 1;
-        stats.configurations += det.num_configs();
         stats.slowest_lexer_state_ms = stats.slowest_lexer_state_ms.max(tq.elapsed().as_secs_f64() * 1e3);
         // Class sets → token sets (memoized per local set).
         let mut expand: FastMap<u32, u32> = FastMap::default();
