@@ -37,7 +37,7 @@ use compose::Composer;
 use determinize::{Determinizer, LocalDwa};
 use dwac_runtime::trie::Trie;
 use templates::Lr;
-use terminal_dwa::{carried_inhibitors, kill_set, TokenClass, Tokens, Walker};
+use terminal_dwa::{carried_inhibitors, kill_set, TokenClass, Tokens, TrieIndex, Walker};
 
 /// Sets with more ranges than this (and than a sixteenth of the bitmap's words) also get a bitmap.
 const DENSE_FROM_RANGES: usize = 64;
@@ -232,12 +232,13 @@ fn bitmap_ranges(bits: &[u64], ranges: &mut Vec<u32>) {
 /// vocabulary's trie is kept for the process, so compiling many grammars against one vocabulary
 /// (a batch, a benchmark, a server compiling schemas on demand) builds it once. The cache is
 /// keyed by the vocabulary itself (compared in full, not by a hash), so it can never be stale.
-fn shared_trie(vocab: &Vocabulary) -> Arc<Trie> {
-    static LAST: Mutex<Option<(Vocabulary, Arc<Trie>)>> = Mutex::new(None);
+fn shared_trie(vocab: &Vocabulary) -> (Arc<Trie>, Arc<TrieIndex>) {
+    type Shared = (Vocabulary, Arc<Trie>, Arc<TrieIndex>);
+    static LAST: Mutex<Option<Shared>> = Mutex::new(None);
     let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((v, t)) = last.as_ref() {
+    if let Some((v, t, i)) = last.as_ref() {
         if v == vocab {
-            return Arc::clone(t);
+            return (Arc::clone(t), Arc::clone(i));
         }
     }
     let toks: Vec<(u32, &[u8])> = (0..vocab.len() as u32)
@@ -245,8 +246,9 @@ fn shared_trie(vocab: &Vocabulary) -> Arc<Trie> {
         .filter_map(|v| vocab.token_bytes(v).map(|b| (v, b)))
         .collect();
     let trie = Arc::new(Trie::build(&toks));
-    *last = Some((vocab.clone(), Arc::clone(&trie)));
-    trie
+    let index = Arc::new(TrieIndex::new(&trie));
+    *last = Some((vocab.clone(), Arc::clone(&trie), Arc::clone(&index)));
+    (trie, index)
 }
 
 /// Build the mask tables of `tables` for `vocab`.
@@ -269,13 +271,13 @@ pub fn build_mask_tables_with_progress(
     let mut stages = Stages::new();
     let lex = &tables.lexer;
     let n_tokens = vocab.len() as u32;
-    let trie = shared_trie(vocab);
+    let (trie, trie_index) = shared_trie(vocab);
     let trie = &*trie;
     stages.lap("trie");
     let comp = Composer::new(Lr::new(&tables.lr));
     let mut det = Determinizer::new(comp, opts.max_states_per_lexer_state);
     det.work_budget = opts.work_per_lexer_state;
-    let mut walker = Walker::new(lex, trie);
+    let mut walker = Walker::with_index(lex, trie, trie_index);
     let eof_class = det.comp.terms.intern(vec![tables.lr.eof()]);
     let mut sets = TokenSets::default();
     let mut union = Union { bits: Vec::new(), list: Vec::new() };
@@ -289,8 +291,7 @@ pub fn build_mask_tables_with_progress(
     };
     let mut stats = MaskStats::default();
     #[allow(clippy::type_complexity)]
-    let mut built_for: FastMap<(u32, Vec<Vec<terminal_dwa::Sig>>), Option<(Rc<LocalDwa>, usize)>> =
-        FastMap::default();
+    let mut built_for: FastMap<(u32, Vec<Vec<terminal_dwa::Sig>>), Option<(Rc<LocalDwa>, usize)>> = FastMap::default();
     for q in 0..lex.num_states {
         progress(q as u64, lex.num_states as u64);
         if q != lex.start && !lex.can_continue(q) {

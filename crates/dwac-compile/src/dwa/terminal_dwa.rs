@@ -201,6 +201,10 @@ pub struct Walker<'a> {
     index: Arc<TrieIndex>,
     /// States with at least this many tokens with a lexing become bases.
     base_from: usize,
+    /// Scratch: signature set per token (`u32::MAX`: none), all `u32::MAX` between uses.
+    by_tok: Vec<u32>,
+    /// Scratch: a token bitmap, all zero between uses.
+    gone: Vec<u64>,
     /// Derive from a base whatever it costs (tests).
     always_derive: bool,
     /// States whose classes were derived from a base.
@@ -223,6 +227,12 @@ struct Scratch {
 
 impl<'a> Walker<'a> {
     pub fn new(lex: &'a LexerTables, trie: &'a Trie) -> Walker<'a> {
+        Walker::with_index(lex, trie, Arc::new(TrieIndex::new(trie)))
+    }
+
+    /// [`Walker::new`] with `trie`'s index already built (shared by the grammars compiled
+    /// against one vocabulary).
+    pub fn with_index(lex: &'a LexerTables, trie: &'a Trie, index: Arc<TrieIndex>) -> Walker<'a> {
         Walker {
             lex,
             trie,
@@ -240,9 +250,11 @@ impl<'a> Walker<'a> {
             root_memo: FastMap::default(),
             root_results: Vec::new(),
             bases: Vec::new(),
-            index: Arc::new(TrieIndex::new(trie)),
+            index,
             base_from: BASE_FROM,
             always_derive: false,
+            by_tok: Vec::new(),
+            gone: Vec::new(),
             derived: 0,
             words: (trie.tokens.iter().max().map_or(0, |&t| t as usize + 1)).div_ceil(64),
         }
@@ -407,12 +419,7 @@ impl<'a> Walker<'a> {
         if len == 1 {
             let br = sc.arena[off];
             let sig = (br.prefix, self.class(br.q, terms));
-            if let Some(&id) = self.single_sig.get(&sig) {
-                return id;
-            }
-            let id = self.intern_sigs(vec![sig]);
-            self.single_sig.insert(sig, id);
-            return id;
+            return self.single_sig_id(sig);
         }
         sc.sigs.clear();
         for i in off..off + len {
@@ -441,6 +448,10 @@ impl<'a> Walker<'a> {
 
     /// Walk the trie below `node` with the branches `arena[off..off + len]`.
     fn walk(&mut self, node: u32, off: usize, len: usize, sc: &mut Scratch, terms: &mut SetPool) {
+        if node != 0 && len == 1 && sc.arena[off].inh == 0 && sc.arena[off].q != self.lex.start {
+            let br = sc.arena[off];
+            return self.walk_single(node, br, sc, terms);
+        }
         if node != 0 && !self.trie.tokens_at(node).is_empty() {
             let id = self.sig_set(sc, off, len, terms);
             for &tok in self.trie.tokens_at(node) {
@@ -450,6 +461,53 @@ impl<'a> Walker<'a> {
         for &(b, child) in self.trie.children(node) {
             self.walk_child(node, b, child, off, len, sc, terms);
         }
+    }
+
+    /// [`Self::walk`] with one branch, without inhibitors and not at the lexer's start (most of
+    /// the trie): bytes that only move the lexer on are followed in place, without the branch
+    /// arena; any other byte goes the general way.
+    fn walk_single(&mut self, node: u32, br: Branch, sc: &mut Scratch, terms: &mut SetPool) {
+        let lex = self.lex;
+        let trie = self.trie;
+        if !trie.tokens_at(node).is_empty() {
+            let class = self.class(br.q, terms);
+            let id = self.single_sig_id((br.prefix, class));
+            sc.per_token.extend(trie.tokens_at(node).iter().map(|&tok| (tok, id)));
+        }
+        for &(b, child) in trie.children(node) {
+            let q2 = lex.step(br.q, b);
+            if q2 == DEAD {
+                continue;
+            }
+            if lex.accepts(q2).is_empty() {
+                if lex.can_continue(q2) {
+                    let next = Branch { q: q2, inh: 0, prefix: br.prefix };
+                    if q2 != lex.start {
+                        self.walk_single(child, next, sc, terms);
+                    } else {
+                        sc.arena.push(next);
+                        let at = sc.arena.len() - 1;
+                        self.walk(child, at, 1, sc, terms);
+                        sc.arena.truncate(at);
+                    }
+                }
+                continue;
+            }
+            sc.arena.push(br);
+            let at = sc.arena.len() - 1;
+            self.walk_child(node, b, child, at, 1, sc, terms);
+            sc.arena.truncate(at);
+        }
+    }
+
+    /// The id of the one-lexing signature set `{sig}`.
+    fn single_sig_id(&mut self, sig: Sig) -> u32 {
+        if let Some(&id) = self.single_sig.get(&sig) {
+            return id;
+        }
+        let id = self.intern_sigs(vec![sig]);
+        self.single_sig.insert(sig, id);
+        id
     }
 
     /// [`Self::walk`] below `child`, the child of `node` by byte `b`.
@@ -669,7 +727,8 @@ impl<'a> Walker<'a> {
         let walked = self.group(&mut sc.per_token);
         // The base's classes, less the removed tokens; then the walked tokens merged into the
         // class of their signature set.
-        let mut gone = vec![0u64; self.words];
+        let mut gone = std::mem::take(&mut self.gone);
+        gone.resize(self.words, 0);
         for &t in &removed {
             gone[(t / 64) as usize] |= 1 << (t % 64);
         }
@@ -712,6 +771,10 @@ impl<'a> Walker<'a> {
                 }
             }
         }
+        for &t in &removed {
+            gone[(t / 64) as usize] = 0;
+        }
+        self.gone = gone;
         let mut classes: Vec<(u32, TokenClass)> = order
             .into_iter()
             .map(|id| {
@@ -728,7 +791,7 @@ impl<'a> Walker<'a> {
 
     /// (token, signature set) pairs grouped by signature set: (set, tokens ascending), in order
     /// of their first token. Many tokens through a table indexed by token id, few by sorting.
-    fn group(&self, per_token: &mut [(u32, u32)]) -> Vec<(u32, Vec<u32>)> {
+    fn group(&mut self, per_token: &mut [(u32, u32)]) -> Vec<(u32, Vec<u32>)> {
         // Class of each signature set id (ids are dense): a table, not a hash per token.
         let mut class_of: Vec<u32> = vec![u32::MAX; self.sig_sets.len()];
         let mut classes: Vec<(u32, Vec<u32>)> = Vec::new();
@@ -742,13 +805,17 @@ impl<'a> Walker<'a> {
         };
         if per_token.len() > 4096 {
             let max = per_token.iter().map(|p| p.0).max().unwrap_or(0) as usize + 1;
-            let mut by_tok = vec![u32::MAX; max];
+            let by_tok = &mut self.by_tok;
+            if by_tok.len() < max {
+                by_tok.resize(max, u32::MAX);
+            }
             for &(tok, id) in per_token.iter() {
                 by_tok[tok as usize] = id;
             }
-            for (tok, &id) in by_tok.iter().enumerate() {
-                if id != u32::MAX {
-                    add(tok as u32, id);
+            for (tok, id) in by_tok[..max].iter_mut().enumerate() {
+                if *id != u32::MAX {
+                    add(tok as u32, *id);
+                    *id = u32::MAX;
                 }
             }
         } else {
