@@ -344,9 +344,9 @@ fn check_templates(name: &str, lr_tables: &LrTables, stacks: &[Vec<u32>]) -> usi
 /// The tokens of a mask-table set.
 fn set_tokens(m: &MaskTables, s: u32, out: &mut BTreeSet<u32>) {
     if s != NONE {
-        for r in m.set(s).chunks(2) {
-            out.extend(r[0]..r[1]);
-        }
+        m.for_each_token(s, |t| {
+            out.insert(t);
+        });
     }
 }
 

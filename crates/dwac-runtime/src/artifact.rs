@@ -24,7 +24,7 @@ pub const LABEL: [u8; 24] = *b"dwac grammar artifact\0\0\0";
 /// Written as a native `u32`; reads as `0xFEFF` on a little-endian host.
 pub const ENDIAN_PROBE: u32 = 0xFEFF;
 /// Format major version: a reader refuses any other major.
-pub const MAJOR: u16 = 1;
+pub const MAJOR: u16 = 2;
 /// Format minor version: a reader accepts older minors (and ignores optional sections it does
 /// not know).
 pub const MINOR: u16 = 0;

@@ -38,13 +38,13 @@ pub struct MaskTables {
     /// Per DWA state: the default edge (target or [`DEAD`]) and its output (or [`NONE`]).
     pub default_target: Array<u32>,
     pub default_rho: Array<u32>,
-    /// Token set `i` is the ranges `set_ranges[2j]..set_ranges[2j+1]` for `j` in
-    /// `set_off[i]..set_off[i+1]`.
+    /// Token set `i` is a bitmap if `set_dense[i]` says so; otherwise the ranges
+    /// `set_ranges[2j]..set_ranges[2j+1]` for `j` in `set_off[i]..set_off[i+1]`.
     pub set_off: Array<u32>,
     pub set_ranges: Array<u32>,
-    /// Per set: [`NONE`], or the offset in `dense` of its bitmap (`ceil(num_tokens / 32)` words,
-    /// bit `v % 32` of word `v / 32`), kept for sets with many ranges, where a word-wise OR is
-    /// cheaper than filling ranges.
+    /// Per set: [`NONE`] (a range set), or the offset in `dense` of its bitmap
+    /// (`ceil(num_tokens / 32)` words, bit `v % 32` of word `v / 32`): sets with many runs, where
+    /// a word-wise OR is cheaper than filling ranges. A bitmap set has no ranges.
     pub set_dense: Array<u32>,
     pub dense: Array<u32>,
     /// Carried inhibitors `(kill_s[i], kill_k[i])`, sorted, and the tokens that fire each.
@@ -81,7 +81,8 @@ impl MaskTables {
         self.edge_off[d as usize] == self.edge_off[d as usize + 1] && self.default_target[d as usize] == DEAD
     }
 
-    /// The ranges of set `s`, as (start, end) pairs flattened.
+    /// The ranges of set `s`, as (start, end) pairs flattened (none for a bitmap set: see
+    /// [`Self::dense`]).
     #[inline]
     pub fn set(&self, s: u32) -> &[u32] {
         let (a, b) = (self.set_off[s as usize] as usize, self.set_off[s as usize + 1] as usize);
@@ -97,7 +98,27 @@ impl MaskTables {
         self.num_tokens.div_ceil(32) as usize
     }
 
-    /// The bitmap of set `s`, if it has one.
+    /// Call `f` with every token of set `s`, ascending (ranges or bitmap).
+    pub fn for_each_token(&self, s: u32, mut f: impl FnMut(u32)) {
+        match self.dense(s) {
+            Some(bits) => {
+                for (wi, &w) in bits.iter().enumerate() {
+                    let mut w = w;
+                    while w != 0 {
+                        f(wi as u32 * 32 + w.trailing_zeros());
+                        w &= w - 1;
+                    }
+                }
+            }
+            None => {
+                for r in self.set(s).chunks_exact(2) {
+                    (r[0]..r[1]).for_each(&mut f);
+                }
+            }
+        }
+    }
+
+    /// The bitmap of set `s`, if it is a bitmap set.
     #[inline]
     pub fn dense(&self, s: u32) -> Option<&[u32]> {
         let off = *self.set_dense.get(s as usize)?;
@@ -154,25 +175,17 @@ impl MaskTables {
         }
         check(self.set_dense.len() == sets, "dense set table size")?;
         let words = self.words();
-        let mut want: Vec<u32> = Vec::new();
         for s in 0..sets as u32 {
             let off = self.set_dense[s as usize];
             if off == NONE {
                 continue;
             }
             check((off as usize).checked_add(words).is_some_and(|e| e <= self.dense.len()), "dense set out of range")?;
-            // The bitmap must be exactly the ranges (and no bit past the last token); built word
-            // by word (ranges are in bounds, checked above), so this is linear in the file size.
-            want.clear();
-            want.resize(words, 0);
-            for r in self.set(s).chunks(2) {
-                if r[0] < r[1] {
-                    for (w, bits) in crate::mask::range_words(r[0], r[1]) {
-                        want[w] |= bits;
-                    }
-                }
-            }
-            check(self.dense[off as usize..off as usize + words] == want[..], "dense set differs from its ranges")?;
+            // A bitmap set has no ranges, and no bit past the last token.
+            check(self.set(s).is_empty(), "a bitmap set also has ranges")?;
+            let bits = &self.dense[off as usize..off as usize + words];
+            let tail = self.num_tokens % 32;
+            check(tail == 0 || bits.last().is_none_or(|&w| w >> tail == 0), "bitmap set past the last token")?;
         }
         check(self.kill_s.len() == self.kill_k.len() && self.kill_k.len() == self.kill_set.len(), "kill table size")?;
         for i in 1..self.kill_s.len() {

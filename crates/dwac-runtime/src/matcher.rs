@@ -698,15 +698,15 @@ impl Matcher {
             if u == crate::dwa::NONE {
                 continue;
             }
-            for r in t.set(u).chunks_exact(2) {
-                for v in r[0]..r[1] {
-                    let (w, b) = ((v / 32) as usize, 1u32 << (v % 32));
-                    if out[w] & b == 0 && self.token_allowed(v, &mut commit_sc) {
-                        out[w] |= b;
-                    }
-                    self.scratch.walk.counters.undecided += 1;
+            let mut undecided = 0;
+            t.for_each_token(u, |v| {
+                let (w, b) = ((v / 32) as usize, 1u32 << (v % 32));
+                if out[w] & b == 0 && self.token_allowed(v, &mut commit_sc) {
+                    out[w] |= b;
                 }
-            }
+                undecided += 1;
+            });
+            self.scratch.walk.counters.undecided += undecided;
         }
         Ok(())
     }

@@ -78,19 +78,45 @@ pub struct MaskStats {
     pub slowest_lexer_state_ms: f64,
     pub build_ms: f64,
     /// Wall time per stage: `trie`, `walk` (Terminal DWA), `determinize`, `assemble` (class sets
-    /// to token ranges), `kill`, `dense`.
+    /// to interned token sets), `kill`.
     pub stages_ms: Vec<(&'static str, f64)>,
 }
 
-/// Token sets over token ids, interned, as ranges.
-#[derive(Default)]
+/// Token sets over token ids, interned: a set of at most `dense_from` runs as ranges, a larger
+/// one as a bitmap only (filling a bitmap costs `words` word writes whatever the set; ranges cost
+/// one per range, so past about `words / 16` ranges a bitmap is cheaper to read, and building
+/// and interning it costs no pass over its runs). The choice depends on the set alone, so a set
+/// has one id however it was built.
 struct TokenSets {
+    /// Sets with more runs than this are bitmaps.
+    dense_from: usize,
+    /// Words (`u32`) of a bitmap.
+    words: usize,
     index: FastMap<Vec<u32>, u32>,
+    dense_index: FastMap<Box<[u32]>, u32>,
+    /// Per set `i`: ranges `off[i]..off[i+1]` (pairs) of `ranges`; none for a bitmap set.
     off: Vec<u32>,
     ranges: Vec<u32>,
+    /// Per set: its bitmap's offset in `bitmaps`, or [`NONE`].
+    dense: Vec<u32>,
+    bitmaps: Vec<u32>,
 }
 
 impl TokenSets {
+    fn new(num_tokens: u32) -> TokenSets {
+        let words = (num_tokens as usize).div_ceil(32);
+        TokenSets {
+            dense_from: DENSE_FROM_RANGES.max(words / 16),
+            words,
+            index: FastMap::default(),
+            dense_index: FastMap::default(),
+            off: vec![0],
+            ranges: Vec::new(),
+            dense: Vec::new(),
+            bitmaps: Vec::new(),
+        }
+    }
+
     /// The id of the set of (sorted, distinct) `tokens`, or [`NONE`] for the empty set.
     fn intern(&mut self, tokens: Vec<u32>) -> u32 {
         let mut ranges = Vec::new();
@@ -115,16 +141,83 @@ impl TokenSets {
         if ranges.is_empty() {
             return NONE;
         }
+        if ranges.len() / 2 > self.dense_from {
+            let mut bits = vec![0u32; self.words].into_boxed_slice();
+            for r in ranges.chunks(2) {
+                fill_range(&mut bits, r[0], r[1]);
+            }
+            return self.intern_dense(bits);
+        }
         if let Some(&id) = self.index.get(&ranges) {
             return id;
         }
-        if self.off.is_empty() {
-            self.off.push(0);
-        }
-        let id = (self.off.len() - 1) as u32;
+        let id = self.dense.len() as u32;
         self.off.push(self.off[id as usize] + (ranges.len() / 2) as u32);
+        self.dense.push(NONE);
         self.ranges.extend_from_slice(&ranges);
         self.index.insert(ranges, id);
+        id
+    }
+
+    /// The id of the set of bitmap `bits` (bit `v % 64` of word `v / 64`), or [`NONE`] for the
+    /// empty set.
+    fn intern_bits(&mut self, bits: &[u64]) -> u32 {
+        // Runs of ones: a run starts at every 0→1 step.
+        let mut runs = 0usize;
+        let mut carry = 0u64;
+        for &w in bits {
+            runs += (w & !((w << 1) | carry)).count_ones() as usize;
+            carry = w >> 63;
+        }
+        if runs <= self.dense_from {
+            let mut ranges = Vec::with_capacity(2 * runs);
+            bitmap_ranges(bits, &mut ranges);
+            return self.intern_ranges(ranges);
+        }
+        let mut words: Vec<u32> = Vec::with_capacity(self.words);
+        for &w in bits {
+            words.push(w as u32);
+            words.push((w >> 32) as u32);
+        }
+        words.resize(self.words, 0);
+        self.intern_dense(words.into_boxed_slice())
+    }
+
+    fn intern_dense(&mut self, bits: Box<[u32]>) -> u32 {
+        if let Some(&id) = self.dense_index.get(&bits) {
+            return id;
+        }
+        let id = self.dense.len() as u32;
+        self.off.push(self.off[id as usize]);
+        self.dense.push(self.bitmaps.len() as u32);
+        self.bitmaps.extend_from_slice(&bits);
+        self.dense_index.insert(bits, id);
+        id
+    }
+
+    /// The tokens of set `id` ([`NONE`]: none).
+    fn members(&self, id: u32) -> Vec<u32> {
+        if id == NONE {
+            return Vec::new();
+        }
+        let d = self.dense[id as usize];
+        if d != NONE {
+            let bits = &self.bitmaps[d as usize..d as usize + self.words];
+            return (0..self.words as u32 * 32).filter(|&v| bits[(v / 32) as usize] >> (v % 32) & 1 == 1).collect();
+        }
+        let (a, b) = (self.off[id as usize] as usize, self.off[id as usize + 1] as usize);
+        self.ranges[2 * a..2 * b].chunks(2).flat_map(|r| r[0]..r[1]).collect()
+    }
+
+    /// A set with no ranges (for kill entries that kill nothing).
+    fn intern_empty(&mut self) -> u32 {
+        if let Some(&id) = self.index.get(&Vec::new()) {
+            return id;
+        }
+        let id = self.dense.len() as u32;
+        self.off.push(self.off[id as usize]);
+        self.dense.push(NONE);
+        self.index.insert(Vec::new(), id);
         id
     }
 }
@@ -136,12 +229,12 @@ struct Union {
 }
 
 impl Union {
-    /// The tokens of `members` (indices into `classes`) as sorted, disjoint, non-adjacent
-    /// half-open ranges (flat).
-    fn ranges(&mut self, members: &[u32], classes: &[TokenClass], n_tokens: u32) -> Vec<u32> {
+    /// The interned set of the tokens of `members` (indices into `classes`): small unions
+    /// through a sorted list, large ones through a bitmap.
+    fn intern(&mut self, members: &[u32], classes: &[TokenClass], sets: &mut TokenSets, n_tokens: u32) -> u32 {
         let total: usize = members.iter().map(|&c| classes[c as usize].tokens.len()).sum();
-        let mut ranges = Vec::new();
         if total <= 4096 {
+            let mut ranges = Vec::new();
             self.list.clear();
             for &c in members {
                 self.list.extend(classes[c as usize].tokens.iter());
@@ -157,7 +250,7 @@ impl Union {
                     }
                 }
             }
-            return ranges;
+            return sets.intern_ranges(ranges);
         }
         let words = (n_tokens as usize).div_ceil(64);
         self.bits.clear();
@@ -176,8 +269,7 @@ impl Union {
                 }
             }
         }
-        bitmap_ranges(&self.bits, &mut ranges);
-        ranges
+        sets.intern_bits(&self.bits)
     }
 }
 
@@ -279,7 +371,7 @@ pub fn build_mask_tables_with_progress(
     det.work_budget = opts.work_per_lexer_state;
     let mut walker = Walker::with_index(lex, trie, trie_index);
     let eof_class = det.comp.terms.intern(vec![tables.lr.eof()]);
-    let mut sets = TokenSets::default();
+    let mut sets = TokenSets::new(n_tokens);
     let mut union = Union { bits: Vec::new(), list: Vec::new() };
     let mut out = MaskTables {
         num_tokens: n_tokens,
@@ -346,9 +438,7 @@ pub fn build_mask_tables_with_progress(
             if set == 0 {
                 return NONE;
             }
-            *expand
-                .entry(set)
-                .or_insert_with(|| sets.intern_ranges(union.ranges(local.sets.get(set), &classes, n_tokens)))
+            *expand.entry(set).or_insert_with(|| union.intern(local.sets.get(set), &classes, sets, n_tokens))
         };
         let base = out.default_target.len() as u32;
         let global = |d: u32| if d == DEAD { DEAD } else { base + d };
@@ -379,60 +469,16 @@ pub fn build_mask_tables_with_progress(
         out.kill_set.push(set);
     }
     stages.lap("kill");
-    if sets.off.is_empty() {
-        sets.off.push(0);
-    }
     out.set_off = sets.off.into();
     out.set_ranges = sets.ranges.into();
-    // Bitmaps for sets with many ranges: filling r ranges costs about r word writes, a bitmap OR
-    // ceil(n/32) (vectorized), so a bitmap pays from about words/16 ranges on.
-    let words = out.words();
-    for s in 0..out.num_sets() as u32 {
-        let ranges = out.set(s).len() / 2;
-        if ranges > DENSE_FROM_RANGES.max(words / 16) {
-            let off = out.dense.len() as u32;
-            let mut bits = vec![0u32; words];
-            for r in out.set(s).chunks(2) {
-                fill_range(&mut bits, r[0], r[1]);
-            }
-            out.dense.extend(bits);
-            out.set_dense.push(off);
-        } else {
-            out.set_dense.push(NONE);
-        }
-    }
-    stages.lap("dense");
+    out.set_dense = sets.dense.into();
+    out.dense = sets.bitmaps.into();
     stats.dwa_states = out.default_target.len();
     stats.token_sets = out.num_sets();
     stats.max_lookback = max_lookback(&out);
     stats.build_ms = t0.elapsed().as_secs_f64() * 1e3;
     stats.stages_ms = stages.done;
     Ok((out, stats))
-}
-
-impl TokenSets {
-    /// The tokens of set `id` ([`NONE`]: none).
-    fn members(&self, id: u32) -> Vec<u32> {
-        if id == NONE {
-            return Vec::new();
-        }
-        let (a, b) = (self.off[id as usize] as usize, self.off[id as usize + 1] as usize);
-        self.ranges[2 * a..2 * b].chunks(2).flat_map(|r| r[0]..r[1]).collect()
-    }
-
-    /// A set with no ranges (for kill entries that kill nothing).
-    fn intern_empty(&mut self) -> u32 {
-        if let Some(&id) = self.index.get(&Vec::new()) {
-            return id;
-        }
-        if self.off.is_empty() {
-            self.off.push(0);
-        }
-        let id = (self.off.len() - 1) as u32;
-        self.off.push(self.off[id as usize]);
-        self.index.insert(Vec::new(), id);
-        id
-    }
 }
 
 /// Set bits `lo..hi` of `bits` (bit `v % 32` of word `v / 32`), a word at a time.
