@@ -294,6 +294,20 @@ fn build_component(terminals: &[Terminal], active: &[bool]) -> Result<ComponentD
     let mut trans: Vec<u32> = Vec::new();
     let mut queue: VecDeque<u32> = VecDeque::from([0]);
     let mut buckets: Vec<Vec<StateID>> = vec![Vec::new(); 256];
+    // Bytes of one NFA byte class have the same transitions from every NFA state: the successors
+    // are computed for the first byte of each class and copied to the others.
+    let byte_classes = nfa.byte_classes();
+    let mut first_of_class = [u16::MAX; 256];
+    let mut rep = [0u8; 256];
+    let mut is_rep = [false; 256];
+    for b in 0..=255u8 {
+        let c = byte_classes.get(b) as usize;
+        if first_of_class[c] == u16::MAX {
+            first_of_class[c] = b as u16;
+            is_rep[b as usize] = true;
+        }
+        rep[b as usize] = first_of_class[c] as u8;
+    }
     // Marks for order-preserving deduplication of buckets.
     let mut seen_mark: Vec<u32> = vec![0; nstates];
     let mut seen_gen = 0u32;
@@ -305,19 +319,23 @@ fn build_component(terminals: &[Terminal], active: &[bool]) -> Result<ComponentD
             match nfa.state(s) {
                 State::ByteRange { trans } => {
                     for b in trans.start..=trans.end {
-                        buckets[b as usize].push(trans.next);
+                        if is_rep[b as usize] {
+                            buckets[b as usize].push(trans.next);
+                        }
                     }
                 }
                 State::Sparse(sp) => {
                     for tr in sp.transitions.iter() {
                         for b in tr.start..=tr.end {
-                            buckets[b as usize].push(tr.next);
+                            if is_rep[b as usize] {
+                                buckets[b as usize].push(tr.next);
+                            }
                         }
                     }
                 }
                 State::Dense(de) => {
                     for (b, &n) in de.transitions.iter().enumerate() {
-                        if n != StateID::ZERO {
+                        if n != StateID::ZERO && is_rep[b] {
                             buckets[b].push(n);
                         }
                     }
@@ -357,6 +375,9 @@ fn build_component(terminals: &[Terminal], active: &[bool]) -> Result<ComponentD
             };
             memo.insert(bucket.clone(), id);
             row[b] = id;
+        }
+        for b in 0..256 {
+            row[b] = row[rep[b] as usize];
         }
         let at = d as usize * 256;
         if trans.len() < at + 256 {
@@ -415,19 +436,25 @@ fn finish(
     mut fork_lists: Vec<Vec<u32>>,
 ) -> Result<LexerTables, CompileError> {
     let nt = terminals.len();
-    // Next⁺ by fixpoint over successors.
+    // Next⁺ by fixpoint over successors (each state's distinct successors, listed once).
+    let succ: Vec<Vec<u32>> = (0..m)
+        .map(|q| {
+            let mut v: Vec<u32> = mtrans[q * 256..q * 256 + 256].iter().copied().filter(|&t| t != DEAD).collect();
+            if q == 0 {
+                v.extend(fork_lists.iter().flatten().copied());
+            }
+            v.sort_unstable();
+            v.dedup();
+            v
+        })
+        .collect();
     let mut next_plus = vec![0u64; m * words];
     let mut changed = true;
     while changed {
         changed = false;
         for q in (0..m).rev() {
-            for b in 0..256 {
-                let main = mtrans[q * 256 + b];
-                let forks: &[u32] = if q == 0 { &fork_lists[b] } else { &[] };
-                for &t in std::iter::once(&main).chain(forks) {
-                    if t == DEAD {
-                        continue;
-                    }
+            {
+                for &t in &succ[q] {
                     let t = t as usize;
                     for &a in &maccs[t] {
                         let (w, bit) = (q * words + a as usize / 64, 1u64 << (a % 64));

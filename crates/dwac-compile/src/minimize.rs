@@ -6,24 +6,29 @@
 
 use dwac_runtime::DEAD;
 
-/// Partition `0..256` into classes of bytes that every state treats alike.
+/// Partition `0..256` into classes of bytes that every state treats alike (equal columns of
+/// the transition table), numbered in order of their smallest byte.
 fn byte_classes(n: usize, trans: &[u32]) -> (Vec<u16>, usize) {
-    let mut class = vec![0u16; 256];
-    let mut map: std::collections::HashMap<(u16, u32), u16> = std::collections::HashMap::new();
+    // A hash of each column, then exact comparison among equal hashes.
+    let mut hash = [0u64; 256];
     for q in 0..n {
-        map.clear();
-        let row = &trans[q * 256..q * 256 + 256];
-        let mut next = 0u16;
-        let mut refined = [0u16; 256];
-        for b in 0..256 {
-            refined[b] = *map.entry((class[b], row[b])).or_insert_with(|| {
-                next += 1;
-                next - 1
-            });
+        for (h, &t) in hash.iter_mut().zip(&trans[q * 256..q * 256 + 256]) {
+            *h = (h.rotate_left(5) ^ t as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         }
-        class.copy_from_slice(&refined);
     }
-    let k = class.iter().max().map_or(1, |&m| m as usize + 1);
+    let mut class = vec![0u16; 256];
+    let mut reps: Vec<usize> = Vec::new();
+    for b in 0..256 {
+        let same = |r: usize| hash[r] == hash[b] && (0..n).all(|q| trans[q * 256 + r] == trans[q * 256 + b]);
+        match reps.iter().position(|&r| same(r)) {
+            Some(c) => class[b] = c as u16,
+            None => {
+                class[b] = reps.len() as u16;
+                reps.push(b);
+            }
+        }
+    }
+    let k = reps.len().max(1);
     (class, k)
 }
 
