@@ -676,7 +676,13 @@ impl<'a> Walker<'a> {
         }
         let mut sc = Scratch::default();
         sc.arena.push(Branch { q, inh: 0, prefix: 0 });
-        self.walk(0, 0, 1, &mut sc, terms);
+        // The root's children, less those `entries` found dead.
+        let root = self.trie.children(0);
+        for (i, &(b, child)) in root.iter().enumerate() {
+            if entry[i] != ENTRY_DEAD {
+                self.walk_child(0, b, child, 0, 1, &mut sc, terms);
+            }
+        }
         let grouped = self.group(&mut sc.per_token);
         let ids: Vec<u32> = grouped.iter().map(|g| g.0).collect();
         let words = self.words;
