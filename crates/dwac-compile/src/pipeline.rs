@@ -97,7 +97,8 @@ pub struct CompileStats {
     /// The Parser DWA's sizes and build time, when one was built.
     pub mask: Option<MaskStats>,
     /// Wall time per stage, in pipeline order (`normalize`, `lr`, `lexer`, `munch`, then the
-    /// Parser DWA's stages when one is built): where a compile's time goes.
+    /// Parser DWA's stages ([`MaskStats::stages_ms`]) and `validate` when one is built; the CLI
+    /// puts its `front_end` first): where a compile's time goes.
     pub stages_ms: Vec<(&'static str, f64)>,
 }
 
