@@ -161,7 +161,8 @@ fn plain_sig(walker: &Walker, terms: &SetPool, (node, class): (u32, u32)) -> Lex
 /// Terminal DWA vs direct lexing: every (boundary lexer state, token) pair, with classes derived
 /// from base states of at least `bases_from` tokens (`Walker::with_bases`; 1: every state a base
 /// and every state derived from one when there is one). Returns the pairs
-/// compared, how many had a lexing, and how many states were derived from a base.
+/// compared, how many had a lexing, and how many states were derived from a base or took the
+/// classes of an equivalent state (bounded-horizon equivalence).
 fn check_terminal_dwa(
     name: &str,
     tables: &GrammarTables,
@@ -220,7 +221,7 @@ fn check_terminal_dwa(
             }
         }
     }
-    (pairs, lexed, walker.derived)
+    (pairs, lexed, walker.derived + walker.equivalent)
 }
 
 fn show(b: &[u8]) -> String {
@@ -499,6 +500,146 @@ fn terminal_dwa_equals_direct_lexing() {
     );
     assert!(grammars >= 30 && total.1 > 100_000, "{grammars} grammars, {total:?}");
     assert!(derived > 500, "only {derived} states derived from bases");
+}
+
+/// Counting terminals (bounded repetitions longer than the vocabulary's tokens) whose positions
+/// far from the bound share classes by bounded-horizon equivalence, next to terminals that
+/// create inhibitors (maximal munch), an ignored terminal and a priority.
+const COUNTERS: &str = r#"
+start: item ("," item)*
+item: WORD | NUM | STR | KEY
+WORD: /[ab]{2,9}/
+NUM: /[0-9]{1,7}/
+STR: /"[ab ,]{0,24}"/
+KEY.2: /"a{3,30}"/
+%ignore " "
+"#;
+
+/// A JSON Schema with `maxLength` and `pattern` counters longer than the tokens.
+const COUNTER_SCHEMA: &str = r#"{
+  "type": "object",
+  "properties": {
+    "a": {"type": "string", "maxLength": 25},
+    "b": {"type": "string", "pattern": "^[ab0]{3,20}$"},
+    "c": {"type": "array", "items": {"type": "string", "minLength": 2, "maxLength": 18}, "maxItems": 3}
+  },
+  "required": ["a"],
+  "additionalProperties": false
+}"#;
+
+#[test]
+fn terminal_dwa_equals_direct_lexing_on_counters() {
+    let mut shared = 0;
+    let mut lexed = 0;
+    let lark_vocab = vocab_over(
+        b"ab0\" ,",
+        3,
+        &[
+            "aaaa",
+            "ababab",
+            "abababab",
+            "\"aaaa",
+            "bbbbbbbbb",
+            "a b a b",
+            "  \"ab",
+            "0000000",
+            "a\",\"b",
+            "\"aaaaaaa\"",
+        ],
+    );
+    let schema_vocab = vocab_over(
+        b"{}[]\":,ab0 ",
+        3,
+        &["{\"a\":\"", "\"b\":\"", "aaaaaaa", "ab0ab0ab", "\",\"", "\"]}", "bbbbbbbbbb", "a a a a"],
+    );
+    for (name, tables, vocab) in [
+        ("counters", tables_of(SourceKind::Lark, COUNTERS), &lark_vocab),
+        ("counter schema", tables_of(SourceKind::JsonSchema, COUNTER_SCHEMA), &schema_vocab),
+    ] {
+        for bases_from in [BASE_FROM, 1] {
+            let (p, l, d) = check_terminal_dwa(name, &tables, vocab, bases_from);
+            println!("{name} (bases from {bases_from}): {p} pairs, {l} with lexings, {d} states shared or derived");
+            shared += d;
+            lexed += l;
+        }
+    }
+    assert!(lexed > 100_000, "{lexed} pairs with lexings");
+    assert!(shared > 300, "only {shared} states shared or derived");
+}
+
+/// Bounded-horizon equivalence against its definition: `x ≡_d y` iff every byte string of
+/// length at most `d` leads both to dead, or both to live states with the same start flag,
+/// accept list and `Next⁺`; and `inhibitor_free(x, d)` iff no state within `d` bytes of `x`
+/// creates an inhibitor when it accepts.
+#[test]
+fn horizon_equals_brute_force() {
+    use dwac_compile::dwa::horizon::Horizon;
+    fn obs(lex: &LexerTables, x: u32) -> (bool, Vec<u32>, Vec<u64>) {
+        (x == lex.start, lex.accepts(x).to_vec(), lex.next_plus(x).to_vec())
+    }
+    let mut checked = 0usize;
+    let mut equivalent = 0usize;
+    for (name, tables) in [
+        ("counters", tables_of(SourceKind::Lark, COUNTERS)),
+        ("expression", tables_of(SourceKind::Lark, EXPR)),
+        ("counter schema", tables_of(SourceKind::JsonSchema, COUNTER_SCHEMA)),
+    ] {
+        let lex = &tables.lexer;
+        // One byte per column of the transition table (bytes every state treats alike).
+        let mut alpha: Vec<u8> = Vec::new();
+        for b in 0..=255u8 {
+            if !alpha.iter().any(|&a| (0..lex.num_states).all(|q| lex.step(q, a) == lex.step(q, b))) {
+                alpha.push(b);
+            }
+        }
+        // The definition level by level over all pairs (DEAD as state `n`): `eq[d][x][y]`,
+        // and `inh[d][x]`: some state within `d` bytes of `x` creates an inhibitor.
+        let depth = 4u32;
+        let n = lex.num_states as usize;
+        let idx = |q: u32| if q == DEAD { n } else { q as usize };
+        let mut eq: Vec<Vec<bool>> = vec![vec![false; (n + 1) * (n + 1)]];
+        let mut inh: Vec<Vec<bool>> = vec![vec![false; n + 1]];
+        for x in 0..=n {
+            for y in 0..=n {
+                eq[0][x * (n + 1) + y] = match (x == n, y == n) {
+                    (true, true) => true,
+                    (false, false) => obs(lex, x as u32) == obs(lex, y as u32),
+                    _ => false,
+                };
+            }
+            inh[0][x] = x < n && lex.accepts(x as u32).iter().any(|&t| lex.inhibitor_for(t, x as u32).is_some());
+        }
+        let succ = |x: usize, b: u8| if x == n { n } else { idx(lex.step(x as u32, b)) };
+        for d in 1..=depth as usize {
+            let mut e = vec![false; (n + 1) * (n + 1)];
+            let mut c = vec![false; n + 1];
+            for x in 0..=n {
+                for y in 0..=n {
+                    e[x * (n + 1) + y] =
+                        eq[0][x * (n + 1) + y] && alpha.iter().all(|&b| eq[d - 1][succ(x, b) * (n + 1) + succ(y, b)]);
+                }
+                c[x] = inh[0][x] || alpha.iter().any(|&b| inh[d - 1][succ(x, b)]);
+            }
+            eq.push(e);
+            inh.push(c);
+        }
+        let h = Horizon::new(lex, depth);
+        for x in 0..n {
+            for d in 0..=depth {
+                assert_eq!(h.inhibitor_free(x as u32, d), !inh[d as usize][x], "{name}: inhibitors within {d} of q{x}");
+            }
+            for y in 0..n {
+                for d in 0..=depth {
+                    let want = eq[d as usize][x * (n + 1) + y];
+                    assert_eq!(h.equivalent(x as u32, y as u32, d), want, "{name}: q{x} ≡_{d} q{y}");
+                    checked += 1;
+                    equivalent += (want && x != y) as usize;
+                }
+            }
+        }
+    }
+    println!("{checked} (x, y, d) triples, {equivalent} equivalent pairs of distinct states");
+    assert!(checked > 50_000 && equivalent > 1_000, "{checked} triples, {equivalent} equivalent");
 }
 
 #[test]

@@ -8,7 +8,7 @@ use dwac_runtime::DEAD;
 
 /// Partition `0..256` into classes of bytes that every state treats alike (equal columns of
 /// the transition table), numbered in order of their smallest byte.
-fn byte_classes(n: usize, trans: &[u32]) -> (Vec<u16>, usize) {
+pub(crate) fn byte_classes(n: usize, trans: &[u32]) -> (Vec<u16>, usize) {
     // A hash of each column, then exact comparison among equal hashes.
     let mut hash = [0u64; 256];
     for q in 0..n {

@@ -16,6 +16,7 @@
 
 pub mod compose;
 pub mod determinize;
+pub mod horizon;
 pub mod sets;
 pub mod templates;
 pub mod terminal_dwa;

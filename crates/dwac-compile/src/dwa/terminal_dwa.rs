@@ -18,6 +18,7 @@ use dwac_runtime::tables::DEAD;
 use dwac_runtime::LexerTables;
 
 use super::compose::{Step, ANY};
+use super::horizon::Horizon;
 use super::sets::SetPool;
 use super::FastMap;
 use dwac_runtime::trie::Trie;
@@ -107,6 +108,8 @@ struct Base {
     q: u32,
     /// Per child of the trie's root: how a token starting there is entered ([`Walker::entries`]).
     entry: Vec<u32>,
+    /// [`Walker::entry_keys`] of `entry`.
+    keys: Vec<u64>,
     /// Its classes: (signature set id, tokens).
     classes: Vec<(u32, Tokens)>,
 }
@@ -117,21 +120,26 @@ pub const BASE_FROM: usize = 4096;
 /// level by level.
 const DIFF_WALK_UPTO: u32 = 32;
 
-/// The number of tokens below each node of a trie (its own and its descendants').
+/// Per node of a trie: the number of tokens below it (its own and its descendants'), and its
+/// height (the most bytes a token below it has past the node).
 pub struct TrieIndex {
     pub subtree_len: Vec<u32>,
+    pub height: Vec<u32>,
 }
 
 impl TrieIndex {
     pub fn new(trie: &Trie) -> TrieIndex {
         let n = trie.child_off.len() - 1;
         let mut subtree_len = vec![0u32; n];
+        let mut height = vec![0u32; n];
         // Children have larger ids than their parent: one pass from the last node up.
         for v in (0..n).rev() {
-            let below: u32 = trie.children(v as u32).iter().map(|&(_, c)| subtree_len[c as usize]).sum();
+            let children = trie.children(v as u32);
+            let below: u32 = children.iter().map(|&(_, c)| subtree_len[c as usize]).sum();
             subtree_len[v] = trie.tokens_at(v as u32).len() as u32 + below;
+            height[v] = children.iter().map(|&(_, c)| height[c as usize] + 1).max().unwrap_or(0);
         }
-        TrieIndex { subtree_len }
+        TrieIndex { subtree_len, height }
     }
 }
 
@@ -188,17 +196,27 @@ pub struct Walker<'a> {
     /// a vector).
     single_sig: FastMap<Sig, u32>,
     /// Results of the subtrees below the root's children entered with one fresh branch (still
-    /// inside the token's first lexeme, nothing emitted, no inhibitor): `(child, lexer state)` →
-    /// range of `root_results`. They depend on that pair alone, and many lexer states share
-    /// them (e.g. every state inside a JSON string enters most first bytes into the same
-    /// string-interior state), so each is walked once per grammar instead of once per state.
-    root_memo: FastMap<(u32, u32), (u32, u32)>,
+    /// inside the token's first lexeme, nothing emitted, no inhibitor): `(child, entry key)` →
+    /// range of `root_results`. They depend on that pair alone (the key is the lexer state, or
+    /// its block of bounded-horizon equivalence at the child's height, [`Walker::entry_key`]),
+    /// and many lexer states share them (e.g. every state inside a JSON string enters most
+    /// first bytes into the same string-interior state), so each is walked once per grammar
+    /// instead of once per state.
+    root_memo: FastMap<(u32, u64), (u32, u32)>,
+    /// Classes and UNDECIDED tokens of lexer states walked in full, by their block of
+    /// bounded-horizon equivalence at the trie's height (states from which no inhibitor is
+    /// created within it): an equivalent state has the same (see [`Walker::classes`]).
+    state_memo: FastMap<u32, StateClasses>,
+    /// Token ids and bitmap words [`Walker::state_memo`] holds (bounded by [`STATE_MEMO_WORDS`]).
+    state_memo_words: usize,
     /// (token, signature set) pairs of the memoized subtrees.
     root_results: Vec<(u32, u32)>,
     /// Lexer states whose classes other states derive theirs from.
     bases: Vec<Base>,
     /// Token counts below the trie's nodes.
     index: Arc<TrieIndex>,
+    /// Bounded-horizon equivalence of lexer states, up to the trie's height.
+    horizon: Horizon,
     /// States with at least this many tokens with a lexing become bases.
     base_from: usize,
     /// Scratch: signature set per token (`u32::MAX`: none), all `u32::MAX` between uses.
@@ -209,9 +227,17 @@ pub struct Walker<'a> {
     always_derive: bool,
     /// States whose classes were derived from a base.
     pub derived: usize,
+    /// States whose classes are those of an equivalent state ([`Walker::state_memo`]).
+    pub equivalent: usize,
     /// Words of a token bitmap.
     words: usize,
 }
+
+/// A lexer state's classes (signature set id, tokens) and UNDECIDED tokens.
+type StateClasses = (Vec<(u32, Tokens)>, Vec<u32>);
+
+/// Token ids and bitmap words [`Walker::state_memo`] may hold (a memory bound).
+const STATE_MEMO_WORDS: usize = 16 << 20;
 
 /// Pairs [`Walker::root_memo`] may hold in all (a memory bound; past it subtrees are walked).
 const ROOT_MEMO_PAIRS: usize = 24 << 20;
@@ -223,6 +249,8 @@ struct Scratch {
     sigs: Vec<Sig>,
     per_token: Vec<(u32, u32)>,
     undecided: Vec<u32>,
+    /// The most branches a byte led to (see [`Walker::equivalent_branches`]).
+    max_n: usize,
 }
 
 impl<'a> Walker<'a> {
@@ -248,14 +276,18 @@ impl<'a> Walker<'a> {
             sig_index: FastMap::default(),
             single_sig: FastMap::default(),
             root_memo: FastMap::default(),
+            state_memo: FastMap::default(),
+            state_memo_words: 0,
             root_results: Vec::new(),
             bases: Vec::new(),
+            horizon: Horizon::new(lex, index.height[0]),
             index,
             base_from: BASE_FROM,
             always_derive: false,
             by_tok: Vec::new(),
             gone: Vec::new(),
             derived: 0,
+            equivalent: 0,
             words: (trie.tokens.iter().max().map_or(0, |&t| t as usize + 1)).div_ceil(64),
         }
     }
@@ -557,6 +589,7 @@ impl<'a> Walker<'a> {
             sc.arena.truncate(w);
             n = w - start;
         }
+        sc.max_n = sc.max_n.max(n);
         (start, n)
     }
 
@@ -572,15 +605,22 @@ impl<'a> Walker<'a> {
         if self.over_limits(sc, start, n) {
             self.trie.subtree_tokens(child, &mut sc.undecided);
         } else if node == 0 && n == 1 && sc.arena[start].inh == 0 && sc.arena[start].prefix == 0 {
-            let key = (child, sc.arena[start].q);
+            let key = (child, self.entry_key(sc.arena[start].q, child));
             if let Some(&(off, len)) = self.root_memo.get(&key) {
                 sc.per_token.extend_from_slice(&self.root_results[off as usize..(off + len) as usize]);
             } else {
                 let (before, undecided_before) = (sc.per_token.len(), sc.undecided.len());
+                let max_before = std::mem::replace(&mut sc.max_n, 0);
                 self.walk(child, start, n, sc, terms);
+                let crowded = sc.max_n >= MAX_LEXINGS;
+                sc.max_n = sc.max_n.max(max_before);
                 let found = &sc.per_token[before..];
-                // Subtrees with UNDECIDED tokens are not memoized (rare; walked again).
-                if sc.undecided.len() == undecided_before && self.root_results.len() + found.len() <= ROOT_MEMO_PAIRS {
+                // Subtrees with UNDECIDED tokens are not memoized (rare; walked again), nor those
+                // close to the branch limit (bases must not be, see `equivalent_branches`).
+                if !crowded
+                    && sc.undecided.len() == undecided_before
+                    && self.root_results.len() + found.len() <= ROOT_MEMO_PAIRS
+                {
                     let off = self.root_results.len() as u32;
                     self.root_results.extend_from_slice(found);
                     self.root_memo.insert(key, (off, found.len() as u32));
@@ -610,14 +650,19 @@ impl<'a> Walker<'a> {
         for &(b, child) in self.trie.children(node) {
             let (qs, qn) = self.step_branches(qo, ql, b, sc, terms);
             let (ps, pn) = self.step_branches(po, pl, b, sc, terms);
-            if sc.arena[qs..qs + qn] == sc.arena[ps..ps + pn] {
+            if sc.arena[qs..qs + qn] == sc.arena[ps..ps + pn]
+                || self.equivalent_branches(sc, (qs, qn), (ps, pn), vi.height[child as usize])
+            {
                 sc.arena.truncate(qs);
                 continue;
             }
             if qn == 0 {
                 self.trie.subtree_tokens(child, removed);
             } else if pn == 0 || vi.subtree_len[child as usize] <= DIFF_WALK_UPTO || self.over_limits(sc, qs, qn) {
-                self.trie.subtree_tokens(child, removed);
+                // (Without branches, the base has no tokens below to remove.)
+                if pn > 0 {
+                    self.trie.subtree_tokens(child, removed);
+                }
                 // The walk reads branches at the arena's end: move q's there.
                 let (ws, _) = (sc.arena.len(), ());
                 for i in qs..qs + qn {
@@ -651,7 +696,22 @@ impl<'a> Walker<'a> {
     /// literal differs from the string-interior state in a byte or two: its classes cost a
     /// bitmap copy and a small walk instead of a walk of the whole vocabulary.
     pub fn classes(&mut self, q: u32, terms: &mut SetPool) -> (Vec<TokenClass>, Vec<u32>) {
+        // A state equivalent to one walked in full for every token (`≡_H`, `H` the trie's
+        // height; no inhibitor created within it): that state's classes. The argument of
+        // `equivalent_branches` at the root: the walks differ in one branch at most, and the
+        // memoized walk stayed below `MAX_LEXINGS` branches.
+        let height = self.index.height[0];
+        let block = self.horizon.block_at(q, height).filter(|_| self.horizon.inhibitor_free(q, height));
+        if let Some((classes, undecided)) = block.and_then(|b| self.state_memo.get(&b)) {
+            self.equivalent += 1;
+            let classes = classes
+                .iter()
+                .map(|(id, tokens)| TokenClass { sigs: self.sig_sets[*id as usize].clone(), tokens: tokens.clone() })
+                .collect();
+            return (classes, undecided.clone());
+        }
         let entry = self.entries(q, terms);
+        let keys = self.entry_keys(&entry);
         let root_len: Vec<usize> =
             self.trie.children(0).iter().map(|&(_, c)| self.index.subtree_len[c as usize] as usize).collect();
         // The cheapest base: fewest tokens to walk (below children `q` enters differently) and
@@ -660,7 +720,7 @@ impl<'a> Walker<'a> {
         let mut best: Option<(usize, usize)> = None;
         for (bi, base) in self.bases.iter().enumerate() {
             let cost: usize = (0..entry.len())
-                .filter(|&i| entry[i] == ENTRY_WALK || entry[i] != base.entry[i])
+                .filter(|&i| entry[i] == ENTRY_WALK || keys[i] != base.keys[i])
                 .map(|i| {
                     let n = root_len[i];
                     (entry[i] != ENTRY_DEAD) as usize * n + (base.entry[i] != ENTRY_DEAD) as usize * n / 4
@@ -695,9 +755,25 @@ impl<'a> Walker<'a> {
             .collect();
         sc.undecided.sort_unstable();
         sc.undecided.dedup();
-        if sc.undecided.is_empty() && self.bases.len() < MAX_BASES && live >= self.base_from {
+        if let Some(b) = block.filter(|_| sc.max_n < MAX_LEXINGS) {
+            let words: usize = classes
+                .iter()
+                .map(|c| match &c.tokens {
+                    Tokens::List(l) => l.len(),
+                    Tokens::Bits { bits, .. } => 2 * bits.len(),
+                })
+                .sum::<usize>()
+                + sc.undecided.len();
+            if self.state_memo_words + words <= STATE_MEMO_WORDS {
+                self.state_memo_words += words;
+                let kept = ids.iter().zip(&classes).map(|(&id, c)| (id, c.tokens.clone())).collect();
+                self.state_memo.insert(b, (kept, sc.undecided.clone()));
+            }
+        }
+        // A base never came within one branch of the limit (see `equivalent_branches`).
+        if sc.undecided.is_empty() && sc.max_n < MAX_LEXINGS && self.bases.len() < MAX_BASES && live >= self.base_from {
             let base_classes = ids.into_iter().zip(classes.iter().map(|c| c.tokens.clone())).collect();
-            self.bases.push(Base { q, entry, classes: base_classes });
+            self.bases.push(Base { q, entry, keys, classes: base_classes });
         }
         (classes, sc.undecided)
     }
@@ -722,6 +798,78 @@ impl<'a> Walker<'a> {
         entry
     }
 
+    /// Per child of the trie's root, what decides the tokens below it given `entry`: equal keys,
+    /// equal lexings. A fresh branch at a lexer state from which no inhibitor is created within
+    /// the subtree's height is keyed by its block of bounded-horizon equivalence at that height
+    /// (see [`Self::equivalent_branches`]); any other entry by itself.
+    fn entry_keys(&self, entry: &[u32]) -> Vec<u64> {
+        let root = self.trie.children(0);
+        entry.iter().zip(root).map(|(&e, &(_, child))| self.entry_key(e, child)).collect()
+    }
+
+    /// The key of entering the trie's node `child` (of height `h`) with the one fresh branch
+    /// `(e, ∅, ε)`: `e`'s block of `≡_h` when no inhibitor is created within `h` bytes of `e`
+    /// (equal keys, equal lexings below, by the argument of [`Self::equivalent_branches`] with
+    /// nothing else in the lists), else `e` itself. [`ENTRY_DEAD`] and [`ENTRY_WALK`] are
+    /// keyed as themselves.
+    fn entry_key(&self, e: u32, child: u32) -> u64 {
+        let h = self.index.height[child as usize];
+        match e {
+            ENTRY_DEAD | ENTRY_WALK => e as u64,
+            _ => match self.horizon.block_at(e, h).filter(|_| self.horizon.inhibitor_free(e, h)) {
+                Some(block) => 1 << 32 | block as u64,
+                None => 2 << 32 | e as u64,
+            },
+        }
+    }
+
+    /// Do the branches `arena[qs..qs + qn]` (of a state being derived) and `arena[ps..ps + pn]`
+    /// (of its base, at the same trie node) give every token of a subtree of height `h` the
+    /// same lexings? Besides when the lists are equal, when they differ in one branch each,
+    /// `(x, ∅, p)` against `(y, ∅, p)`, with `x ≡_h y` ([`Horizon`]) and no inhibitor created
+    /// within `h` bytes of `x`:
+    /// - below, the walk reads at the states `x` and `y` lead to only what `≡_h` compares, so
+    ///   the two take the same steps and end in states of the same lookahead class on every
+    ///   token; what they emit restarts at `q0` with no inhibitor, identically on both sides;
+    /// - so the branch lists below stay equal but for the one branch still in its first
+    ///   lexeme, and their lengths differ by at most one. A base's walk never had more than
+    ///   `MAX_LEXINGS - 1` branches (bases are chosen so), hence neither side exceeds the limit
+    ///   and leaves tokens UNDECIDED where the other does not.
+    fn equivalent_branches(&self, sc: &Scratch, (qs, qn): (usize, usize), (ps, pn): (usize, usize), h: u32) -> bool {
+        if qn != pn || qn == 0 {
+            return false;
+        }
+        let (a, b) = (&sc.arena[qs..qs + qn], &sc.arena[ps..ps + pn]);
+        let (mut i, mut j) = (0, 0);
+        let (mut only_a, mut only_b) = (None, None);
+        while i < a.len() || j < b.len() {
+            if i < a.len() && j < b.len() && a[i] == b[j] {
+                i += 1;
+                j += 1;
+            } else if j == b.len() || (i < a.len() && a[i] < b[j]) {
+                if only_a.replace(a[i]).is_some() {
+                    return false;
+                }
+                i += 1;
+            } else {
+                if only_b.replace(b[j]).is_some() {
+                    return false;
+                }
+                j += 1;
+            }
+        }
+        match (only_a, only_b) {
+            (Some(x), Some(y)) => {
+                x.inh == 0
+                    && y.inh == 0
+                    && x.prefix == y.prefix
+                    && self.horizon.inhibitor_free(x.q, h)
+                    && self.horizon.equivalent(x.q, y.q, h)
+            }
+            _ => false,
+        }
+    }
+
     /// [`Self::classes`] of `q` from base `bi`: the base's classes without the tokens whose
     /// lexings may differ ([`Self::diff`]), plus those tokens walked from `q`.
     fn classes_from_base(&mut self, q: u32, bi: usize, terms: &mut SetPool) -> (Vec<TokenClass>, Vec<u32>) {
@@ -731,6 +879,16 @@ impl<'a> Walker<'a> {
         let mut removed = Vec::new();
         self.diff(0, (0, 1), (1, 1), &mut sc, &mut removed, terms);
         let walked = self.group(&mut sc.per_token);
+        if removed.is_empty() && walked.is_empty() && sc.undecided.is_empty() {
+            // Every token as at the base (e.g. counter positions far from their bound): its
+            // classes, bitmaps shared.
+            let classes = self.bases[bi]
+                .classes
+                .iter()
+                .map(|(id, tokens)| TokenClass { sigs: self.sig_sets[*id as usize].clone(), tokens: tokens.clone() })
+                .collect();
+            return (classes, Vec::new());
+        }
         // The base's classes, less the removed tokens; then the walked tokens merged into the
         // class of their signature set.
         let mut gone = std::mem::take(&mut self.gone);
@@ -809,8 +967,8 @@ impl<'a> Walker<'a> {
             }
             classes[*slot as usize].1.push(tok);
         };
-        if per_token.len() > 4096 {
-            let max = per_token.iter().map(|p| p.0).max().unwrap_or(0) as usize + 1;
+        let max = per_token.iter().map(|p| p.0).max().unwrap_or(0) as usize + 1;
+        if per_token.len() > 4096 && per_token.len() > max / 16 {
             let by_tok = &mut self.by_tok;
             if by_tok.len() < max {
                 by_tok.resize(max, u32::MAX);

@@ -1,0 +1,273 @@
+//! Bounded-horizon equivalence of lexer states: `x ≡_d y` when every byte string of length at
+//! most `d` leads `x` and `y` to states the Terminal DWA walk cannot tell apart (both dead, or
+//! both alive with the same start flag, accept list and `Next⁺`). The walk of a trie subtree of
+//! height `h` (at most `h` further bytes) from `x` reads only what `≡_h` compares, so it yields
+//! the lexings it yields from `y` (see [`super::terminal_dwa::Walker`] for the exact conditions).
+//!
+//! This is what makes counting terminals cheap (`maxLength`, `{m,n}` repetitions, hostname
+//! labels): a lexer state per counter position, but all positions farther from the bound than
+//! the longest token are equivalent for every token.
+//!
+//! The relations `≡_0 ⊇ ≡_1 ⊇ …` are computed by Moore refinement, one round per level, up to
+//! the trie's height or until a round splits nothing. A round only re-examines the predecessors
+//! of the states that changed block in the previous round: a state none of whose successors
+//! changed block keeps its signature, which all members of its block shared. Each state keeps
+//! the history of its block ids (a state changes block only when it is split off, so histories
+//! are short), and a fresh id is never reused, so `x ≡_d y` is an equality of ids at level `d`.
+
+use dwac_runtime::tables::DEAD;
+use dwac_runtime::LexerTables;
+
+use super::FastMap;
+use crate::minimize::byte_classes;
+
+/// Block id of [`DEAD`] at every level.
+const DEAD_BLOCK: u32 = u32::MAX;
+
+pub struct Horizon {
+    /// Per state, `hist[hist_off[x]..hist_off[x + 1]]`: (level, block id) from that level on,
+    /// levels ascending, the first at level 0.
+    hist_off: Vec<u32>,
+    hist: Vec<(u32, u32)>,
+    /// Levels computed.
+    levels: u32,
+    /// No round after `levels` would split anything: `≡_d` is `≡_levels` for every `d` above.
+    stable: bool,
+    /// Per state: the fewest bytes to a state (itself included, at 0) where accepting a lexeme
+    /// creates an inhibitor; `u32::MAX` if none is reachable.
+    inh_dist: Vec<u32>,
+    /// Refinement rounds that split some block (statistics).
+    pub rounds: u32,
+}
+
+impl Horizon {
+    /// `≡_d` for every `d ≤ max_depth`.
+    pub fn new(lex: &LexerTables, max_depth: u32) -> Horizon {
+        let n = lex.num_states as usize;
+        let trans = &lex.trans[..];
+        let (class, k) = byte_classes(n, trans);
+        let mut rep = vec![0usize; k];
+        for b in (0..256).rev() {
+            rep[class[b] as usize] = b;
+        }
+        let succ = |x: usize, c: usize| trans[x * 256 + rep[c]];
+
+        // Level 0: what the walk reads at a state.
+        let mut cur = vec![0u32; n];
+        let mut index: FastMap<(bool, Vec<u32>, Vec<u64>), u32> = FastMap::default();
+        for (x, id) in cur.iter_mut().enumerate() {
+            let key = (x as u32 == lex.start, lex.accepts(x as u32).to_vec(), lex.next_plus(x as u32).to_vec());
+            let next = index.len() as u32;
+            *id = *index.entry(key).or_insert(next);
+        }
+        let mut next_id = index.len() as u32;
+        drop(index);
+        let mut size = vec![0u32; next_id as usize];
+        for &b in &cur {
+            size[b as usize] += 1;
+        }
+        let mut log: Vec<(u32, u32, u32)> = (0..n).map(|x| (x as u32, 0, cur[x])).collect();
+
+        // Distinct predecessors of each state, CSR.
+        let mut pairs: Vec<(u32, u32)> = Vec::new();
+        let mut row: Vec<u32> = Vec::with_capacity(k);
+        for x in 0..n {
+            row.clear();
+            row.extend((0..k).map(|c| succ(x, c)).filter(|&t| t != DEAD));
+            row.sort_unstable();
+            row.dedup();
+            pairs.extend(row.iter().map(|&t| (t, x as u32)));
+        }
+        pairs.sort_unstable();
+        let mut pred_off = vec![0u32; n + 1];
+        for &(t, _) in &pairs {
+            pred_off[t as usize + 1] += 1;
+        }
+        for i in 0..n {
+            pred_off[i + 1] += pred_off[i];
+        }
+        let pred: Vec<u32> = pairs.iter().map(|&(_, x)| x).collect();
+        drop(pairs);
+
+        // Refinement rounds. Round `level` computes ≡_level from ≡_(level-1) (`cur`).
+        let mut changed: Vec<u32> = Vec::new();
+        let mut mark = vec![0u32; n];
+        let mut cands: Vec<u32> = Vec::new();
+        let mut sigs: Vec<u32> = Vec::new();
+        let mut order: Vec<usize> = Vec::new();
+        let mut moves: Vec<(u32, u32)> = Vec::new();
+        let mut levels = 0;
+        let mut stable = false;
+        let mut rounds = 0;
+        for level in 1..=max_depth {
+            // Round 1 looks at every state; later rounds at the predecessors of the states that
+            // changed block in the round before.
+            cands.clear();
+            if level == 1 {
+                cands.extend(0..n as u32);
+            } else {
+                for &y in &changed {
+                    for &x in &pred[pred_off[y as usize] as usize..pred_off[y as usize + 1] as usize] {
+                        if mark[x as usize] != level {
+                            mark[x as usize] = level;
+                            cands.push(x);
+                        }
+                    }
+                }
+            }
+            if cands.is_empty() {
+                stable = true;
+                break;
+            }
+            cands.sort_unstable_by_key(|&x| (cur[x as usize], x));
+            sigs.clear();
+            for &x in &cands {
+                sigs.extend((0..k).map(|c| match succ(x as usize, c) {
+                    DEAD => DEAD_BLOCK,
+                    t => cur[t as usize],
+                }));
+            }
+            let sig = |i: usize| &sigs[i * k..(i + 1) * k];
+            moves.clear();
+            let mut i = 0;
+            while i < cands.len() {
+                let block = cur[cands[i] as usize];
+                let mut j = i;
+                while j < cands.len() && cur[cands[j] as usize] == block {
+                    j += 1;
+                }
+                // Group the block's candidates by signature.
+                order.clear();
+                order.extend(i..j);
+                order.sort_unstable_by(|&a, &b| sig(a).cmp(sig(b)));
+                let mut groups: Vec<(usize, usize)> = Vec::new();
+                let mut g = 0;
+                while g < order.len() {
+                    let mut h = g + 1;
+                    while h < order.len() && sig(order[h]) == sig(order[g]) {
+                        h += 1;
+                    }
+                    groups.push((g, h));
+                    g = h;
+                }
+                // From round 2 on, a candidate has a successor with a fresh id, which no
+                // non-candidate has: every group leaves the non-candidates. If the block has
+                // none (or in round 1), its largest group keeps the block's id.
+                let keep = if level == 1 || (j - i) as u32 == size[block as usize] {
+                    groups.iter().enumerate().max_by_key(|(gi, &(a, b))| (b - a, usize::MAX - gi)).map(|(gi, _)| gi)
+                } else {
+                    None
+                };
+                for (gi, &(a, b)) in groups.iter().enumerate() {
+                    if Some(gi) == keep {
+                        continue;
+                    }
+                    let id = next_id;
+                    next_id += 1;
+                    for &o in &order[a..b] {
+                        moves.push((cands[o], id));
+                    }
+                }
+                i = j;
+            }
+            if moves.is_empty() && level > 1 {
+                stable = true;
+                break;
+            }
+            levels = level;
+            if moves.is_empty() {
+                changed.clear();
+                continue;
+            }
+            rounds += 1;
+            size.resize(next_id as usize, 0);
+            changed.clear();
+            for &(x, id) in &moves {
+                size[cur[x as usize] as usize] -= 1;
+                size[id as usize] += 1;
+                cur[x as usize] = id;
+                log.push((x, level, id));
+                changed.push(x);
+            }
+        }
+        if max_depth == 0 {
+            stable = false;
+        }
+
+        // Histories, per state in level order (the log is in level order).
+        let mut hist_off = vec![0u32; n + 1];
+        for &(x, _, _) in &log {
+            hist_off[x as usize + 1] += 1;
+        }
+        for i in 0..n {
+            hist_off[i + 1] += hist_off[i];
+        }
+        let mut fill = hist_off.clone();
+        let mut hist = vec![(0u32, 0u32); log.len()];
+        for &(x, level, id) in &log {
+            hist[fill[x as usize] as usize] = (level, id);
+            fill[x as usize] += 1;
+        }
+
+        // Distance to an inhibitor-creating state, by a backward search over the predecessors.
+        let mut inh_dist = vec![u32::MAX; n];
+        let mut queue: std::collections::VecDeque<u32> = Default::default();
+        for (x, d) in inh_dist.iter_mut().enumerate() {
+            let creates = lex.accepts(x as u32).iter().any(|&t| lex.inhibitor_for(t, x as u32).is_some());
+            if creates {
+                *d = 0;
+                queue.push_back(x as u32);
+            }
+        }
+        while let Some(y) = queue.pop_front() {
+            let d = inh_dist[y as usize] + 1;
+            for &x in &pred[pred_off[y as usize] as usize..pred_off[y as usize + 1] as usize] {
+                if inh_dist[x as usize] == u32::MAX {
+                    inh_dist[x as usize] = d;
+                    queue.push_back(x);
+                }
+            }
+        }
+        Horizon { hist_off, hist, levels, stable, inh_dist, rounds }
+    }
+
+    /// `x`'s block at level `d ≤ self.levels`.
+    fn block(&self, x: u32, d: u32) -> u32 {
+        let h = &self.hist[self.hist_off[x as usize] as usize..self.hist_off[x as usize + 1] as usize];
+        h.iter().rev().find(|e| e.0 <= d).map_or(DEAD_BLOCK, |e| e.1)
+    }
+
+    /// `x`'s block of `≡_d`, if known (`None`: `d` is past the levels computed).
+    pub fn block_at(&self, x: u32, d: u32) -> Option<u32> {
+        if x == DEAD || (d > self.levels && !self.stable) {
+            return None;
+        }
+        Some(self.block(x, d.min(self.levels)))
+    }
+
+    /// `x ≡_d y`: no byte string of length at most `d` tells the two apart.
+    pub fn equivalent(&self, x: u32, y: u32, d: u32) -> bool {
+        if x == y {
+            return true;
+        }
+        if x == DEAD || y == DEAD {
+            return false;
+        }
+        if d > self.levels && !self.stable {
+            return false;
+        }
+        let d = d.min(self.levels);
+        self.block(x, d) == self.block(y, d)
+    }
+
+    /// No byte string of length at most `d` leads `x` to a state where accepting a lexeme
+    /// creates an inhibitor.
+    pub fn inhibitor_free(&self, x: u32, d: u32) -> bool {
+        self.inh_dist.get(x as usize).is_some_and(|&e| e > d)
+    }
+
+    /// Levels computed, and whether the refinement was stable past them.
+    pub fn levels(&self) -> (u32, bool) {
+        (self.levels, self.stable)
+    }
+}
