@@ -106,10 +106,15 @@ impl Tokens {
 /// most first bytes the same way reuse its classes (see [`Walker::classes`]).
 struct Base {
     q: u32,
+    /// When it was made or last derived from ([`Walker::clock`]): the least recently used base
+    /// makes way for a new one.
+    used: u64,
     /// Per child of the trie's root: how a token starting there is entered ([`Walker::entries`]).
     entry: Vec<u32>,
     /// [`Walker::entry_keys`] of `entry`.
     keys: Vec<u64>,
+    /// A quarter of the tokens below each child it enters, summed (see [`Walker::classes`]).
+    quarter: usize,
     /// Its classes: (signature set id, tokens).
     classes: Vec<(u32, Tokens)>,
 }
@@ -219,14 +224,20 @@ pub struct Walker<'a> {
     horizon: Horizon,
     /// States with at least this many tokens with a lexing become bases.
     base_from: usize,
-    /// Scratch: signature set per token (`u32::MAX`: none), all `u32::MAX` between uses.
+    /// Scratch: signature set per token, read only where [`Walker::mark`] is set.
     by_tok: Vec<u32>,
     /// Scratch: a token bitmap, all zero between uses.
     gone: Vec<u64>,
+    /// Scratch for [`Walker::group`]: a token bitmap (all zero between uses) and the class of
+    /// each signature set id (all `u32::MAX` between uses).
+    mark: Vec<u64>,
+    class_of: Vec<u32>,
     /// Derive from a base whatever it costs (tests).
     always_derive: bool,
     /// States whose classes were derived from a base.
     pub derived: usize,
+    /// Ticks at each base made or used.
+    clock: u64,
     /// States whose classes are those of an equivalent state ([`Walker::state_memo`]).
     pub equivalent: usize,
     /// Words of a token bitmap.
@@ -286,7 +297,10 @@ impl<'a> Walker<'a> {
             always_derive: false,
             by_tok: Vec::new(),
             gone: Vec::new(),
+            mark: Vec::new(),
+            class_of: Vec::new(),
             derived: 0,
+            clock: 0,
             equivalent: 0,
             words: (trie.tokens.iter().max().map_or(0, |&t| t as usize + 1)).div_ceil(64),
         }
@@ -717,21 +731,33 @@ impl<'a> Walker<'a> {
         // The cheapest base: fewest tokens to walk (below children `q` enters differently) and
         // to remove (the base's tokens there); worth it when well below a walk of `q`'s tokens.
         let live: usize = (0..entry.len()).filter(|&i| entry[i] != ENTRY_DEAD).map(|i| root_len[i]).sum();
+        // Cost per base: the children `q` enters differently, `q`'s tokens there plus a quarter
+        // of the base's. Children dead from `q` cost the base's quarter unless dead from it too
+        // (its `dead_cost` less what `q`'s live children account for): only `q`'s live children
+        // are visited, and a base stops being counted once it costs more than the best.
+        let q_live: Vec<usize> = (0..entry.len()).filter(|&i| entry[i] != ENTRY_DEAD).collect();
         let mut best: Option<(usize, usize)> = None;
         for (bi, base) in self.bases.iter().enumerate() {
-            let cost: usize = (0..entry.len())
-                .filter(|&i| entry[i] == ENTRY_WALK || keys[i] != base.keys[i])
-                .map(|i| {
-                    let n = root_len[i];
-                    (entry[i] != ENTRY_DEAD) as usize * n + (base.entry[i] != ENTRY_DEAD) as usize * n / 4
-                })
-                .sum();
+            let mut cost = base.quarter;
+            for &i in &q_live {
+                let n = root_len[i];
+                let base_live = base.entry[i] != ENTRY_DEAD;
+                cost -= base_live as usize * (n / 4);
+                if entry[i] == ENTRY_WALK || keys[i] != base.keys[i] {
+                    cost += n + base_live as usize * (n / 4);
+                }
+                if best.is_some_and(|(_, c)| cost >= c + base.quarter) {
+                    break;
+                }
+            }
             if best.is_none_or(|(_, c)| cost < c) {
                 best = Some((bi, cost));
             }
         }
         if let Some((bi, _)) = best.filter(|&(_, cost)| self.always_derive || cost * 2 <= live) {
             self.derived += 1;
+            self.clock += 1;
+            self.bases[bi].used = self.clock;
             return self.classes_from_base(q, bi, terms);
         }
         let mut sc = Scratch::default();
@@ -771,9 +797,18 @@ impl<'a> Walker<'a> {
             }
         }
         // A base never came within one branch of the limit (see `equivalent_branches`).
-        if sc.undecided.is_empty() && sc.max_n < MAX_LEXINGS && self.bases.len() < MAX_BASES && live >= self.base_from {
+        if sc.undecided.is_empty() && sc.max_n < MAX_LEXINGS && live >= self.base_from {
             let base_classes = ids.into_iter().zip(classes.iter().map(|c| c.tokens.clone())).collect();
-            self.bases.push(Base { q, entry, keys, classes: base_classes });
+            self.clock += 1;
+            let quarter = (0..entry.len()).filter(|&i| entry[i] != ENTRY_DEAD).map(|i| root_len[i] / 4).sum();
+            let base = Base { q, used: self.clock, entry, keys, quarter, classes: base_classes };
+            if self.bases.len() < MAX_BASES {
+                self.bases.push(base);
+            } else if let Some(lru) = self.bases.iter_mut().min_by_key(|b| b.used) {
+                // Lexer states come roughly in the order of the terminals they are inside: the
+                // bases of earlier terminals give way to those of the current one.
+                *lru = base;
+            }
         }
         (classes, sc.undecided)
     }
@@ -956,8 +991,12 @@ impl<'a> Walker<'a> {
     /// (token, signature set) pairs grouped by signature set: (set, tokens ascending), in order
     /// of their first token. Many tokens through a table indexed by token id, few by sorting.
     fn group(&mut self, per_token: &mut [(u32, u32)]) -> Vec<(u32, Vec<u32>)> {
-        // Class of each signature set id (ids are dense): a table, not a hash per token.
-        let mut class_of: Vec<u32> = vec![u32::MAX; self.sig_sets.len()];
+        // Class of each signature set id (ids are dense): a table, not a hash per token; kept
+        // between calls, the entries used reset at the end.
+        let mut class_of = std::mem::take(&mut self.class_of);
+        if class_of.len() < self.sig_sets.len() {
+            class_of.resize(self.sig_sets.len(), u32::MAX);
+        }
         let mut classes: Vec<(u32, Vec<u32>)> = Vec::new();
         let mut add = |tok: u32, id: u32| {
             let slot = &mut class_of[id as usize];
@@ -967,19 +1006,27 @@ impl<'a> Walker<'a> {
             }
             classes[*slot as usize].1.push(tok);
         };
-        let max = per_token.iter().map(|p| p.0).max().unwrap_or(0) as usize + 1;
-        if per_token.len() > 4096 && per_token.len() > max / 16 {
-            let by_tok = &mut self.by_tok;
-            if by_tok.len() < max {
-                by_tok.resize(max, u32::MAX);
+        if per_token.len() > 64 {
+            // Tokens in ascending order through a bitmap of them: a pass over the bitmap's words
+            // and the tokens, no sort.
+            let max = per_token.iter().map(|p| p.0).max().unwrap_or(0) as usize + 1;
+            if self.by_tok.len() < max {
+                self.by_tok.resize(max, u32::MAX);
+            }
+            let words = max.div_ceil(64);
+            if self.mark.len() < words {
+                self.mark.resize(words, 0);
             }
             for &(tok, id) in per_token.iter() {
-                by_tok[tok as usize] = id;
+                self.by_tok[tok as usize] = id;
+                self.mark[(tok / 64) as usize] |= 1 << (tok % 64);
             }
-            for (tok, id) in by_tok[..max].iter_mut().enumerate() {
-                if *id != u32::MAX {
-                    add(tok as u32, *id);
-                    *id = u32::MAX;
+            for wi in 0..words {
+                let mut w = std::mem::take(&mut self.mark[wi]);
+                while w != 0 {
+                    let tok = wi as u32 * 64 + w.trailing_zeros();
+                    w &= w - 1;
+                    add(tok, self.by_tok[tok as usize]);
                 }
             }
         } else {
@@ -988,6 +1035,10 @@ impl<'a> Walker<'a> {
                 add(tok, id);
             }
         }
+        for (id, _) in &classes {
+            class_of[*id as usize] = u32::MAX;
+        }
+        self.class_of = class_of;
         classes
     }
 }
