@@ -733,7 +733,7 @@ impl<'a> Walker<'a> {
         let live: usize = (0..entry.len()).filter(|&i| entry[i] != ENTRY_DEAD).map(|i| root_len[i]).sum();
         // Cost per base: the children `q` enters differently, `q`'s tokens there plus a quarter
         // of the base's. Children dead from `q` cost the base's quarter unless dead from it too
-        // (its `dead_cost` less what `q`'s live children account for): only `q`'s live children
+        // (its `quarter` less what `q`'s live children account for): only `q`'s live children
         // are visited, and a base stops being counted once it costs more than the best.
         let q_live: Vec<usize> = (0..entry.len()).filter(|&i| entry[i] != ENTRY_DEAD).collect();
         let mut best: Option<(usize, usize)> = None;
