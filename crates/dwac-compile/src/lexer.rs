@@ -13,6 +13,7 @@ use regex_automata::nfa::thompson::{self, State, WhichCaptures, NFA};
 use regex_automata::util::primitives::StateID;
 use regex_automata::util::syntax;
 
+use crate::dwa::FastMap;
 use crate::CompileError;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -290,7 +291,9 @@ fn build_component(terminals: &[Terminal], active: &[bool]) -> Result<ComponentD
     let mut accs: Vec<Vec<u32>> = vec![Vec::new()];
     // Keyed by (byte-consuming NFA states, matched terminals): two sets of consuming states can
     // agree while only one of them has just passed a Match state. q0 is never a target.
-    let mut index: HashMap<(Vec<StateID>, Vec<u32>), u32> = HashMap::new();
+    // The key: the states' ids, `u32::MAX`, the matched patterns (one vector, looked up by slice).
+    let mut index: FastMap<Vec<u32>, u32> = FastMap::default();
+    let mut key: Vec<u32> = Vec::new();
     let mut trans: Vec<u32> = Vec::new();
     let mut queue: VecDeque<u32> = VecDeque::from([0]);
     let mut buckets: Vec<Vec<StateID>> = vec![Vec::new(); 256];
@@ -344,7 +347,7 @@ fn build_component(terminals: &[Terminal], active: &[bool]) -> Result<ComponentD
             }
         }
         let mut row = [DEAD; 256];
-        let mut memo: HashMap<Vec<StateID>, u32> = HashMap::new();
+        let mut memo: FastMap<Vec<StateID>, u32> = FastMap::default();
         for (b, bucket) in buckets.iter_mut().enumerate() {
             if bucket.is_empty() {
                 continue;
@@ -358,16 +361,20 @@ fn build_component(terminals: &[Terminal], active: &[bool]) -> Result<ComponentD
                 continue;
             }
             let set = closure(bucket, &mut acc).map_err(|e| name_look_error(e, terminals, &pat_term, &nfa))?;
+            key.clear();
+            key.extend(set.iter().map(|st| st.as_u32()));
+            key.push(u32::MAX);
+            key.extend_from_slice(&acc);
             let id = if set.is_empty() && acc.is_empty() {
                 DEAD
-            } else if let Some(&id) = index.get(&(set.clone(), acc.clone())) {
+            } else if let Some(&id) = index.get(key.as_slice()) {
                 id
             } else {
                 let id = sets.len() as u32;
                 if sets.len() >= MAX_DFA_STATES {
                     return Err(CompileError::Budget(format!("lexer DFA exceeds {MAX_DFA_STATES} states")));
                 }
-                index.insert((set.clone(), acc.clone()), id);
+                index.insert(key.clone(), id);
                 sets.push(set);
                 accs.push(finalize(&acc));
                 queue.push_back(id);

@@ -9,27 +9,37 @@ use dwac_runtime::DEAD;
 /// Partition `0..256` into classes of bytes that every state treats alike (equal columns of
 /// the transition table), numbered in order of their smallest byte.
 pub(crate) fn byte_classes(n: usize, trans: &[u32]) -> (Vec<u16>, usize) {
-    // A hash of each column, then exact comparison among equal hashes.
+    // A hash of each column, built and then checked row by row (the table is stored by rows:
+    // reading it by columns misses the cache on every state).
     let mut hash = [0u64; 256];
-    for q in 0..n {
-        for (h, &t) in hash.iter_mut().zip(&trans[q * 256..q * 256 + 256]) {
+    for row in trans[..n * 256].chunks_exact(256) {
+        for (h, &t) in hash.iter_mut().zip(row) {
             *h = (h.rotate_left(5) ^ t as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         }
     }
-    let mut class = vec![0u16; 256];
-    let mut reps: Vec<usize> = Vec::new();
+    let mut rep = [0usize; 256];
     for b in 0..256 {
-        let same = |r: usize| hash[r] == hash[b] && (0..n).all(|q| trans[q * 256 + r] == trans[q * 256 + b]);
-        match reps.iter().position(|&r| same(r)) {
-            Some(c) => class[b] = c as u16,
-            None => {
-                class[b] = reps.len() as u16;
-                reps.push(b);
-            }
+        rep[b] = (0..b).find(|&r| rep[r] == r && hash[r] == hash[b]).unwrap_or(b);
+    }
+    let collision = trans[..n * 256].chunks_exact(256).any(|row| (0..256).any(|b| row[b] != row[rep[b]]));
+    if collision {
+        // Equal hashes of unequal columns: compare the columns themselves.
+        for b in 0..256 {
+            let same = |r: usize| (0..n).all(|q| trans[q * 256 + r] == trans[q * 256 + b]);
+            rep[b] = (0..b).find(|&r| rep[r] == r && same(r)).unwrap_or(b);
         }
     }
-    let k = reps.len().max(1);
-    (class, k)
+    let mut class = vec![0u16; 256];
+    let mut k = 0;
+    for b in 0..256 {
+        if rep[b] == b {
+            class[b] = k as u16;
+            k += 1;
+        } else {
+            class[b] = class[rep[b]];
+        }
+    }
+    (class, k.max(1))
 }
 
 /// Coarsest partition of the states `0..n` (transitions `trans[q*256+b]`, [`DEAD`] = none)
@@ -54,26 +64,34 @@ pub fn minimize(n: usize, trans: &[u32], initial: &[u32]) -> Vec<u32> {
         }
     };
     // Inverse transitions per class, CSR: pre[c] lists for each target t the sources.
-    let mut pre_off: Vec<Vec<u32>> = Vec::with_capacity(k);
-    let mut pre: Vec<Vec<u32>> = Vec::with_capacity(k);
-    for c in 0..k {
-        let mut cnt = vec![0u32; total + 1];
-        for q in 0..total {
-            cnt[target(q, c) + 1] += 1;
+    // Built state by state, every class at once: the table is read by rows. The sink's
+    // predecessors are left out: it is never a splitter (below).
+    let mut pre_off: Vec<Vec<u32>> = vec![vec![0u32; total + 1]; k];
+    for q in 0..n {
+        for (c, cnt) in pre_off.iter_mut().enumerate() {
+            let t = target(q, c);
+            if t != n {
+                cnt[t + 1] += 1;
+            }
         }
+    }
+    for cnt in pre_off.iter_mut() {
         for i in 0..total {
             cnt[i + 1] += cnt[i];
         }
-        let mut fill = cnt.clone();
-        let mut src = vec![0u32; total];
-        for q in 0..total {
-            let t = target(q, c);
-            src[fill[t] as usize] = q as u32;
-            fill[t] += 1;
-        }
-        pre_off.push(cnt);
-        pre.push(src);
     }
+    let mut fill: Vec<Vec<u32>> = pre_off.clone();
+    let mut pre: Vec<Vec<u32>> = vec![vec![0u32; total]; k];
+    for q in 0..n {
+        for c in 0..k {
+            let t = target(q, c);
+            if t != n {
+                pre[c][fill[c][t] as usize] = q as u32;
+                fill[c][t] += 1;
+            }
+        }
+    }
+    drop(fill);
     // Blocks: members stored contiguously in `elems`, block b = elems[start[b]..end[b]].
     let sink_block = initial.iter().max().map_or(0, |&m| m + 1);
     let init = |q: usize| if q == n { sink_block } else { initial[q] };
@@ -97,11 +115,11 @@ pub fn minimize(n: usize, trans: &[u32], initial: &[u32]) -> Vec<u32> {
         start[b] = s as u32;
         end[b] = i as u32;
     }
-    let mut in_work: Vec<Vec<bool>> = Vec::new();
     let mut work: Vec<(u32, u16)> = Vec::new();
+    // Every initial block but one per class is a splitter (Hopcroft): all but the sink's, a
+    // block of one state that never splits, so never one again.
     for b in 0..nb0 {
-        in_work.push(vec![true; k]);
-        if end[b] > start[b] {
+        if end[b] > start[b] && b != sink_block as usize {
             for c in 0..k {
                 work.push((b as u32, c as u16));
             }
@@ -111,7 +129,6 @@ pub fn minimize(n: usize, trans: &[u32], initial: &[u32]) -> Vec<u32> {
     let mut touched: Vec<u32> = Vec::new();
     let mut x: Vec<u32> = Vec::new();
     while let Some((a, c)) = work.pop() {
-        in_work[a as usize][c as usize] = false;
         let c = c as usize;
         // X = predecessors of block a on class c.
         x.clear();
@@ -162,7 +179,6 @@ pub fn minimize(n: usize, trans: &[u32], initial: &[u32]) -> Vec<u32> {
                 block[elems[i as usize] as usize] = nb as u32;
             }
             // Hopcroft: whether or not (b, c) is pending, adding the smaller part (nb, c) suffices.
-            in_work.push(vec![true; k]);
             for c2 in 0..k {
                 work.push((nb as u32, c2 as u16));
             }
@@ -171,4 +187,96 @@ pub fn minimize(n: usize, trans: &[u32], initial: &[u32]) -> Vec<u32> {
     }
     block.truncate(n);
     block
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Moore's refinement to a fixpoint, by the definition: two states stay together while
+    /// their blocks and the blocks of their successors on every byte agree.
+    fn moore(n: usize, trans: &[u32], initial: &[u32]) -> Vec<u32> {
+        let mut block = initial.to_vec();
+        loop {
+            let sig = |q: usize, block: &[u32]| -> Vec<u32> {
+                let mut s = vec![block[q]];
+                s.extend((0..256).map(|b| match trans[q * 256 + b] {
+                    DEAD => u32::MAX,
+                    t => block[t as usize],
+                }));
+                s
+            };
+            let mut ids: std::collections::HashMap<Vec<u32>, u32> = Default::default();
+            let next: Vec<u32> = (0..n)
+                .map(|q| {
+                    let k = ids.len() as u32;
+                    *ids.entry(sig(q, &block)).or_insert(k)
+                })
+                .collect();
+            let count = |v: &[u32]| v.iter().collect::<std::collections::HashSet<_>>().len();
+            if count(&next) == count(&block) {
+                return next;
+            }
+            block = next;
+        }
+    }
+
+    /// Two partitions of `0..n` are the same up to the naming of blocks.
+    fn same_partition(a: &[u32], b: &[u32]) -> bool {
+        let mut ab: std::collections::HashMap<u32, u32> = Default::default();
+        let mut ba: std::collections::HashMap<u32, u32> = Default::default();
+        a.iter().zip(b).all(|(&x, &y)| *ab.entry(x).or_insert(y) == y && *ba.entry(y).or_insert(x) == x)
+    }
+
+    #[test]
+    fn hopcroft_equals_moore_on_random_dfas() {
+        let mut seed = 0x2545_F491_4F6C_DD1Du64;
+        let mut rand = |m: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % m
+        };
+        let mut merged = 0;
+        for round in 0..300 {
+            let n = 1 + rand(40) as usize;
+            // A few byte columns (so that byte classes are non-trivial), DEAD often.
+            let distinct = 1 + rand(5) as usize;
+            let cols: Vec<Vec<u32>> = (0..distinct)
+                .map(|_| (0..n).map(|_| if rand(3) == 0 { DEAD } else { rand(n as u64) as u32 }).collect())
+                .collect();
+            let col_of: Vec<usize> = (0..256).map(|_| rand(distinct as u64) as usize).collect();
+            let mut trans = vec![DEAD; n * 256];
+            for q in 0..n {
+                for b in 0..256 {
+                    trans[q * 256 + b] = cols[col_of[b]][q];
+                }
+            }
+            let initial: Vec<u32> = (0..n).map(|_| rand(1 + round % 3) as u32).collect();
+            let got = minimize(n, &trans, &initial);
+            let want = moore(n, &trans, &initial);
+            assert!(same_partition(&got, &want), "round {round}: {got:?} vs {want:?}");
+            let blocks = want.iter().collect::<std::collections::HashSet<_>>().len();
+            merged += n - blocks;
+        }
+        // The DFAs were not all minimal already.
+        assert!(merged > 100, "only {merged} states merged");
+    }
+
+    #[test]
+    fn byte_classes_group_equal_columns() {
+        let n = 3;
+        let mut trans = vec![DEAD; n * 256];
+        for q in 0..n {
+            for b in b'a'..=b'z' {
+                trans[q * 256 + b as usize] = ((q + 1) % n) as u32;
+            }
+            trans[q * 256 + b'0' as usize] = q as u32;
+        }
+        let (class, k) = byte_classes(n, &trans);
+        assert_eq!(k, 3, "letters, '0', everything else");
+        assert!((b'a'..=b'z').all(|b| class[b as usize] == class[b'a' as usize]));
+        assert_ne!(class[b'0' as usize], class[b'a' as usize]);
+        assert_eq!(class[0], class[255]);
+    }
 }
