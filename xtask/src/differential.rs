@@ -11,7 +11,8 @@
 //! artifact's zero-copy tables.
 //!
 //! With `--schemas N` it runs the MaskBench schemas instead (each compiled on its own, over its
-//! valid instances; `--schemas 0` for all of them).
+//! valid instances; `--schemas 0` for all of them), and with `--schema-list FILE` only those
+//! it names.
 
 use std::time::Instant;
 
@@ -33,6 +34,8 @@ pub struct Args {
     /// Run the MaskBench schemas (Glaiveai2K + Github_easy; `Some(0)`: all, `Some(n)`: the first
     /// n of each split) instead of the grammar.
     pub schemas: Option<usize>,
+    /// Only the schemas named in this file (see `main.rs`).
+    pub schema_list: Option<String>,
 }
 
 /// The engine a server would get: `engine` written as an artifact and opened again.
@@ -130,7 +133,17 @@ pub fn run(args: Args) -> Result<()> {
 /// Schemas the compiler refuses are counted, not compared.
 fn run_schemas(args: &Args, per_split: Option<usize>) -> Result<()> {
     use dwac_grammar::schema::{compile_schema, SchemaOptions};
-    let (schemas, _) = crate::schema_bench::load(per_split, None)?;
+    let (mut schemas, _) = crate::schema_bench::load(per_split, None)?;
+    if let Some(file) = &args.schema_list {
+        let text = std::fs::read_to_string(file).with_context(|| format!("reading {file}"))?;
+        let names: Vec<&str> =
+            text.lines().map(|l| l.split('#').next().unwrap_or("").trim()).filter(|l| !l.is_empty()).collect();
+        let known = |n: &str| schemas.iter().any(|s| s.name == n || s.name.ends_with(&format!("---{n}")));
+        if let Some(missing) = names.iter().find(|n| !known(n)) {
+            anyhow::bail!("{file}: no MaskBench schema named {missing}");
+        }
+        schemas.retain(|s| names.iter().any(|n| s.name == *n || s.name.ends_with(&format!("---{n}"))));
+    }
     let mut reports = Vec::new();
     let mut failed = false;
     for name in &args.tokenizers {

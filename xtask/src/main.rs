@@ -163,6 +163,10 @@ enum Cmd {
         /// over their valid instances instead of the grammar.
         #[arg(long)]
         schemas: Option<usize>,
+        /// With `--schemas`: only the schemas named in this file (one name per line, e.g.
+        /// `o21456` or `Github_easy---o21456`; `#` starts a comment).
+        #[arg(long)]
+        schema_list: Option<String>,
     },
     /// Internal: compile jobs read from stdin (used by schema-bench).
     #[command(hide = true)]
@@ -254,8 +258,8 @@ fn main() -> Result<()> {
             schema_bench::run(schema_bench::BenchArgs { limit, filter, json, out, peer, tokenizer, timeout_s, mem_gib })
         }
         Cmd::SchemaWorker { tokenizer } => schema_bench::worker(&tokenizer),
-        Cmd::Differential { grammar, tokenizers, limit, json, schemas } => {
-            differential::run(differential::Args { grammar, tokenizers, limit, json, schemas })
+        Cmd::Differential { grammar, tokenizers, limit, json, schemas, schema_list } => {
+            differential::run(differential::Args { grammar, tokenizers, limit, json, schemas, schema_list })
         }
     }
 }
