@@ -260,6 +260,28 @@ impl Horizon {
         self.block(x, d) == self.block(y, d)
     }
 
+    /// The largest `d ≤ max` with `x ≡_d y` and no inhibitor created within `d` bytes of `x`
+    /// (what [`Walker::equivalent_branches`](super::terminal_dwa) needs of a subtree of height
+    /// `d`); `None` when there is none.
+    pub fn agreement(&self, x: u32, y: u32, max: u32) -> Option<u32> {
+        let free = self.inh_dist.get(x as usize)?.checked_sub(1)?;
+        let max = max.min(free);
+        if !self.equivalent(x, y, 0) {
+            return None;
+        }
+        // `≡_d` only refines as `d` grows: the last level at which the two agree, by bisection.
+        let (mut lo, mut hi) = (0, max);
+        while lo < hi {
+            let mid = lo + (hi - lo).div_ceil(2);
+            if self.equivalent(x, y, mid) {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        Some(lo)
+    }
+
     /// No byte string of length at most `d` leads `x` to a state where accepting a lexeme
     /// creates an inhibitor.
     pub fn inhibitor_free(&self, x: u32, d: u32) -> bool {

@@ -75,12 +75,72 @@ pub struct MaskStats {
     pub undecided_tokens: usize,
     /// Lexer states whose automaton exceeded its budget (all their tokens are UNDECIDED).
     pub lexer_states_over_budget: usize,
+    /// Lexer states that share the automaton of an equivalent state (counted in the fields
+    /// above as if they had their own).
+    pub lexer_states_shared: usize,
     /// The longest time one lexer state's automaton took (including one that ran over budget).
     pub slowest_lexer_state_ms: f64,
     pub build_ms: f64,
     /// Wall time per stage: `trie`, `walk` (Terminal DWA), `determinize`, `assemble` (class sets
     /// to interned token sets), `kill`.
     pub stages_ms: Vec<(&'static str, f64)>,
+}
+
+/// What one lexer state adds to the statistics.
+#[derive(Clone, Copy)]
+struct StateCounts {
+    lexer_states_with_dwa: usize,
+    token_classes: usize,
+    configurations: usize,
+    undecided_tokens: usize,
+    lexer_states_over_budget: usize,
+}
+
+impl StateCounts {
+    fn of(s: &MaskStats) -> StateCounts {
+        StateCounts {
+            lexer_states_with_dwa: s.lexer_states_with_dwa,
+            token_classes: s.token_classes,
+            configurations: s.configurations,
+            undecided_tokens: s.undecided_tokens,
+            lexer_states_over_budget: s.lexer_states_over_budget,
+        }
+    }
+
+    /// The counts added since `self` was taken of `s`.
+    fn since(&self, s: &MaskStats) -> StateCounts {
+        let now = StateCounts::of(s);
+        StateCounts {
+            lexer_states_with_dwa: now.lexer_states_with_dwa - self.lexer_states_with_dwa,
+            token_classes: now.token_classes - self.token_classes,
+            configurations: now.configurations - self.configurations,
+            undecided_tokens: now.undecided_tokens - self.undecided_tokens,
+            lexer_states_over_budget: now.lexer_states_over_budget - self.lexer_states_over_budget,
+        }
+    }
+
+    fn add_to(&self, s: &mut MaskStats) {
+        s.lexer_states_with_dwa += self.lexer_states_with_dwa;
+        s.token_classes += self.token_classes;
+        s.configurations += self.configurations;
+        s.undecided_tokens += self.undecided_tokens;
+        s.lexer_states_over_budget += self.lexer_states_over_budget;
+    }
+}
+
+/// A lexer state's entries in the mask tables, for the states that share them.
+struct Shared {
+    start: u32,
+    start_rho: u32,
+    undecided: u32,
+    counts: StateCounts,
+}
+
+impl Shared {
+    fn of(out: &MaskTables, q: u32, counts: StateCounts) -> Shared {
+        let q = q as usize;
+        Shared { start: out.start[q], start_rho: out.start_rho[q], undecided: out.undecided[q], counts }
+    }
 }
 
 /// Token sets over token ids, interned: a set of at most `dense_from` runs as ranges, a larger
@@ -385,6 +445,7 @@ pub fn build_mask_tables_with_progress(
     let mut stats = MaskStats::default();
     #[allow(clippy::type_complexity)]
     let mut built_for: FastMap<(u32, Vec<Vec<terminal_dwa::Sig>>), Option<(Rc<LocalDwa>, usize)>> = FastMap::default();
+    let mut shared: FastMap<(u64, u32), Shared> = FastMap::default();
     for q in 0..lex.num_states {
         progress(q as u64, lex.num_states as u64);
         if q != lex.start && !lex.can_continue(q) {
@@ -392,6 +453,21 @@ pub fn build_mask_tables_with_progress(
         }
         let tq = Instant::now();
         stages.skip();
+        // States of one block of bounded-horizon equivalence with the same thread class have
+        // the same classes, UNDECIDED tokens and automaton (`Walker::block`): they share the
+        // first one's copy of it.
+        let thread = walker.class(q, &mut det.comp.terms);
+        let share_key = walker.block(q).filter(|_| q != lex.start).map(|b| (b, thread));
+        if let Some(sh) = share_key.and_then(|k| shared.get(&k)) {
+            out.start.to_mut()[q as usize] = sh.start;
+            out.start_rho.to_mut()[q as usize] = sh.start_rho;
+            out.undecided.to_mut()[q as usize] = sh.undecided;
+            sh.counts.add_to(&mut stats);
+            stats.lexer_states_shared += 1;
+            stages.lap("walk");
+            continue;
+        }
+        let before = StateCounts::of(&stats);
         let (mut classes, undecided) = walker.classes(q, &mut det.comp.terms);
         stats.undecided_tokens += undecided.len();
         out.undecided.to_mut()[q as usize] = sets.intern(undecided);
@@ -399,7 +475,6 @@ pub fn build_mask_tables_with_progress(
             classes.push(TokenClass { sigs: vec![(0, eof_class)], tokens: Tokens::List(vocab.eos.to_vec()) });
         }
         stats.token_classes += classes.len();
-        let thread = walker.class(q, &mut det.comp.terms);
         stages.lap("walk");
         // A lexer state's automaton depends only on its thread's class and its classes' lexings
         // (classes are referred to by index): states with the same share one.
@@ -428,6 +503,9 @@ pub fn build_mask_tables_with_progress(
                 stats.lexer_states_over_budget += 1;
                 stats.slowest_lexer_state_ms = stats.slowest_lexer_state_ms.max(tq.elapsed().as_secs_f64() * 1e3);
                 out.undecided.to_mut()[q as usize] = sets.intern(all);
+                if let Some(k) = share_key {
+                    shared.insert(k, Shared::of(&out, q, before.since(&stats)));
+                }
                 continue;
             }
         };
@@ -454,6 +532,9 @@ pub fn build_mask_tables_with_progress(
             out.edge_off.push(out.edge_label.len() as u32);
             out.default_target.push(global(st.default.0));
             out.default_rho.push(to_tokens(st.default.1, &mut sets));
+        }
+        if let Some(k) = share_key {
+            shared.insert(k, Shared::of(&out, q, before.since(&stats)));
         }
         stages.lap("assemble");
     }

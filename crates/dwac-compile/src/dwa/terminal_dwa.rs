@@ -130,6 +130,15 @@ const DIFF_WALK_UPTO: u32 = 32;
 pub struct TrieIndex {
     pub subtree_len: Vec<u32>,
     pub height: Vec<u32>,
+    /// Per child `i` of the root (in [`Trie::children`] order), `reach[reach_off[i] + a]` for
+    /// `a` from 0 to the child's height: over the nodes `v` below it (the child included) whose
+    /// reach, `v`'s depth below the child plus `v`'s height, exceeds `a`, their tokens plus two
+    /// per child. Entered in two lexer states that agree for `a` bytes
+    /// ([`Horizon::agreement`]), those are the nodes [`Walker::diff`] may have to visit (a step
+    /// of both sides per child) and the tokens it may have to walk; the other nodes lie in
+    /// subtrees it skips. A cost estimate, in tokens.
+    pub reach_off: Vec<u32>,
+    pub reach: Vec<u32>,
 }
 
 impl TrieIndex {
@@ -144,7 +153,53 @@ impl TrieIndex {
             subtree_len[v] = trie.tokens_at(v as u32).len() as u32 + below;
             height[v] = children.iter().map(|&(_, c)| height[c as usize] + 1).max().unwrap_or(0);
         }
-        TrieIndex { subtree_len, height }
+        // Reach per node, below each child of the root.
+        let root = trie.children(0);
+        let mut top = vec![u32::MAX; n];
+        let mut depth = vec![0u32; n];
+        for (i, &(_, c)) in root.iter().enumerate() {
+            top[c as usize] = i as u32;
+        }
+        let mut reach_off = Vec::with_capacity(root.len() + 1);
+        reach_off.push(0u32);
+        for &(_, c) in root {
+            reach_off.push(reach_off.last().unwrap() + height[c as usize] + 1);
+        }
+        let mut reach = vec![0u32; *reach_off.last().unwrap() as usize];
+        for v in 1..n {
+            let i = top[v] as usize;
+            for &(_, c) in trie.children(v as u32) {
+                top[c as usize] = top[v];
+                depth[c as usize] = depth[v] + 1;
+            }
+            let r = depth[v] + height[v];
+            // Counted at every `a < r` (a difference array, summed below): its tokens and a
+            // step of both sides per child.
+            let k = (trie.tokens_at(v as u32).len() + 2 * trie.children(v as u32).len()) as u32;
+            let at = &mut reach[reach_off[i] as usize];
+            *at = at.wrapping_add(k);
+            if r < reach_off[i + 1] - reach_off[i] {
+                let at = &mut reach[(reach_off[i] + r) as usize];
+                *at = at.wrapping_sub(k);
+            }
+        }
+        for i in 0..root.len() {
+            for a in reach_off[i] + 1..reach_off[i + 1] {
+                reach[a as usize] = reach[a as usize].wrapping_add(reach[a as usize - 1]);
+            }
+        }
+        TrieIndex { subtree_len, height, reach_off, reach }
+    }
+
+    /// The cost of a diff below the root's `i`-th child entered in states that agree for `a`
+    /// bytes (see [`TrieIndex::reach`]).
+    pub fn reaching(&self, i: usize, a: u32) -> u32 {
+        let (lo, hi) = (self.reach_off[i], self.reach_off[i + 1]);
+        if a >= hi - lo {
+            0
+        } else {
+            self.reach[(lo + a) as usize]
+        }
     }
 }
 
@@ -208,10 +263,9 @@ pub struct Walker<'a> {
     /// first bytes into the same string-interior state), so each is walked once per grammar
     /// instead of once per state.
     root_memo: FastMap<(u32, u64), (u32, u32)>,
-    /// Classes and UNDECIDED tokens of lexer states walked in full, by their block of
-    /// bounded-horizon equivalence at the trie's height (states from which no inhibitor is
-    /// created within it): an equivalent state has the same (see [`Walker::classes`]).
-    state_memo: FastMap<u32, StateClasses>,
+    /// Classes and UNDECIDED tokens of lexer states walked in full or derived, by their key of
+    /// bounded-horizon equivalence ([`Walker::block`]): an equivalent state has the same.
+    state_memo: FastMap<u64, StateClasses>,
     /// Token ids and bitmap words [`Walker::state_memo`] holds (bounded by [`STATE_MEMO_WORDS`]).
     state_memo_words: usize,
     /// (token, signature set) pairs of the memoized subtrees.
@@ -260,8 +314,6 @@ struct Scratch {
     sigs: Vec<Sig>,
     per_token: Vec<(u32, u32)>,
     undecided: Vec<u32>,
-    /// The most branches a byte led to (see [`Walker::equivalent_branches`]).
-    max_n: usize,
 }
 
 impl<'a> Walker<'a> {
@@ -603,7 +655,6 @@ impl<'a> Walker<'a> {
             sc.arena.truncate(w);
             n = w - start;
         }
-        sc.max_n = sc.max_n.max(n);
         (start, n)
     }
 
@@ -624,17 +675,10 @@ impl<'a> Walker<'a> {
                 sc.per_token.extend_from_slice(&self.root_results[off as usize..(off + len) as usize]);
             } else {
                 let (before, undecided_before) = (sc.per_token.len(), sc.undecided.len());
-                let max_before = std::mem::replace(&mut sc.max_n, 0);
                 self.walk(child, start, n, sc, terms);
-                let crowded = sc.max_n >= MAX_LEXINGS;
-                sc.max_n = sc.max_n.max(max_before);
                 let found = &sc.per_token[before..];
-                // Subtrees with UNDECIDED tokens are not memoized (rare; walked again), nor those
-                // close to the branch limit (bases must not be, see `equivalent_branches`).
-                if !crowded
-                    && sc.undecided.len() == undecided_before
-                    && self.root_results.len() + found.len() <= ROOT_MEMO_PAIRS
-                {
+                // Subtrees with UNDECIDED tokens are not memoized (rare; walked again).
+                if sc.undecided.len() == undecided_before && self.root_results.len() + found.len() <= ROOT_MEMO_PAIRS {
                     let off = self.root_results.len() as u32;
                     self.root_results.extend_from_slice(found);
                     self.root_memo.insert(key, (off, found.len() as u32));
@@ -710,19 +754,13 @@ impl<'a> Walker<'a> {
     /// literal differs from the string-interior state in a byte or two: its classes cost a
     /// bitmap copy and a small walk instead of a walk of the whole vocabulary.
     pub fn classes(&mut self, q: u32, terms: &mut SetPool) -> (Vec<TokenClass>, Vec<u32>) {
-        // A state equivalent to one walked in full for every token (`≡_H`, `H` the trie's
-        // height; no inhibitor created within it): that state's classes. The argument of
-        // `equivalent_branches` at the root: the walks differ in one branch at most, and the
-        // memoized walk stayed below `MAX_LEXINGS` branches.
-        let height = self.index.height[0];
-        let block = self.horizon.block_at(q, height).filter(|_| self.horizon.inhibitor_free(q, height));
+        // A state equivalent to one walked in full or derived, for every token it can lex
+        // (`Walker::block`): that state's classes, by the argument of `equivalent_branches` at
+        // the root.
+        let block = self.block(q);
         if let Some((classes, undecided)) = block.and_then(|b| self.state_memo.get(&b)) {
             self.equivalent += 1;
-            let classes = classes
-                .iter()
-                .map(|(id, tokens)| TokenClass { sigs: self.sig_sets[*id as usize].clone(), tokens: tokens.clone() })
-                .collect();
-            return (classes, undecided.clone());
+            return (self.token_classes(classes), undecided.clone());
         }
         let entry = self.entries(q, terms);
         let keys = self.entry_keys(&entry);
@@ -735,16 +773,29 @@ impl<'a> Walker<'a> {
         // of the base's. Children dead from `q` cost the base's quarter unless dead from it too
         // (its `quarter` less what `q`'s live children account for): only `q`'s live children
         // are visited, and a base stops being counted once it costs more than the best.
+        // Where both enter a child in one fresh branch, at states that agree for `a` bytes, only
+        // the tokens reaching past `a` are counted ([`TrieIndex::reach`]): the states of a
+        // counter (`maxLength`, `{m,n}`) near its bound differ only for the longer tokens.
         let q_live: Vec<usize> = (0..entry.len()).filter(|&i| entry[i] != ENTRY_DEAD).collect();
         let mut best: Option<(usize, usize)> = None;
+        let mut last_pair = (u32::MAX, u32::MAX, None);
         for (bi, base) in self.bases.iter().enumerate() {
             let mut cost = base.quarter;
             for &i in &q_live {
                 let n = root_len[i];
                 let base_live = base.entry[i] != ENTRY_DEAD;
                 cost -= base_live as usize * (n / 4);
-                if entry[i] == ENTRY_WALK || keys[i] != base.keys[i] {
-                    cost += n + base_live as usize * (n / 4);
+                let (x, y) = (entry[i], base.entry[i]);
+                if !base_live {
+                    cost += n;
+                } else if x == ENTRY_WALK || y == ENTRY_WALK {
+                    cost += n + n / 4;
+                } else if keys[i] != base.keys[i] {
+                    if (x, y) != (last_pair.0, last_pair.1) {
+                        last_pair = (x, y, self.horizon.agreement(x, y, self.index.height[0]));
+                    }
+                    let w = last_pair.2.map_or(n, |a| self.index.reaching(i, a) as usize);
+                    cost += w + w / 4;
                 }
                 if best.is_some_and(|(_, c)| cost >= c + base.quarter) {
                     break;
@@ -758,7 +809,11 @@ impl<'a> Walker<'a> {
             self.derived += 1;
             self.clock += 1;
             self.bases[bi].used = self.clock;
-            return self.classes_from_base(q, bi, terms);
+            let (classes, undecided) = self.classes_from_base(q, bi, terms);
+            if let Some(b) = block {
+                self.memoize(b, &classes, &undecided);
+            }
+            return (self.token_classes(&classes), undecided);
         }
         let mut sc = Scratch::default();
         sc.arena.push(Branch { q, inh: 0, prefix: 0 });
@@ -769,36 +824,20 @@ impl<'a> Walker<'a> {
                 self.walk_child(0, b, child, 0, 1, &mut sc, terms);
             }
         }
-        let grouped = self.group(&mut sc.per_token);
-        let ids: Vec<u32> = grouped.iter().map(|g| g.0).collect();
         let words = self.words;
-        let classes: Vec<TokenClass> = grouped
+        let classes: Vec<(u32, Tokens)> = self
+            .group(&mut sc.per_token)
             .into_iter()
-            .map(|(id, tokens)| TokenClass {
-                sigs: self.sig_sets[id as usize].clone(),
-                tokens: Tokens::from_sorted(tokens, words),
-            })
+            .map(|(id, tokens)| (id, Tokens::from_sorted(tokens, words)))
             .collect();
         sc.undecided.sort_unstable();
         sc.undecided.dedup();
-        if let Some(b) = block.filter(|_| sc.max_n < MAX_LEXINGS) {
-            let words: usize = classes
-                .iter()
-                .map(|c| match &c.tokens {
-                    Tokens::List(l) => l.len(),
-                    Tokens::Bits { bits, .. } => 2 * bits.len(),
-                })
-                .sum::<usize>()
-                + sc.undecided.len();
-            if self.state_memo_words + words <= STATE_MEMO_WORDS {
-                self.state_memo_words += words;
-                let kept = ids.iter().zip(&classes).map(|(&id, c)| (id, c.tokens.clone())).collect();
-                self.state_memo.insert(b, (kept, sc.undecided.clone()));
-            }
+        if let Some(b) = block {
+            self.memoize(b, &classes, &sc.undecided);
         }
-        // A base never came within one branch of the limit (see `equivalent_branches`).
-        if sc.undecided.is_empty() && sc.max_n < MAX_LEXINGS && live >= self.base_from {
-            let base_classes = ids.into_iter().zip(classes.iter().map(|c| c.tokens.clone())).collect();
+        let out = self.token_classes(&classes);
+        if sc.undecided.is_empty() && live >= self.base_from {
+            let base_classes = classes;
             self.clock += 1;
             let quarter = (0..entry.len()).filter(|&i| entry[i] != ENTRY_DEAD).map(|i| root_len[i] / 4).sum();
             let base = Base { q, used: self.clock, entry, keys, quarter, classes: base_classes };
@@ -810,7 +849,58 @@ impl<'a> Walker<'a> {
                 *lru = base;
             }
         }
-        (classes, sc.undecided)
+        (out, sc.undecided)
+    }
+
+    /// `q`'s block of bounded-horizon equivalence at the height `h` of the tokens it can lex,
+    /// with `h`, when no inhibitor is created within `h` bytes of `q`: states with the same
+    /// key have the same classes and UNDECIDED tokens (by the argument of
+    /// [`Self::equivalent_branches`] at the root). Outside `q0` a token has a lexing only if
+    /// the DFA steps on its first byte (a lexeme is emitted on entering an accepting state, not
+    /// on leaving it), so `h` is one more than the highest subtree below such a byte (a state
+    /// inside a multi-byte UTF-8 character lexes only the short tokens that start with a
+    /// continuation byte); at `q0`, the trie's height. Equivalent states compute the same `h`
+    /// (`≡_1` tells which bytes are dead).
+    pub fn block(&self, q: u32) -> Option<u64> {
+        let lex = self.lex;
+        let h = if q != lex.start {
+            let children = self.trie.children(0);
+            children
+                .iter()
+                .filter(|&&(b, _)| lex.step(q, b) != DEAD)
+                .map(|&(_, c)| self.index.height[c as usize] + 1)
+                .max()
+                .unwrap_or(0)
+        } else {
+            self.index.height[0]
+        };
+        let block = self.horizon.block_at(q, h).filter(|_| self.horizon.inhibitor_free(q, h))?;
+        Some((h as u64) << 32 | block as u64)
+    }
+
+    /// Classes as (signature set id, tokens) → [`TokenClass`]es.
+    fn token_classes(&self, classes: &[(u32, Tokens)]) -> Vec<TokenClass> {
+        classes
+            .iter()
+            .map(|(id, tokens)| TokenClass { sigs: self.sig_sets[*id as usize].clone(), tokens: tokens.clone() })
+            .collect()
+    }
+
+    /// Keep a state's classes and UNDECIDED tokens for the states of its block (while
+    /// [`STATE_MEMO_WORDS`] allows).
+    fn memoize(&mut self, block: u64, classes: &[(u32, Tokens)], undecided: &[u32]) {
+        let words: usize = classes
+            .iter()
+            .map(|(_, t)| match t {
+                Tokens::List(l) => l.len(),
+                Tokens::Bits { bits, .. } => 2 * bits.len(),
+            })
+            .sum::<usize>()
+            + undecided.len();
+        if self.state_memo_words + words <= STATE_MEMO_WORDS {
+            self.state_memo_words += words;
+            self.state_memo.insert(block, (classes.to_vec(), undecided.to_vec()));
+        }
     }
 
     /// Per child of the trie's root, how `q` enters it: [`ENTRY_DEAD`] (no lexing), the lexer
@@ -867,9 +957,12 @@ impl<'a> Walker<'a> {
     ///   the two take the same steps and end in states of the same lookahead class on every
     ///   token; what they emit restarts at `q0` with no inhibitor, identically on both sides;
     /// - so the branch lists below stay equal but for the one branch still in its first
-    ///   lexeme, and their lengths differ by at most one. A base's walk never had more than
-    ///   `MAX_LEXINGS - 1` branches (bases are chosen so), hence neither side exceeds the limit
-    ///   and leaves tokens UNDECIDED where the other does not.
+    ///   lexeme. No other branch of the list has a step sequence that is `p` or leads to it
+    ///   (checked), so none can ever meet that branch (same state, inhibitors and steps) on one
+    ///   side and be merged with it, but not on the other: the lists below have the same
+    ///   length on both sides, and neither reaches the limit of [`MAX_LEXINGS`] (and leaves
+    ///   tokens UNDECIDED) where the other does not. At the root (one branch `(q, ∅, ε)`, as
+    ///   [`Walker::state_memo`] and [`Walker::root_memo`] compare) there is no other branch.
     fn equivalent_branches(&self, sc: &Scratch, (qs, qn): (usize, usize), (ps, pn): (usize, usize), h: u32) -> bool {
         if qn != pn || qn == 0 {
             return false;
@@ -900,14 +993,27 @@ impl<'a> Walker<'a> {
                     && x.prefix == y.prefix
                     && self.horizon.inhibitor_free(x.q, h)
                     && self.horizon.equivalent(x.q, y.q, h)
+                    && !a.iter().any(|w| *w != x && self.is_prefix_of(w.prefix, x.prefix))
             }
             _ => false,
         }
     }
 
+    /// Is step sequence `p` an ancestor of `n`, or `n` itself, in the trie of step sequences?
+    fn is_prefix_of(&self, p: u32, mut n: u32) -> bool {
+        let d = self.depth[p as usize];
+        if d > self.depth[n as usize] {
+            return false;
+        }
+        while self.depth[n as usize] > d {
+            n = self.prefixes[n as usize].0;
+        }
+        n == p
+    }
+
     /// [`Self::classes`] of `q` from base `bi`: the base's classes without the tokens whose
     /// lexings may differ ([`Self::diff`]), plus those tokens walked from `q`.
-    fn classes_from_base(&mut self, q: u32, bi: usize, terms: &mut SetPool) -> (Vec<TokenClass>, Vec<u32>) {
+    fn classes_from_base(&mut self, q: u32, bi: usize, terms: &mut SetPool) -> StateClasses {
         let mut sc = Scratch::default();
         sc.arena.push(Branch { q, inh: 0, prefix: 0 });
         sc.arena.push(Branch { q: self.bases[bi].q, inh: 0, prefix: 0 });
@@ -917,12 +1023,7 @@ impl<'a> Walker<'a> {
         if removed.is_empty() && walked.is_empty() && sc.undecided.is_empty() {
             // Every token as at the base (e.g. counter positions far from their bound): its
             // classes, bitmaps shared.
-            let classes = self.bases[bi]
-                .classes
-                .iter()
-                .map(|(id, tokens)| TokenClass { sigs: self.sig_sets[*id as usize].clone(), tokens: tokens.clone() })
-                .collect();
-            return (classes, Vec::new());
+            return (self.bases[bi].classes.clone(), Vec::new());
         }
         // The base's classes, less the removed tokens; then the walked tokens merged into the
         // class of their signature set.
@@ -974,12 +1075,11 @@ impl<'a> Walker<'a> {
             gone[(t / 64) as usize] = 0;
         }
         self.gone = gone;
-        let mut classes: Vec<(u32, TokenClass)> = order
+        let mut classes: Vec<(u32, (u32, Tokens))> = order
             .into_iter()
             .map(|id| {
                 let tokens = by_sig.remove(&id).unwrap_or(Tokens::List(Vec::new()));
-                let first = tokens.first().unwrap_or(u32::MAX);
-                (first, TokenClass { sigs: self.sig_sets[id as usize].clone(), tokens })
+                (tokens.first().unwrap_or(u32::MAX), (id, tokens))
             })
             .collect();
         classes.sort_unstable_by_key(|c| c.0);
