@@ -12,9 +12,10 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 use dwac_runtime::DEAD;
 
+use super::compose::Step;
 use super::compose::{Composer, Config, Labels, Phase, Plan, Settled};
 use super::sets::SetPool;
-use super::terminal_dwa::{TokenClass, Walker};
+use super::terminal_dwa::TokenClass;
 
 /// Marks an accepting settled entry (the end id is in the low bits).
 const ACCEPT_BIT: u64 = 1 << 40;
@@ -142,8 +143,10 @@ impl<'a> Determinizer<'a> {
         l
     }
 
-    /// The DWA for a thread of lookahead class `thread` whose tokens form `classes`.
-    pub fn build(&mut self, classes: &[TokenClass], walker: &Walker, thread: u32) -> Result<LocalDwa, TooLarge> {
+    /// The DWA for a thread of lookahead class `thread` whose tokens form `classes`; `nodes` is
+    /// the walker's trie of step sequences ([`super::terminal_dwa::Walker::nodes`]), at least up
+    /// to the nodes the classes name.
+    pub fn build(&mut self, classes: &[TokenClass], nodes: &[(u32, Step)], thread: u32) -> Result<LocalDwa, TooLarge> {
         let mut sets = SetPool::new();
         // The lexing trie of this state, and which classes lie below each node / end there.
         let mut plan = Plan { thread, ..Plan::default() };
@@ -163,14 +166,14 @@ impl<'a> Determinizer<'a> {
                     if n == 0 {
                         break;
                     }
-                    let (parent, _) = walker.node(n);
+                    let (parent, _) = nodes[n as usize];
                     children.entry(parent).or_default().insert(n);
                     n = parent;
                 }
             }
         }
         for (p, cs) in children {
-            plan.children.insert(p, cs.into_iter().map(|c| (c, walker.node(c).1)).collect());
+            plan.children.insert(p, cs.into_iter().map(|c| (c, nodes[c as usize].1)).collect());
         }
         for (n, es) in ends {
             plan.ends.insert(n, es.into_iter().collect());

@@ -23,20 +23,21 @@ pub mod terminal_dwa;
 
 use std::collections::HashMap;
 use std::rc::Rc;
-use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// Hash map with a fast, fixed-seed hasher (compile-time memo tables; deterministic).
 pub(crate) type FastMap<K, V> = HashMap<K, V, foldhash::fast::FixedState>;
 
 use dwac_runtime::dwa::{MaskTables, NONE};
-use dwac_runtime::{GrammarTables, Vocabulary, DEAD};
+use dwac_runtime::{GrammarTables, LexerTables, Vocabulary, DEAD};
 
 use crate::pipeline::Stages;
 use crate::CompileError;
-use compose::Composer;
+use compose::{Composer, Step};
 use determinize::{Determinizer, LocalDwa};
 use dwac_runtime::trie::Trie;
+use sets::SetPool;
 use templates::Lr;
 use terminal_dwa::{carried_inhibitors, kill_set, TokenClass, Tokens, TrieIndex, Walker};
 
@@ -413,7 +414,77 @@ pub fn build_mask_tables(
     build_mask_tables_with_progress(tables, vocab, opts, &mut |_, _| {})
 }
 
+/// What the walking thread hands the assembling thread for one lexer state, in state order.
+enum Walked {
+    /// A state with the automaton of the earlier state of the same key (its block of
+    /// bounded-horizon equivalence, [`Walker::block`], and its thread class).
+    Shared { q: u32, key: (u64, u32) },
+    /// A state's classes and UNDECIDED tokens, with what the walker added to its trie of step
+    /// sequences and to the terminal sets since its previous message, and the walk's time.
+    State {
+        q: u32,
+        thread: u32,
+        share_key: Option<(u64, u32)>,
+        classes: Vec<TokenClass>,
+        undecided: Vec<u32>,
+        nodes: Vec<(u32, Step)>,
+        sets: Vec<Box<[u32]>>,
+        walk: Duration,
+    },
+}
+
+/// The walking half of [`build_mask_tables`]: the Terminal DWA of every lexer state reachable at
+/// a token boundary, in state order, sent to `tx` as it goes. `terms` holds the sets the
+/// assembling thread's pool has (it mirrors this one). Returns the time spent walking.
+fn walk_states(
+    lex: &LexerTables,
+    trie: &Trie,
+    index: Arc<TrieIndex>,
+    mut terms: SetPool,
+    (eof_class, eos): (u32, Vec<u32>),
+    tx: mpsc::Sender<Walked>,
+) -> Duration {
+    let t0 = Instant::now();
+    let mut walker = Walker::with_index(lex, trie, index);
+    let mut seen: FastMap<(u64, u32), ()> = FastMap::default();
+    let (mut nodes_sent, mut sets_sent) = (0, terms.len());
+    for q in 0..lex.num_states {
+        if q != lex.start && !lex.can_continue(q) {
+            continue;
+        }
+        let tq = Instant::now();
+        // States of one block of bounded-horizon equivalence with the same thread class have
+        // the same classes, UNDECIDED tokens and automaton (`Walker::block`): they share the
+        // first one's copy of it.
+        let thread = walker.class(q, &mut terms);
+        let share_key = walker.block(q).filter(|_| q != lex.start).map(|b| (b, thread));
+        let msg = match share_key {
+            Some(key) if seen.insert(key, ()).is_some() => Walked::Shared { q, key },
+            _ => {
+                let (mut classes, undecided) = walker.classes(q, &mut terms);
+                if q == lex.start && !eos.is_empty() {
+                    classes.push(TokenClass { sigs: vec![(0, eof_class)], tokens: Tokens::List(eos.clone()) });
+                }
+                let nodes = walker.nodes()[nodes_sent..].to_vec();
+                nodes_sent = walker.nodes().len();
+                let sets = terms.since(sets_sent);
+                sets_sent = terms.len();
+                Walked::State { q, thread, share_key, classes, undecided, nodes, sets, walk: tq.elapsed() }
+            }
+        };
+        if tx.send(msg).is_err() {
+            break;
+        }
+    }
+    t0.elapsed()
+}
+
 /// [`build_mask_tables`], reporting `(lexer states done, lexer states)` as it goes.
+///
+/// Two threads: one walks the vocabulary trie from each lexer state ([`walk_states`]), the other
+/// (this one) determinizes and assembles each state's automaton as its classes arrive, in state
+/// order, so the tables are the same as one thread's. Everything the walker interns (terminal
+/// sets, step sequences) comes along with the classes that first name it.
 pub fn build_mask_tables_with_progress(
     tables: &GrammarTables,
     vocab: &Vocabulary,
@@ -430,8 +501,11 @@ pub fn build_mask_tables_with_progress(
     let comp = Composer::new(Lr::new(&tables.lr));
     let mut det = Determinizer::new(comp, opts.max_states_per_lexer_state);
     det.work_budget = opts.work_per_lexer_state;
-    let mut walker = Walker::with_index(lex, trie, trie_index);
-    let eof_class = det.comp.terms.intern(vec![tables.lr.eof()]);
+    // The walker's terminal sets; the composer's pool mirrors them.
+    let mut terms = SetPool::new();
+    let eof_class = terms.intern(vec![tables.lr.eof()]);
+    det.comp.terms.extend_from(terms.since(det.comp.terms.len()));
+    let mut nodes: Vec<(u32, Step)> = Vec::new();
     let mut sets = TokenSets::new(n_tokens);
     let mut union = Union { bits: Vec::new(), list: Vec::new() };
     let mut out = MaskTables {
@@ -446,103 +520,120 @@ pub fn build_mask_tables_with_progress(
     #[allow(clippy::type_complexity)]
     let mut built_for: FastMap<(u32, Vec<Vec<terminal_dwa::Sig>>), Option<(Rc<LocalDwa>, usize)>> = FastMap::default();
     let mut shared: FastMap<(u64, u32), Shared> = FastMap::default();
-    for q in 0..lex.num_states {
-        progress(q as u64, lex.num_states as u64);
-        if q != lex.start && !lex.can_continue(q) {
-            continue;
-        }
-        let tq = Instant::now();
+    let (tx, rx) = mpsc::channel();
+    // The walker's inputs, taken by its thread, or by this one if no thread can be started.
+    let walk_args = Mutex::new(Some((terms, (eof_class, vocab.eos.to_vec()), tx)));
+    let walk = || {
+        let (terms, eos, tx) = walk_args.lock().unwrap_or_else(|e| e.into_inner()).take()?;
+        Some(walk_states(lex, trie, Arc::clone(&trie_index), terms, eos, tx))
+    };
+    let (carried, kills, walk_time) = std::thread::scope(|scope| {
+        let walking = std::thread::Builder::new().name("dwac-walk".into()).spawn_scoped(scope, walk).ok();
+        let inline = if walking.is_none() { walk() } else { None };
+        // The kill sets, while the walker makes its first states (interned after the states).
         stages.skip();
-        // States of one block of bounded-horizon equivalence with the same thread class have
-        // the same classes, UNDECIDED tokens and automaton (`Walker::block`): they share the
-        // first one's copy of it.
-        let thread = walker.class(q, &mut det.comp.terms);
-        let share_key = walker.block(q).filter(|_| q != lex.start).map(|b| (b, thread));
-        if let Some(sh) = share_key.and_then(|k| shared.get(&k)) {
-            out.start.to_mut()[q as usize] = sh.start;
-            out.start_rho.to_mut()[q as usize] = sh.start_rho;
-            out.undecided.to_mut()[q as usize] = sh.undecided;
-            sh.counts.add_to(&mut stats);
-            stats.lexer_states_shared += 1;
-            stages.lap("walk");
-            continue;
-        }
-        let before = StateCounts::of(&stats);
-        let (mut classes, undecided) = walker.classes(q, &mut det.comp.terms);
-        stats.undecided_tokens += undecided.len();
-        out.undecided.to_mut()[q as usize] = sets.intern(undecided);
-        if q == lex.start && !vocab.eos.is_empty() {
-            classes.push(TokenClass { sigs: vec![(0, eof_class)], tokens: Tokens::List(vocab.eos.to_vec()) });
-        }
-        stats.token_classes += classes.len();
-        stages.lap("walk");
-        // A lexer state's automaton depends only on its thread's class and its classes' lexings
-        // (classes are referred to by index): states with the same share one.
-        let key = (thread, classes.iter().map(|c| c.sigs.clone()).collect::<Vec<_>>());
-        let built = match built_for.get(&key) {
-            Some(b) => b.clone(),
-            None => {
-                let b = det.build(&classes, &walker, thread).ok().map(|l| (Rc::new(l), det.num_configs()));
-                built_for.insert(key, b.clone());
-                b
-            }
-        };
-        stages.lap("determinize");
-        let local = match built {
-            Some((local, configs)) => {
-                stats.configurations += configs;
-                local
-            }
-            None => {
-                // Over budget: every token with a lexing here is decided at run time.
-                let mut all: Vec<u32> = sets.members(out.undecided[q as usize]);
-                all.extend(classes.iter().flat_map(|c| c.tokens.iter()));
-                all.sort_unstable();
-                all.dedup();
-                stats.undecided_tokens += all.len() - sets.members(out.undecided[q as usize]).len();
-                stats.lexer_states_over_budget += 1;
-                stats.slowest_lexer_state_ms = stats.slowest_lexer_state_ms.max(tq.elapsed().as_secs_f64() * 1e3);
-                out.undecided.to_mut()[q as usize] = sets.intern(all);
-                if let Some(k) = share_key {
-                    shared.insert(k, Shared::of(&out, q, before.since(&stats)));
+        let carried = carried_inhibitors(lex);
+        let kills: Vec<Vec<u32>> = carried.iter().map(|&i| kill_set(lex, trie, i)).collect();
+        stages.lap("kill");
+        for msg in rx.iter() {
+            let tq = Instant::now();
+            let (q, thread, share_key, mut classes, undecided, walk) = match msg {
+                Walked::Shared { q, key } => {
+                    progress(q as u64, lex.num_states as u64);
+                    let sh = &shared[&key];
+                    out.start.to_mut()[q as usize] = sh.start;
+                    out.start_rho.to_mut()[q as usize] = sh.start_rho;
+                    out.undecided.to_mut()[q as usize] = sh.undecided;
+                    sh.counts.add_to(&mut stats);
+                    stats.lexer_states_shared += 1;
+                    continue;
                 }
-                continue;
+                Walked::State { q, thread, share_key, classes, undecided, nodes: new_nodes, sets: new_sets, walk } => {
+                    nodes.extend_from_slice(&new_nodes);
+                    det.comp.terms.extend_from(new_sets);
+                    (q, thread, share_key, classes, undecided, walk)
+                }
+            };
+            progress(q as u64, lex.num_states as u64);
+            let before = StateCounts::of(&stats);
+            stats.undecided_tokens += undecided.len();
+            out.undecided.to_mut()[q as usize] = sets.intern(undecided);
+            stats.token_classes += classes.len();
+            stages.skip();
+            // A lexer state's automaton depends only on its thread's class and its classes'
+            // lexings (classes are referred to by index): states with the same share one.
+            let key = (thread, classes.iter().map(|c| c.sigs.clone()).collect::<Vec<_>>());
+            let built = match built_for.get(&key) {
+                Some(b) => b.clone(),
+                None => {
+                    let b = det.build(&classes, &nodes, thread).ok().map(|l| (Rc::new(l), det.num_configs()));
+                    built_for.insert(key, b.clone());
+                    b
+                }
+            };
+            stages.lap("determinize");
+            let slowest = (walk + tq.elapsed()).as_secs_f64() * 1e3;
+            stats.slowest_lexer_state_ms = stats.slowest_lexer_state_ms.max(slowest);
+            let local = match built {
+                Some((local, configs)) => {
+                    stats.configurations += configs;
+                    local
+                }
+                None => {
+                    // Over budget: every token with a lexing here is decided at run time.
+                    let mut all: Vec<u32> = sets.members(out.undecided[q as usize]);
+                    all.extend(classes.iter().flat_map(|c| c.tokens.iter()));
+                    all.sort_unstable();
+                    all.dedup();
+                    stats.undecided_tokens += all.len() - sets.members(out.undecided[q as usize]).len();
+                    stats.lexer_states_over_budget += 1;
+                    out.undecided.to_mut()[q as usize] = sets.intern(all);
+                    if let Some(k) = share_key {
+                        shared.insert(k, Shared::of(&out, q, before.since(&stats)));
+                    }
+                    continue;
+                }
+            };
+            stats.lexer_states_with_dwa += 1;
+            // Class sets → token sets (memoized per local set).
+            let classes = &mut classes;
+            let mut expand: FastMap<u32, u32> = FastMap::default();
+            let mut to_tokens = |set: u32, sets: &mut TokenSets| -> u32 {
+                if set == 0 {
+                    return NONE;
+                }
+                *expand.entry(set).or_insert_with(|| union.intern(local.sets.get(set), classes, sets, n_tokens))
+            };
+            let base = out.default_target.len() as u32;
+            let global = |d: u32| if d == DEAD { DEAD } else { base + d };
+            out.start.to_mut()[q as usize] = if local.start == DEAD { NONE } else { base + local.start };
+            out.start_rho.to_mut()[q as usize] = to_tokens(local.start_rho, &mut sets);
+            for st in &local.states {
+                for &(label, target, rho) in &st.edges {
+                    out.edge_label.push(label);
+                    out.edge_target.push(global(target));
+                    out.edge_rho.push(to_tokens(rho, &mut sets));
+                }
+                out.edge_off.push(out.edge_label.len() as u32);
+                out.default_target.push(global(st.default.0));
+                out.default_rho.push(to_tokens(st.default.1, &mut sets));
             }
-        };
-        stats.lexer_states_with_dwa += 1;
-        stats.slowest_lexer_state_ms = stats.slowest_lexer_state_ms.max(tq.elapsed().as_secs_f64() * 1e3);
-        // Class sets → token sets (memoized per local set).
-        let mut expand: FastMap<u32, u32> = FastMap::default();
-        let mut to_tokens = |set: u32, sets: &mut TokenSets| -> u32 {
-            if set == 0 {
-                return NONE;
+            if let Some(k) = share_key {
+                shared.insert(k, Shared::of(&out, q, before.since(&stats)));
             }
-            *expand.entry(set).or_insert_with(|| union.intern(local.sets.get(set), &classes, sets, n_tokens))
-        };
-        let base = out.default_target.len() as u32;
-        let global = |d: u32| if d == DEAD { DEAD } else { base + d };
-        out.start.to_mut()[q as usize] = if local.start == DEAD { NONE } else { base + local.start };
-        out.start_rho.to_mut()[q as usize] = to_tokens(local.start_rho, &mut sets);
-        for st in &local.states {
-            for &(label, target, rho) in &st.edges {
-                out.edge_label.push(label);
-                out.edge_target.push(global(target));
-                out.edge_rho.push(to_tokens(rho, &mut sets));
-            }
-            out.edge_off.push(out.edge_label.len() as u32);
-            out.default_target.push(global(st.default.0));
-            out.default_rho.push(to_tokens(st.default.1, &mut sets));
+            stages.lap("assemble");
         }
-        if let Some(k) = share_key {
-            shared.insert(k, Shared::of(&out, q, before.since(&stats)));
-        }
-        stages.lap("assemble");
-    }
-    stages.skip();
-    let carried = carried_inhibitors(lex);
+        let walk_time = match walking.map(|h| h.join()) {
+            Some(Ok(t)) => t,
+            Some(Err(panic)) => std::panic::resume_unwind(panic),
+            None => inline,
+        };
+        (carried, kills, walk_time.unwrap_or_default())
+    });
+    stages.add("walk", walk_time);
     stats.carried_inhibitors = carried.len();
-    for i in carried {
-        let set = sets.intern(kill_set(lex, trie, i));
+    for (i, kill) in carried.into_iter().zip(kills) {
+        let set = sets.intern(kill);
         // An empty kill set kills nothing: store no entry, and a missing entry would be a bug, so
         // store it as an empty range list.
         let set = if set == NONE { sets.intern_empty() } else { set };
@@ -550,7 +641,6 @@ pub fn build_mask_tables_with_progress(
         out.kill_k.push(i.k);
         out.kill_set.push(set);
     }
-    stages.lap("kill");
     out.set_off = sets.off.into();
     out.set_ranges = sets.ranges.into();
     out.set_dense = sets.dense.into();

@@ -120,6 +120,22 @@ impl SetPool {
         self.sets.len()
     }
 
+    /// The sets from id `from` on, in id order (to mirror this pool in another with
+    /// [`SetPool::extend_from`]).
+    pub fn since(&self, from: usize) -> Vec<Box<[u32]>> {
+        self.sets[from..].to_vec()
+    }
+
+    /// Append sets taken with [`SetPool::since`] from a pool this one mirrors: they get the ids
+    /// they have there (checked: both pools must have interned the same sets before).
+    pub fn extend_from(&mut self, sets: Vec<Box<[u32]>>) {
+        for v in sets {
+            let want = self.sets.len() as u32;
+            let id = self.intern_sorted(v);
+            assert_eq!(id, want, "set pools out of step");
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.sets.is_empty()
     }
@@ -146,5 +162,20 @@ mod tests {
         let i = p.intersect(a, b);
         assert_eq!(p.get(i), &[3]);
         assert_eq!(p.intersect(a, 0), 0);
+    }
+
+    #[test]
+    fn mirror_keeps_ids() {
+        let mut p = SetPool::new();
+        let mut m = SetPool::new();
+        let a = p.intern(vec![4, 2]);
+        m.extend_from(p.since(m.len()));
+        let c = p.intern(vec![7]);
+        let b = p.union(a, c);
+        m.extend_from(p.since(m.len()));
+        assert_eq!(m.len(), p.len());
+        assert_eq!(m.get(a), &[2, 4]);
+        assert_eq!(m.get(b), &[2, 4, 7]);
+        assert_eq!(m.intern(vec![7]), c);
     }
 }

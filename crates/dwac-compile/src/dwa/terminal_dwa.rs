@@ -296,6 +296,12 @@ pub struct Walker<'a> {
     pub equivalent: usize,
     /// Words of a token bitmap.
     words: usize,
+    /// Per child of the trie's root: the tokens below it.
+    root_len: Arc<[usize]>,
+    /// Per lexer state `q`: `(prefix, id)`, the id of the signature set `{(prefix, class(q))}`
+    /// last asked for ([`Walker::walk_single`] asks for one per trie node with tokens, mostly
+    /// with one prefix).
+    sig_cache: Vec<(u32, u32)>,
 }
 
 /// A lexer state's classes (signature set id, tokens) and UNDECIDED tokens.
@@ -324,6 +330,7 @@ impl<'a> Walker<'a> {
     /// [`Walker::new`] with `trie`'s index already built (shared by the grammars compiled
     /// against one vocabulary).
     pub fn with_index(lex: &'a LexerTables, trie: &'a Trie, index: Arc<TrieIndex>) -> Walker<'a> {
+        let root_len = trie.children(0).iter().map(|&(_, c)| index.subtree_len[c as usize] as usize).collect();
         Walker {
             lex,
             trie,
@@ -355,6 +362,8 @@ impl<'a> Walker<'a> {
             clock: 0,
             equivalent: 0,
             words: (trie.tokens.iter().max().map_or(0, |&t| t as usize + 1)).div_ceil(64),
+            root_len,
+            sig_cache: vec![(u32::MAX, 0); lex.num_states as usize],
         }
     }
 
@@ -391,6 +400,12 @@ impl<'a> Walker<'a> {
     /// Node `n` of the step-sequence trie: (parent, step). Node 0 (the root) has no step.
     pub fn node(&self, n: u32) -> (u32, Step) {
         self.prefixes[n as usize]
+    }
+
+    /// The trie of step sequences so far: node `n` is `(parent, step)`; nodes are only ever
+    /// appended.
+    pub fn nodes(&self) -> &[(u32, Step)] {
+        &self.prefixes
     }
 
     /// The lookahead class of a pending lexeme at lexer state `q`.
@@ -568,8 +583,15 @@ impl<'a> Walker<'a> {
         let lex = self.lex;
         let trie = self.trie;
         if !trie.tokens_at(node).is_empty() {
-            let class = self.class(br.q, terms);
-            let id = self.single_sig_id((br.prefix, class));
+            let id = match self.sig_cache[br.q as usize] {
+                (p, id) if p == br.prefix => id,
+                _ => {
+                    let class = self.class(br.q, terms);
+                    let id = self.single_sig_id((br.prefix, class));
+                    self.sig_cache[br.q as usize] = (br.prefix, id);
+                    id
+                }
+            };
             sc.per_token.extend(trie.tokens_at(node).iter().map(|&tok| (tok, id)));
         }
         for &(b, child) in trie.children(node) {
@@ -698,6 +720,24 @@ impl<'a> Walker<'a> {
     fn diff(
         &mut self,
         node: u32,
+        q: (usize, usize),
+        p: (usize, usize),
+        sc: &mut Scratch,
+        removed: &mut Vec<u32>,
+        terms: &mut SetPool,
+    ) {
+        for &(b, child) in self.trie.children(node) {
+            self.diff_child(node, b, child, q, p, sc, removed, terms);
+        }
+    }
+
+    /// [`Self::diff`] below `child`, the child of `node` by byte `b`.
+    #[allow(clippy::too_many_arguments)]
+    fn diff_child(
+        &mut self,
+        node: u32,
+        b: u8,
+        child: u32,
         (qo, ql): (usize, usize),
         (po, pl): (usize, usize),
         sc: &mut Scratch,
@@ -705,40 +745,38 @@ impl<'a> Walker<'a> {
         terms: &mut SetPool,
     ) {
         let vi = Arc::clone(&self.index);
-        for &(b, child) in self.trie.children(node) {
-            let (qs, qn) = self.step_branches(qo, ql, b, sc, terms);
-            let (ps, pn) = self.step_branches(po, pl, b, sc, terms);
-            if sc.arena[qs..qs + qn] == sc.arena[ps..ps + pn]
-                || self.equivalent_branches(sc, (qs, qn), (ps, pn), vi.height[child as usize])
-            {
-                sc.arena.truncate(qs);
-                continue;
-            }
-            if qn == 0 {
-                self.trie.subtree_tokens(child, removed);
-            } else if pn == 0 || vi.subtree_len[child as usize] <= DIFF_WALK_UPTO || self.over_limits(sc, qs, qn) {
-                // (Without branches, the base has no tokens below to remove.)
-                if pn > 0 {
-                    self.trie.subtree_tokens(child, removed);
-                }
-                // The walk reads branches at the arena's end: move q's there.
-                let (ws, _) = (sc.arena.len(), ());
-                for i in qs..qs + qn {
-                    let br = sc.arena[i];
-                    sc.arena.push(br);
-                }
-                self.walk_region(node, child, ws, qn, sc, terms);
-            } else {
-                let at = self.trie.tokens_at(child);
-                if !at.is_empty() {
-                    removed.extend_from_slice(at);
-                    let id = self.sig_set(sc, qs, qn, terms);
-                    sc.per_token.extend(at.iter().map(|&t| (t, id)));
-                }
-                self.diff(child, (qs, qn), (ps, pn), sc, removed, terms);
-            }
+        let (qs, qn) = self.step_branches(qo, ql, b, sc, terms);
+        let (ps, pn) = self.step_branches(po, pl, b, sc, terms);
+        if sc.arena[qs..qs + qn] == sc.arena[ps..ps + pn]
+            || self.equivalent_branches(sc, (qs, qn), (ps, pn), vi.height[child as usize])
+        {
             sc.arena.truncate(qs);
+            return;
         }
+        if qn == 0 {
+            self.trie.subtree_tokens(child, removed);
+        } else if pn == 0 || vi.subtree_len[child as usize] <= DIFF_WALK_UPTO || self.over_limits(sc, qs, qn) {
+            // (Without branches, the base has no tokens below to remove.)
+            if pn > 0 {
+                self.trie.subtree_tokens(child, removed);
+            }
+            // The walk reads branches at the arena's end: move q's there.
+            let (ws, _) = (sc.arena.len(), ());
+            for i in qs..qs + qn {
+                let br = sc.arena[i];
+                sc.arena.push(br);
+            }
+            self.walk_region(node, child, ws, qn, sc, terms);
+        } else {
+            let at = self.trie.tokens_at(child);
+            if !at.is_empty() {
+                removed.extend_from_slice(at);
+                let id = self.sig_set(sc, qs, qn, terms);
+                sc.per_token.extend(at.iter().map(|&t| (t, id)));
+            }
+            self.diff(child, (qs, qn), (ps, pn), sc, removed, terms);
+        }
+        sc.arena.truncate(qs);
     }
 
     /// The token classes at lexer state `q`: every token with at least one lexing, grouped by its
@@ -764,8 +802,7 @@ impl<'a> Walker<'a> {
         }
         let entry = self.entries(q, terms);
         let keys = self.entry_keys(&entry);
-        let root_len: Vec<usize> =
-            self.trie.children(0).iter().map(|&(_, c)| self.index.subtree_len[c as usize] as usize).collect();
+        let root_len = Arc::clone(&self.root_len);
         // The cheapest base: fewest tokens to walk (below children `q` enters differently) and
         // to remove (the base's tokens there); worth it when well below a walk of `q`'s tokens.
         let live: usize = (0..entry.len()).filter(|&i| entry[i] != ENTRY_DEAD).map(|i| root_len[i]).sum();
@@ -809,7 +846,7 @@ impl<'a> Walker<'a> {
             self.derived += 1;
             self.clock += 1;
             self.bases[bi].used = self.clock;
-            let (classes, undecided) = self.classes_from_base(q, bi, terms);
+            let (classes, undecided) = self.classes_from_base(q, bi, (&entry, &keys), terms);
             if let Some(b) = block {
                 self.memoize(b, &classes, &undecided);
             }
@@ -906,10 +943,23 @@ impl<'a> Walker<'a> {
     /// Per child of the trie's root, how `q` enters it: [`ENTRY_DEAD`] (no lexing), the lexer
     /// state of the one fresh branch, or [`ENTRY_WALK`] (anything else).
     fn entries(&mut self, q: u32, terms: &mut SetPool) -> Vec<u32> {
+        let lex = self.lex;
         let mut out = Vec::new();
         let root = self.trie.children(0);
         let mut entry = Vec::with_capacity(root.len());
         for &(b, _) in root {
+            // `advance`'s fast path, without the branch list.
+            if q != lex.start {
+                let q2 = lex.step(q, b);
+                if q2 == DEAD {
+                    entry.push(ENTRY_DEAD);
+                    continue;
+                }
+                if lex.accepts(q2).is_empty() {
+                    entry.push(if lex.can_continue(q2) { q2 } else { ENTRY_DEAD });
+                    continue;
+                }
+            }
             out.clear();
             self.advance(Branch { q, inh: 0, prefix: 0 }, b, terms, &mut out);
             out.sort_unstable();
@@ -1013,12 +1063,27 @@ impl<'a> Walker<'a> {
 
     /// [`Self::classes`] of `q` from base `bi`: the base's classes without the tokens whose
     /// lexings may differ ([`Self::diff`]), plus those tokens walked from `q`.
-    fn classes_from_base(&mut self, q: u32, bi: usize, terms: &mut SetPool) -> StateClasses {
+    fn classes_from_base(
+        &mut self,
+        q: u32,
+        bi: usize,
+        (entry, keys): (&[u32], &[u64]),
+        terms: &mut SetPool,
+    ) -> StateClasses {
         let mut sc = Scratch::default();
         sc.arena.push(Branch { q, inh: 0, prefix: 0 });
         sc.arena.push(Branch { q: self.bases[bi].q, inh: 0, prefix: 0 });
         let mut removed = Vec::new();
-        self.diff(0, (0, 1), (1, 1), &mut sc, &mut removed, terms);
+        // At the root, children entered alike (equal keys, [`Self::entry_keys`]) have the same
+        // lexings below, as the diff would find: skipped without stepping.
+        let root = self.trie.children(0);
+        for (i, &(b, child)) in root.iter().enumerate() {
+            let base = &self.bases[bi];
+            if entry[i] != ENTRY_WALK && base.entry[i] != ENTRY_WALK && keys[i] == base.keys[i] {
+                continue;
+            }
+            self.diff_child(0, b, child, (0, 1), (1, 1), &mut sc, &mut removed, terms);
+        }
         let walked = self.group(&mut sc.per_token);
         if removed.is_empty() && walked.is_empty() && sc.undecided.is_empty() {
             // Every token as at the base (e.g. counter positions far from their bound): its
@@ -1039,10 +1104,18 @@ impl<'a> Walker<'a> {
                 Tokens::List(l) => {
                     Tokens::List(l.iter().copied().filter(|&t| gone[(t / 64) as usize] >> (t % 64) & 1 == 0).collect())
                 }
-                Tokens::Bits { bits, .. } => {
-                    let bits: Vec<u64> = bits.iter().zip(&gone).map(|(b, g)| b & !g).collect();
-                    let len = bits.iter().map(|w| w.count_ones() as usize).sum();
-                    Tokens::Bits { bits: bits.into(), len }
+                Tokens::Bits { bits, len } => {
+                    // (Past a bitmap's words, testing each removed token costs more than a copy.)
+                    let touched = removed.len() > self.words
+                        || removed.iter().any(|&t| bits[(t / 64) as usize] >> (t % 64) & 1 == 1);
+                    if touched {
+                        let bits: Vec<u64> = bits.iter().zip(&gone).map(|(b, g)| b & !g).collect();
+                        let len = bits.iter().map(|w| w.count_ones() as usize).sum();
+                        Tokens::Bits { bits: bits.into(), len }
+                    } else {
+                        // Untouched: the base's bitmap, shared.
+                        Tokens::Bits { bits: Arc::clone(bits), len: *len }
+                    }
                 }
             };
             if !kept.is_empty() {
