@@ -20,7 +20,7 @@
 //! absorb each real state read meanwhile, which is why such a configuration needs every label
 //! explicit ([`Labels::All`]).
 
-use std::collections::HashMap;
+use super::FastMap;
 
 use super::sets::SetPool;
 use super::templates::{Lr, Outcome, Read, Wait};
@@ -44,8 +44,8 @@ pub const ANY: u32 = u32::MAX;
 /// per node. Node 0 is the empty sequence. End ids are global (`Composer::end`).
 #[derive(Default)]
 pub struct Plan {
-    pub children: HashMap<u32, Vec<(u32, Step)>>,
-    pub ends: HashMap<u32, Vec<(u32, u32)>>,
+    pub children: FastMap<u32, Vec<(u32, Step)>>,
+    pub ends: FastMap<u32, Vec<(u32, u32)>>,
     /// The lookahead class of the thread itself: an end at the root whose class covers it is
     /// allowed without reading (`ALWAYS`: every live stack of the thread satisfies its own class).
     pub thread: u32,
@@ -88,10 +88,10 @@ pub struct Composer<'a> {
     pub terms: SetPool,
     plan: std::rc::Rc<Plan>,
     ends: Vec<(u32, u32)>,
-    end_ids: HashMap<(u32, u32), u32>,
+    end_ids: FastMap<(u32, u32), u32>,
     /// Expansions from a known segment whose bottom (a state read) they never looked at, keyed by
     /// (node, segment above the bottom): the same for every state read (per plan).
-    expansions: HashMap<(u32, Vec<u32>), Vec<Settled>>,
+    expansions: FastMap<(u32, Vec<u32>), Vec<Settled>>,
     /// Expansions done for the current plan, and the most allowed (work budget): past it,
     /// `exhausted` is set and expansions stop producing outcomes.
     pub work: u64,
@@ -112,8 +112,8 @@ impl<'a> Composer<'a> {
             terms: SetPool::new(),
             plan: Default::default(),
             ends: Vec::new(),
-            end_ids: HashMap::new(),
-            expansions: HashMap::new(),
+            end_ids: FastMap::default(),
+            expansions: FastMap::default(),
             work: 0,
             budget: u64::MAX,
             exhausted: false,

@@ -8,7 +8,9 @@
 //! intersections). Token classes are those of the lexer state ([`TokenClass`]), so weights are
 //! small interned sets. Explicit edges equal to the DEFAULT edge are dropped.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use super::FastMap;
 
 use dwac_runtime::DEAD;
 
@@ -43,13 +45,13 @@ pub struct TooLarge;
 pub struct Determinizer<'a> {
     pub comp: Composer<'a>,
     configs: Vec<Config>,
-    config_ids: HashMap<Config, u32>,
+    config_ids: FastMap<Config, u32>,
     /// Per lexer state (the plan decides how configurations continue): (config, label) → settled.
-    reads: HashMap<(u32, u32), Box<[u64]>>,
+    reads: FastMap<(u32, u32), Box<[u64]>>,
     /// Per lexer state: (config, first-use signature of the state read) → settled, for reads whose
     /// outcome touched nothing else of the state read (shared by every state with that signature).
-    shared_reads: HashMap<(u32, Vec<u32>), Box<[u64]>>,
-    labels: HashMap<u32, Option<Box<[u32]>>>,
+    shared_reads: FastMap<(u32, Vec<u32>), Box<[u64]>>,
+    labels: FastMap<u32, Option<Box<[u32]>>>,
     /// States a single lexer state's DWA may have.
     pub max_states: usize,
     /// Lexing-trie expansions a single lexer state's DWA may take.
@@ -61,10 +63,10 @@ impl<'a> Determinizer<'a> {
         Determinizer {
             comp,
             configs: Vec::new(),
-            config_ids: HashMap::new(),
-            reads: HashMap::new(),
-            shared_reads: HashMap::new(),
-            labels: HashMap::new(),
+            config_ids: FastMap::default(),
+            reads: FastMap::default(),
+            shared_reads: FastMap::default(),
+            labels: FastMap::default(),
             max_states,
             work_budget: u64::MAX,
         }
@@ -150,10 +152,10 @@ impl<'a> Determinizer<'a> {
         let mut sets = SetPool::new();
         // The lexing trie of this state, and which classes lie below each node / end there.
         let mut plan = Plan { thread, ..Plan::default() };
-        let mut below: HashMap<u32, Vec<u32>> = HashMap::new();
-        let mut at_end: HashMap<u32, Vec<u32>> = HashMap::new();
-        let mut children: HashMap<u32, BTreeSet<u32>> = HashMap::new();
-        let mut ends: HashMap<u32, BTreeSet<(u32, u32)>> = HashMap::new();
+        let mut below: FastMap<u32, Vec<u32>> = FastMap::default();
+        let mut at_end: FastMap<u32, Vec<u32>> = FastMap::default();
+        let mut children: FastMap<u32, BTreeSet<u32>> = FastMap::default();
+        let mut ends: FastMap<u32, BTreeSet<(u32, u32)>> = FastMap::default();
         for (ci, cls) in classes.iter().enumerate() {
             let ci = ci as u32;
             for &(node, la) in &cls.sigs {
@@ -178,8 +180,8 @@ impl<'a> Determinizer<'a> {
         for (n, es) in ends {
             plan.ends.insert(n, es.into_iter().collect());
         }
-        let below: HashMap<u32, u32> = below.into_iter().map(|(n, v)| (n, sets.intern(v))).collect();
-        let at_end: HashMap<u32, u32> = at_end.into_iter().map(|(e, v)| (e, sets.intern(v))).collect();
+        let below: FastMap<u32, u32> = below.into_iter().map(|(n, v)| (n, sets.intern(v))).collect();
+        let at_end: FastMap<u32, u32> = at_end.into_iter().map(|(e, v)| (e, sets.intern(v))).collect();
         self.comp.set_plan(plan);
         self.comp.budget = self.work_budget;
         // Configurations are local to one lexer state's automaton.
@@ -220,7 +222,7 @@ impl<'a> Determinizer<'a> {
         let entries: BTreeMap<u32, u32> = parts.into_iter().map(|(c, p)| (c, sets.union_many(&p))).collect();
 
         let max_states = self.max_states;
-        let mut index: HashMap<Vec<(u32, u32)>, u32> = HashMap::new();
+        let mut index: FastMap<Vec<(u32, u32)>, u32> = FastMap::default();
         let mut contents: Vec<Vec<(u32, u32)>> = Vec::new();
         let mut queue = VecDeque::new();
         let mut intern = |v: Vec<(u32, u32)>, contents: &mut Vec<Vec<(u32, u32)>>, queue: &mut VecDeque<u32>| {

@@ -155,7 +155,8 @@ struct TokenSets {
     /// Words (`u32`) of a bitmap.
     words: usize,
     index: FastMap<Vec<u32>, u32>,
-    dense_index: FastMap<Box<[u32]>, u32>,
+    /// Bitmap sets by the hash of their words (as `u64`s): their ids (compared in full).
+    dense_index: FastMap<u64, Vec<u32>>,
     /// Per set `i`: ranges `off[i]..off[i+1]` (pairs) of `ranges`; none for a bitmap set.
     off: Vec<u32>,
     ranges: Vec<u32>,
@@ -204,11 +205,13 @@ impl TokenSets {
             return NONE;
         }
         if ranges.len() / 2 > self.dense_from {
-            let mut bits = vec![0u32; self.words].into_boxed_slice();
+            let mut bits = vec![0u32; self.words];
             for r in ranges.chunks(2) {
                 fill_range(&mut bits, r[0], r[1]);
             }
-            return self.intern_dense(bits);
+            let bits: Vec<u64> =
+                bits.chunks(2).map(|w| w[0] as u64 | (w.get(1).copied().unwrap_or(0) as u64) << 32).collect();
+            return self.intern_dense(&bits);
         }
         if let Some(&id) = self.index.get(&ranges) {
             return id;
@@ -225,35 +228,56 @@ impl TokenSets {
     /// empty set.
     fn intern_bits(&mut self, bits: &[u64]) -> u32 {
         // Runs of ones: a run starts at every 0→1 step.
+        // Counted only until past `dense_from` (a bit count per word is not one instruction
+        // on every target).
         let mut runs = 0usize;
         let mut carry = 0u64;
-        for &w in bits {
-            runs += (w & !((w << 1) | carry)).count_ones() as usize;
-            carry = w >> 63;
+        for chunk in bits.chunks(64) {
+            for &w in chunk {
+                runs += (w & !((w << 1) | carry)).count_ones() as usize;
+                carry = w >> 63;
+            }
+            if runs > self.dense_from {
+                break;
+            }
         }
         if runs <= self.dense_from {
             let mut ranges = Vec::with_capacity(2 * runs);
             bitmap_ranges(bits, &mut ranges);
             return self.intern_ranges(ranges);
         }
-        let mut words: Vec<u32> = Vec::with_capacity(self.words);
-        for &w in bits {
-            words.push(w as u32);
-            words.push((w >> 32) as u32);
-        }
-        words.resize(self.words, 0);
-        self.intern_dense(words.into_boxed_slice())
+        self.intern_dense(bits)
     }
 
-    fn intern_dense(&mut self, bits: Box<[u32]>) -> u32 {
-        if let Some(&id) = self.dense_index.get(&bits) {
-            return id;
+    /// The id of the bitmap set `bits` (bit `v % 64` of word `v / 64`, at least
+    /// `words / 2` words, zero past the vocabulary): looked up by the hash of its words and
+    /// compared in full, without making its `u32` words unless it is new.
+    fn intern_dense(&mut self, bits: &[u64]) -> u32 {
+        let bits = &bits[..self.words.div_ceil(2)];
+        let h = bitmap_hash(bits);
+        let words = self.words;
+        // Compared a word pair at a time (the last `u32` word may have no partner).
+        let same = |stored: &[u32]| {
+            stored.chunks(2).zip(bits).all(|(p, &w)| p[0] as u64 | (p.get(1).copied().unwrap_or(0) as u64) << 32 == w)
+        };
+        if let Some(ids) = self.dense_index.get(&h) {
+            for &id in ids {
+                let d = self.dense[id as usize] as usize;
+                if same(&self.bitmaps[d..d + words]) {
+                    return id;
+                }
+            }
         }
         let id = self.dense.len() as u32;
         self.off.push(self.off[id as usize]);
         self.dense.push(self.bitmaps.len() as u32);
-        self.bitmaps.extend_from_slice(&bits);
-        self.dense_index.insert(bits, id);
+        self.bitmaps.reserve(2 * bits.len());
+        for &w in bits {
+            self.bitmaps.push(w as u32);
+            self.bitmaps.push((w >> 32) as u32);
+        }
+        self.bitmaps.truncate(self.dense[id as usize] as usize + words);
+        self.dense_index.entry(h).or_default().push(id);
         id
     }
 
@@ -651,6 +675,28 @@ pub fn build_mask_tables_with_progress(
     stats.build_ms = t0.elapsed().as_secs_f64() * 1e3;
     stats.stages_ms = stages.done;
     Ok((out, stats))
+}
+
+/// A hash of a large bitmap for [`TokenSets::intern_dense`]'s index, four independent lanes at
+/// a time (a general-purpose hash takes several times longer on a vocabulary-sized bitmap;
+/// the index compares candidates in full, so the hash only spreads them).
+fn bitmap_hash(bits: &[u64]) -> u64 {
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut lanes = [1u64, 2, 3, 4];
+    let mut chunks = bits.chunks_exact(4);
+    for c in &mut chunks {
+        for j in 0..4 {
+            lanes[j] = (lanes[j] ^ c[j]).wrapping_mul(K).rotate_left(29);
+        }
+    }
+    for (j, &w) in chunks.remainder().iter().enumerate() {
+        lanes[j] = (lanes[j] ^ w).wrapping_mul(K).rotate_left(29);
+    }
+    let mut h = bits.len() as u64;
+    for l in lanes {
+        h = (h ^ l).wrapping_mul(K).rotate_left(31);
+    }
+    h ^ h >> 32
 }
 
 /// Set bits `lo..hi` of `bits` (bit `v % 32` of word `v / 32`), a word at a time.

@@ -1,14 +1,14 @@
 //! Interned sets of small integers (terminals, token classes): sorted, deduplicated vectors
 //! with ids, and memoized unions. Id 0 is the empty set.
 
-use std::collections::HashMap;
+use super::FastMap;
 
 #[derive(Default)]
 pub struct SetPool {
     sets: Vec<Box<[u32]>>,
-    index: HashMap<Box<[u32]>, u32>,
-    unions: HashMap<(u32, u32), u32>,
-    intersections: HashMap<(u32, u32), u32>,
+    index: FastMap<Box<[u32]>, u32>,
+    unions: FastMap<(u32, u32), u32>,
+    intersections: FastMap<(u32, u32), u32>,
 }
 
 impl SetPool {

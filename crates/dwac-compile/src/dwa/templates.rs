@@ -14,7 +14,7 @@
 //! segment holds exactly the pushes not yet cancelled by later pops. Every reduction pops at least
 //! one symbol (the grammar is ε-free), so a segment never grows by reductions alone.
 
-use std::collections::HashMap;
+use super::FastMap;
 
 use dwac_runtime::{Action, LrTables, DEAD};
 
@@ -51,8 +51,8 @@ pub enum Read {
 /// The LR tables with the label sets that matter to waiting simulations.
 pub struct Lr<'a> {
     pub tables: &'a LrTables,
-    action_labels: HashMap<u32, Vec<u32>>,
-    goto_labels: HashMap<u32, Vec<u32>>,
+    action_labels: FastMap<u32, Vec<u32>>,
+    goto_labels: FastMap<u32, Vec<u32>>,
     /// Set when a simulation looks up ACTION or GOTO on the bottom of a known segment (the state a
     /// read put there) other than in that read's own first lookup: the outcome then depends on
     /// which state was read, not only on that first lookup's result.
@@ -61,7 +61,12 @@ pub struct Lr<'a> {
 
 impl<'a> Lr<'a> {
     pub fn new(tables: &'a LrTables) -> Lr<'a> {
-        Lr { tables, action_labels: HashMap::new(), goto_labels: HashMap::new(), bottom_touched: Default::default() }
+        Lr {
+            tables,
+            action_labels: FastMap::default(),
+            goto_labels: FastMap::default(),
+            bottom_touched: Default::default(),
+        }
     }
 
     /// Run terminal `t` (or `$`) from known segment `k`, adding to `out`.
