@@ -21,7 +21,7 @@ use std::collections::{BTreeSet, HashMap};
 use dwac_compile::dwa::compose::{Step, ANY};
 use dwac_compile::dwa::sets::SetPool;
 use dwac_compile::dwa::templates::{Lr, Outcome, Read, Wait};
-use dwac_compile::dwa::terminal_dwa::{Walker, BASE_FROM, MAX_LEXINGS, MAX_STEPS};
+use dwac_compile::dwa::terminal_dwa::{TrieIndex, Walker, BASE_FROM, MAX_LEXINGS, MAX_STEPS};
 use dwac_compile::dwa::{build_mask_tables, MaskOptions};
 use dwac_compile::{compile_grammar, parse_source, SourceKind};
 use dwac_runtime::dwa::{MaskTables, NONE};
@@ -691,4 +691,71 @@ fn determinized_equals_nondeterministic() {
     }
     println!("{grammars} random grammars; {total} (stack, lexer state) pairs");
     assert!(grammars >= 40 && total > 2_000, "{grammars} grammars, {total} pairs");
+}
+
+/// The walker on its own thread (the default) and on the calling thread build equal tables: the
+/// composer's mirror of the walker's terminal sets and step sequences keeps their ids, and the
+/// states are assembled in the same order either way.
+#[test]
+fn walk_thread_builds_the_same_tables() {
+    let vocab = dwac_vocab::Tokenizer::default_embedded().unwrap().vocab().clone();
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {
+            "code": {"type": "string", "pattern": "^[A-Z]{2}-[0-9]{3}$"},
+            "name": {"type": "string", "maxLength": 12},
+            "n": {"type": "integer"},
+            "kind": {"enum": ["alpha", "beta", 3]},
+            "tags": {"type": "array", "items": {"type": "string"}}
+        },
+        "required": ["code", "n"]
+    });
+    let sg = dwac_grammar::schema::compile_schema(&schema, &Default::default()).unwrap();
+    let schema_tables = compile_grammar(&sg.grammar).unwrap().tables;
+    for (name, tables) in [("json.lark", file_tables("grammars/json.lark")), ("schema", schema_tables)] {
+        let (threaded, stats) = build_mask_tables(&tables, &vocab, &MaskOptions::default()).unwrap();
+        let one_thread = MaskOptions { walk_thread: false, ..MaskOptions::default() };
+        let (inline, _) = build_mask_tables(&tables, &vocab, &one_thread).unwrap();
+        assert!(stats.dwa_states > 10 && stats.token_classes > 10, "{name}: {stats:?}");
+        assert!(threaded == inline, "{name}: the tables differ with and without the walking thread");
+    }
+}
+
+/// Subtree walks recorded by one grammar's walker and replayed by another's
+/// (`Walker::closure_walk`, shared through the vocabulary's `TrieIndex`) give the classes, with
+/// the same ids, that a walker that walks every subtree in full finds.
+#[test]
+fn closure_walks_shared_between_grammars() {
+    let vocab = dwac_vocab::Tokenizer::default_embedded().unwrap().vocab().clone();
+    let trie = trie_of(&vocab);
+    let index = std::sync::Arc::new(TrieIndex::new(&trie));
+    let schemas = [
+        serde_json::json!({"type": "object", "properties": {"city": {"type": "string"}, "n": {"type": "integer"}}}),
+        serde_json::json!({"type": "array", "items": {"type": "object", "properties": {"name": {"type": "string"},
+            "tags": {"type": "array", "items": {"type": "string", "maxLength": 5}}}, "required": ["name"]}}),
+    ];
+    let mut hits = 0;
+    for (i, schema) in schemas.iter().enumerate() {
+        let sg = dwac_grammar::schema::compile_schema(schema, &Default::default()).unwrap();
+        let tables = compile_grammar(&sg.grammar).unwrap().tables;
+        let lex = &tables.lexer;
+        let mut shared = Walker::with_index(lex, &trie, std::sync::Arc::clone(&index));
+        let mut fresh = Walker::new(lex, &trie).without_closure_walks();
+        let (mut terms_s, mut terms_f) = (SetPool::new(), SetPool::new());
+        for q in boundary_states(lex) {
+            let (cs, us) = shared.classes(q, &mut terms_s);
+            let (cf, uf) = fresh.classes(q, &mut terms_f);
+            assert_eq!(us, uf, "schema {i}, state {q}: UNDECIDED tokens differ");
+            assert_eq!(cs.len(), cf.len(), "schema {i}, state {q}: class counts differ");
+            for (a, b) in cs.iter().zip(&cf) {
+                assert_eq!(a.sigs, b.sigs, "schema {i}, state {q}: lexings differ");
+                assert_eq!(a.tokens.to_vec(), b.tokens.to_vec(), "schema {i}, state {q}: tokens differ");
+            }
+        }
+        assert_eq!(fresh.closure_hits, 0);
+        if i > 0 {
+            hits += shared.closure_hits;
+        }
+    }
+    assert!(hits > 0, "the second grammar replayed no walk of the first");
 }

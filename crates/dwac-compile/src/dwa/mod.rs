@@ -53,11 +53,14 @@ pub struct MaskOptions {
     /// state gets no automaton: all its tokens are UNDECIDED, decided at run time by commit
     /// (exact, at reference-mask speed for threads in that state), and counted in the stats.
     pub work_per_lexer_state: u64,
+    /// Walk the vocabulary on a thread of its own, beside determinization and assembly (the
+    /// tables are the same either way; not part of the grammar fingerprint).
+    pub walk_thread: bool,
 }
 
 impl Default for MaskOptions {
     fn default() -> Self {
-        MaskOptions { max_states_per_lexer_state: 200_000, work_per_lexer_state: 4_000_000 }
+        MaskOptions { max_states_per_lexer_state: 200_000, work_per_lexer_state: 4_000_000, walk_thread: true }
     }
 }
 
@@ -82,8 +85,9 @@ pub struct MaskStats {
     /// The longest time one lexer state's automaton took (including one that ran over budget).
     pub slowest_lexer_state_ms: f64,
     pub build_ms: f64,
-    /// Wall time per stage: `trie`, `walk` (Terminal DWA), `determinize`, `assemble` (class sets
-    /// to interned token sets), `kill`.
+    /// Time per stage: `trie`, `walk` (Terminal DWA), `determinize`, `assemble` (class sets
+    /// to interned token sets), `kill`. `walk` runs on its own thread beside the others
+    /// ([`MaskOptions::walk_thread`]), so the stages can add up to more than `build_ms`.
     pub stages_ms: Vec<(&'static str, f64)>,
 }
 
@@ -552,7 +556,10 @@ pub fn build_mask_tables_with_progress(
         Some(walk_states(lex, trie, Arc::clone(&trie_index), terms, eos, tx))
     };
     let (carried, kills, walk_time) = std::thread::scope(|scope| {
-        let walking = std::thread::Builder::new().name("dwac-walk".into()).spawn_scoped(scope, walk).ok();
+        let walking = opts
+            .walk_thread
+            .then(|| std::thread::Builder::new().name("dwac-walk".into()).spawn_scoped(scope, walk).ok())
+            .flatten();
         let inline = if walking.is_none() { walk() } else { None };
         // The kill sets, while the walker makes its first states (interned after the states).
         stages.skip();

@@ -11,7 +11,7 @@
 //! one token class of that state.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use dwac_runtime::lexer::Inhibitor;
 use dwac_runtime::tables::DEAD;
@@ -139,6 +139,46 @@ pub struct TrieIndex {
     /// subtrees it skips. A cost estimate, in tokens.
     pub reach_off: Vec<u32>,
     pub reach: Vec<u32>,
+    /// Subtree walks inside lexer-state closures, shared by every grammar compiled against this
+    /// trie ([`Walker::closure_walk`]).
+    closures: Mutex<ClosureCache>,
+}
+
+/// One event of a subtree walk inside a closure ([`Walker::closure_walk`]), in the walk's
+/// order: the tokens at `node` end in closure state `cs`; or byte `b` leaves the closure from
+/// `cs` at `node` (into `child`), where the walk goes on the general way.
+#[derive(Clone, Copy)]
+enum Event {
+    Tokens { node: u32, cs: u32 },
+    Leave { node: u32, b: u8, child: u32, cs: u32 },
+}
+
+/// Closure walks by (closure id, root child), closures by their canonical table.
+#[derive(Default)]
+struct ClosureCache {
+    ids: FastMap<Box<[u32]>, u32>,
+    walks: FastMap<(u32, u32), Arc<[Event]>>,
+    /// Events held in all (bounded by [`CLOSURE_EVENTS`]).
+    events: usize,
+}
+
+/// Closure states a closure walk may have (a bound on the canonical table's size).
+const MAX_CLOSURE: usize = 64;
+/// Events the closure cache may hold in all (a memory bound; past it, walks are not kept).
+const CLOSURE_EVENTS: usize = 8 << 20;
+/// [`Walker::closure_of`]'s table: no lexing (dead, or a state that can neither continue nor
+/// accept).
+const CL_DEAD: u32 = u32::MAX;
+/// [`Walker::closure_of`]'s table: the byte leaves the closure (a lexeme is accepted, or the
+/// lexer is back at its start).
+const CL_LEAVE: u32 = u32::MAX - 1;
+
+/// A lexer state's closure for [`Walker::closure_walk`]: its id in the shared cache, its
+/// states (closure state → lexer state; 0 is the entry state) and canonical table.
+struct Closure {
+    id: u32,
+    states: Vec<u32>,
+    table: Vec<u32>,
 }
 
 impl TrieIndex {
@@ -188,7 +228,7 @@ impl TrieIndex {
                 reach[a as usize] = reach[a as usize].wrapping_add(reach[a as usize - 1]);
             }
         }
-        TrieIndex { subtree_len, height, reach_off, reach }
+        TrieIndex { subtree_len, height, reach_off, reach, closures: Mutex::default() }
     }
 
     /// The cost of a diff below the root's `i`-th child entered in states that agree for `a`
@@ -302,6 +342,12 @@ pub struct Walker<'a> {
     /// last asked for ([`Walker::walk_single`] asks for one per trie node with tokens, mostly
     /// with one prefix).
     sig_cache: Vec<(u32, u32)>,
+    /// Per entry lexer state: its closure, or `None` if it has none worth sharing.
+    closure_memo: FastMap<u32, Option<Arc<Closure>>>,
+    /// Subtree walks replayed from the closure cache rather than recorded.
+    pub closure_hits: usize,
+    /// Walk subtrees through closures ([`Walker::closure_walk`]); off: always walk them.
+    closure_walks: bool,
 }
 
 /// A lexer state's classes (signature set id, tokens) and UNDECIDED tokens.
@@ -364,6 +410,9 @@ impl<'a> Walker<'a> {
             words: (trie.tokens.iter().max().map_or(0, |&t| t as usize + 1)).div_ceil(64),
             root_len,
             sig_cache: vec![(u32::MAX, 0); lex.num_states as usize],
+            closure_memo: FastMap::default(),
+            closure_hits: 0,
+            closure_walks: true,
         }
     }
 
@@ -373,6 +422,12 @@ impl<'a> Walker<'a> {
     pub fn with_bases(mut self, from: usize, always: bool) -> Self {
         self.base_from = from;
         self.always_derive = always;
+        self
+    }
+
+    /// Walk every subtree in full rather than through the closure cache (tests).
+    pub fn without_closure_walks(mut self) -> Self {
+        self.closure_walks = false;
         self
     }
 
@@ -601,22 +656,157 @@ impl<'a> Walker<'a> {
             }
             if lex.accepts(q2).is_empty() {
                 if lex.can_continue(q2) {
-                    let next = Branch { q: q2, inh: 0, prefix: br.prefix };
                     if q2 != lex.start {
-                        self.walk_single(child, next, sc, terms);
+                        self.walk_single(child, Branch { q: q2, inh: 0, prefix: br.prefix }, sc, terms);
                     } else {
-                        sc.arena.push(next);
-                        let at = sc.arena.len() - 1;
-                        self.walk(child, at, 1, sc, terms);
-                        sc.arena.truncate(at);
+                        self.leave(node, b, child, br, sc, terms);
                     }
                 }
                 continue;
             }
-            sc.arena.push(br);
+            self.leave(node, b, child, br, sc, terms);
+        }
+    }
+
+    /// [`Self::walk_single`] below `child` (of `node`, by byte `b`) where the byte does more
+    /// than move the lexer on: a lexeme is accepted, or the lexer is back at its start.
+    fn leave(&mut self, node: u32, b: u8, child: u32, br: Branch, sc: &mut Scratch, terms: &mut SetPool) {
+        let q2 = self.lex.step(br.q, b);
+        if self.lex.accepts(q2).is_empty() {
+            sc.arena.push(Branch { q: q2, inh: 0, prefix: br.prefix });
             let at = sc.arena.len() - 1;
-            self.walk_child(node, b, child, at, 1, sc, terms);
+            self.walk(child, at, 1, sc, terms);
             sc.arena.truncate(at);
+            return;
+        }
+        sc.arena.push(br);
+        let at = sc.arena.len() - 1;
+        self.walk_child(node, b, child, at, 1, sc, terms);
+        sc.arena.truncate(at);
+    }
+
+    /// The closure of lexer state `e` (not the start): the states reachable from it by bytes
+    /// that only move the lexer on (no lexeme accepted, not back at the start), numbered in
+    /// breadth-first order from `e` over bytes in order, and per (closure state, byte) the
+    /// closure state reached, [`CL_DEAD`] or [`CL_LEAVE`]. The table is what
+    /// [`Self::walk_single`] reads while it stays in the closure, so two states with equal
+    /// tables (in any grammar) walk a subtree alike up to where they leave it. `None` past
+    /// [`MAX_CLOSURE`] states.
+    fn closure_of(&mut self, e: u32) -> Option<Arc<Closure>> {
+        if let Some(c) = self.closure_memo.get(&e) {
+            return c.clone();
+        }
+        let lex = self.lex;
+        let mut states = vec![e];
+        let mut canon: FastMap<u32, u32> = FastMap::from_iter([(e, 0)]);
+        let mut table = Vec::new();
+        let mut i = 0;
+        let mut ok = true;
+        while i < states.len() {
+            let q = states[i];
+            for b in 0..=255u8 {
+                let q2 = lex.step(q, b);
+                let code = if q2 == DEAD {
+                    CL_DEAD
+                } else if lex.accepts(q2).is_empty() {
+                    if !lex.can_continue(q2) {
+                        CL_DEAD
+                    } else if q2 == lex.start {
+                        CL_LEAVE
+                    } else {
+                        let next = states.len() as u32;
+                        *canon.entry(q2).or_insert_with(|| {
+                            states.push(q2);
+                            next
+                        })
+                    }
+                } else {
+                    CL_LEAVE
+                };
+                table.push(code);
+            }
+            if states.len() > MAX_CLOSURE {
+                ok = false;
+                break;
+            }
+            i += 1;
+        }
+        let closure = ok.then(|| {
+            let mut cache = self.index.closures.lock().unwrap_or_else(|p| p.into_inner());
+            let next = cache.ids.len() as u32;
+            let id = *cache.ids.entry(table.clone().into_boxed_slice()).or_insert(next);
+            Arc::new(Closure { id, states, table })
+        });
+        self.closure_memo.insert(e, closure.clone());
+        closure
+    }
+
+    /// [`Self::walk_single`] below the root's `child` entered at lexer state `e` with one fresh
+    /// branch, from the cached events of an earlier walk of `child` in a closure with the same
+    /// table (this grammar's or another's), recorded on a miss: tokens that stay in the
+    /// closure take the signature of the lexer state they end in, and where a byte leaves it
+    /// the walk goes on the general way, in the same order as the walk itself (so every id
+    /// is interned as it would be). False if `e` has no closure.
+    fn closure_walk(&mut self, child: u32, e: u32, sc: &mut Scratch, terms: &mut SetPool) -> bool {
+        let Some(cl) = self.closure_of(e) else { return false };
+        let cached = {
+            let cache = self.index.closures.lock().unwrap_or_else(|p| p.into_inner());
+            cache.walks.get(&(cl.id, child)).cloned()
+        };
+        let events = match cached {
+            Some(ev) => {
+                self.closure_hits += 1;
+                ev
+            }
+            None => {
+                let mut ev = Vec::new();
+                self.record(child, 0, &cl.table, &mut ev);
+                let ev: Arc<[Event]> = ev.into();
+                let mut cache = self.index.closures.lock().unwrap_or_else(|p| p.into_inner());
+                if cache.events + ev.len() <= CLOSURE_EVENTS {
+                    cache.events += ev.len();
+                    cache.walks.insert((cl.id, child), Arc::clone(&ev));
+                }
+                ev
+            }
+        };
+        let trie = self.trie;
+        let mut sig = vec![u32::MAX; cl.states.len()];
+        for &event in events.iter() {
+            match event {
+                Event::Tokens { node, cs } => {
+                    let id = match sig[cs as usize] {
+                        u32::MAX => {
+                            let q = cl.states[cs as usize];
+                            let class = self.class(q, terms);
+                            let id = self.single_sig_id((0, class));
+                            sig[cs as usize] = id;
+                            id
+                        }
+                        id => id,
+                    };
+                    sc.per_token.extend(trie.tokens_at(node).iter().map(|&tok| (tok, id)));
+                }
+                Event::Leave { node, b, child, cs } => {
+                    let br = Branch { q: cl.states[cs as usize], inh: 0, prefix: 0 };
+                    self.leave(node, b, child, br, sc, terms);
+                }
+            }
+        }
+        true
+    }
+
+    /// The events of a walk below `node` at closure state `cs` (see [`Self::closure_walk`]).
+    fn record(&self, node: u32, cs: u32, table: &[u32], out: &mut Vec<Event>) {
+        if !self.trie.tokens_at(node).is_empty() {
+            out.push(Event::Tokens { node, cs });
+        }
+        for &(b, child) in self.trie.children(node) {
+            match table[cs as usize * 256 + b as usize] {
+                CL_DEAD => {}
+                CL_LEAVE => out.push(Event::Leave { node, b, child, cs }),
+                next => self.record(child, next, table, out),
+            }
         }
     }
 
@@ -697,7 +887,10 @@ impl<'a> Walker<'a> {
                 sc.per_token.extend_from_slice(&self.root_results[off as usize..(off + len) as usize]);
             } else {
                 let (before, undecided_before) = (sc.per_token.len(), sc.undecided.len());
-                self.walk(child, start, n, sc, terms);
+                let e = sc.arena[start].q;
+                if e == self.lex.start || !self.closure_walks || !self.closure_walk(child, e, sc, terms) {
+                    self.walk(child, start, n, sc, terms);
+                }
                 let found = &sc.per_token[before..];
                 // Subtrees with UNDECIDED tokens are not memoized (rare; walked again).
                 if sc.undecided.len() == undecided_before && self.root_results.len() + found.len() <= ROOT_MEMO_PAIRS {
