@@ -156,7 +156,10 @@ enum Event {
 /// Closure walks by (closure id, root child), closures by their canonical table.
 #[derive(Default)]
 struct ClosureCache {
-    ids: FastMap<Box<[u32]>, u32>,
+    ids: FastMap<Arc<[u32]>, u32>,
+    tables: Vec<Arc<[u32]>>,
+    /// Words the tables hold in all (bounded by [`CLOSURE_TABLE_WORDS`]).
+    table_words: usize,
     walks: FastMap<(u32, u32), Arc<[Event]>>,
     /// Events held in all (bounded by [`CLOSURE_EVENTS`]).
     events: usize,
@@ -166,6 +169,9 @@ struct ClosureCache {
 const MAX_CLOSURE: usize = 64;
 /// Events the closure cache may hold in all (a memory bound; past it, walks are not kept).
 const CLOSURE_EVENTS: usize = 8 << 20;
+/// Table words the closure cache may hold in all (a memory bound; past it, new closures are
+/// walked as before).
+const CLOSURE_TABLE_WORDS: usize = 8 << 20;
 /// [`Walker::closure_of`]'s table: no lexing (dead, or a state that can neither continue nor
 /// accept).
 const CL_DEAD: u32 = u32::MAX;
@@ -178,7 +184,7 @@ const CL_LEAVE: u32 = u32::MAX - 1;
 struct Closure {
     id: u32,
     states: Vec<u32>,
-    table: Vec<u32>,
+    table: Arc<[u32]>,
 }
 
 impl TrieIndex {
@@ -731,12 +737,25 @@ impl<'a> Walker<'a> {
             }
             i += 1;
         }
-        let closure = ok.then(|| {
-            let mut cache = self.index.closures.lock().unwrap_or_else(|p| p.into_inner());
-            let next = cache.ids.len() as u32;
-            let id = *cache.ids.entry(table.clone().into_boxed_slice()).or_insert(next);
-            Arc::new(Closure { id, states, table })
-        });
+        let closure = ok
+            .then(|| {
+                // One copy of each table per process, shared by the states that have it.
+                let mut cache = self.index.closures.lock().unwrap_or_else(|p| p.into_inner());
+                if let Some(&id) = cache.ids.get(table.as_slice()) {
+                    let table = Arc::clone(&cache.tables[id as usize]);
+                    return Some(Arc::new(Closure { id, states, table }));
+                }
+                if cache.table_words + table.len() > CLOSURE_TABLE_WORDS {
+                    return None;
+                }
+                let id = cache.tables.len() as u32;
+                let table: Arc<[u32]> = table.into();
+                cache.table_words += table.len();
+                cache.tables.push(Arc::clone(&table));
+                cache.ids.insert(Arc::clone(&table), id);
+                Some(Arc::new(Closure { id, states, table }))
+            })
+            .flatten();
         self.closure_memo.insert(e, closure.clone());
         closure
     }
