@@ -107,6 +107,7 @@ pub fn build(runs: &[WorkloadRun], unavailable: &[(String, String)], replays: us
             let mut lat = Lat::default();
             let (mut compile_ms, mut ttfm_ms, mut rss) = (Vec::new(), Vec::new(), Vec::new());
             let (mut open_us, mut open_unchecked_us, mut artifact_bytes) = (Vec::new(), Vec::new(), Vec::new());
+            let mut save_ms = Vec::new();
             let (mut compiled, mut rejected, mut not_in_mask, mut eos_missing, mut undecided) = (0, 0, 0, 0, 0);
             let mut failures = Vec::new();
             let mut errors = Vec::new();
@@ -126,6 +127,9 @@ pub fn build(runs: &[WorkloadRun], unavailable: &[(String, String)], replays: us
                 compile_ms.push(r["compile_ms"].as_f64().unwrap_or(f64::NAN));
                 open_us.extend(floats(&r["open_us"]));
                 open_unchecked_us.extend(floats(&r["open_unchecked_us"]));
+                if let Some(x) = r["save_ms"].as_f64() {
+                    save_ms.push(x);
+                }
                 if let Some(b) = r["artifact_bytes"].as_f64() {
                     artifact_bytes.push(b);
                 }
@@ -196,6 +200,7 @@ pub fn build(runs: &[WorkloadRun], unavailable: &[(String, String)], replays: us
                 "open_us": stats(open_us),
                 "open_unchecked_us": stats(open_unchecked_us),
                 "artifact_bytes": stats(artifact_bytes),
+                "save_ms": stats(save_ms),
             });
             let mut e = e;
             if w.name.starts_with("json-deep") {
@@ -375,17 +380,17 @@ pub fn markdown(rep: &Report) -> String {
         if engines.values().any(|e| e["open_us"]["p50"].is_number()) {
             let _ = writeln!(
                 s,
-                "\nArtifact open (dwac: `Artifact::open`, mmap + full validation; unchecked: `open_unchecked`) and load (glrmask: `Constraint::load` of `save()`), 20 times per job, µs; artifact bytes per job:\n"
+                "\nArtifact open (dwac: `Artifact::open`, mmap + full validation; unchecked: `open_unchecked`) and load (glrmask: `Constraint::load` of `save()`), 20 times per job, µs; artifact bytes per job; save: making the artifact's bytes from the compiled engine (dwac: `artifact_bytes`; glrmask: `save()`), ms per job, not part of `compile ms`:\n"
             );
-            let _ = writeln!(s, "| engine | open p50 | p99 | max | unchecked p50 | p99 | bytes p50 | bytes max |");
-            let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|---:|");
+            let _ = writeln!(s, "| engine | open p50 | p99 | max | unchecked p50 | p99 | bytes p50 | bytes max | save ms p50 | save ms max |");
+            let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
             for (n, e) in &engines {
                 if !e["open_us"]["p50"].is_number() {
                     continue;
                 }
                 let _ = writeln!(
                     s,
-                    "| {n} | {} | {} | {} | {} | {} | {} | {} |",
+                    "| {n} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                     cell(&e["open_us"]["p50"]),
                     cell(&e["open_us"]["p99"]),
                     cell(&e["open_us"]["max"]),
@@ -393,6 +398,8 @@ pub fn markdown(rep: &Report) -> String {
                     cell(&e["open_unchecked_us"]["p99"]),
                     cell(&e["artifact_bytes"]["p50"]),
                     cell(&e["artifact_bytes"]["max"]),
+                    cell(&e["save_ms"]["p50"]),
+                    cell(&e["save_ms"]["max"]),
                 );
             }
         }

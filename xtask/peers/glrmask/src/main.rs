@@ -38,6 +38,8 @@
 //!   `--warmup SCHEMA_JSON` picks another schema, `--warmup none` skips it), as llguidance's
 //!   ParserFactory and xgrammar's TokenizerInfo do their per-vocabulary work up front. A job's
 //!   `compile_ms` can still profit from terminals cached by earlier jobs of the same run.
+//! - `save_ms`: `constraint.save()` (the bytes `Constraint::load` reads), timed apart from
+//!   `compile_ms`, as dwac's worker times making its artifact's bytes.
 //! - per trace: `constraint.start()` (untimed), then per token `state.fill_mask(&mut buf)`
 //!   (timed; `buf` is a reused `Vec<u32>`, bit `id % 32` of word `id / 32`), check the trace
 //!   token's bit, `state.commit_token(id)` (timed; `false` = rejected, trace stopped); after
@@ -287,7 +289,9 @@ fn run_job(vocab: &Vocab, vocab_size: usize, eos: &[u32], replays: usize, popcou
         Err(p) => return json!({"id": id, "compiled": false, "compile_ms": compile_ms, "error": format!("panic: {}", panic_message(&*p))}),
     };
     // Save and load (glrmask's artifact round trip), timed like dwac's `Artifact::open`.
+    let t_save = Instant::now();
     let saved = constraint.save();
+    let save_ms = t_save.elapsed().as_secs_f64() * 1e3;
     let mut load_us = Vec::new();
     let mut load_error = None;
     for _ in 0..20 {
@@ -314,7 +318,7 @@ fn run_job(vocab: &Vocab, vocab_size: usize, eos: &[u32], replays: usize, popcou
         min_into(&mut commit_min, &p.commit_us);
     }
     let mut r = json!({
-        "id": id, "compiled": true, "compile_ms": compile_ms, "ttfm_ms": null,
+        "id": id, "compiled": true, "compile_ms": compile_ms, "ttfm_ms": null, "save_ms": save_ms,
         "mask_us": first.mask_us, "mask_us_min": mask_min,
         "commit_us": first.commit_us, "commit_us_min": commit_min,
         "trace_masks": first.trace_masks, "trace_commits": first.trace_commits,
