@@ -23,6 +23,7 @@ pub mod terminal_dwa;
 
 use std::collections::HashMap;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -30,6 +31,7 @@ use std::time::{Duration, Instant};
 pub(crate) type FastMap<K, V> = HashMap<K, V, foldhash::fast::FixedState>;
 
 use dwac_runtime::dwa::{MaskTables, NONE};
+use dwac_runtime::lexer::Inhibitor;
 use dwac_runtime::{GrammarTables, LexerTables, Vocabulary, DEAD};
 
 use crate::pipeline::Stages;
@@ -329,8 +331,11 @@ impl Union {
             for &c in members {
                 self.list.extend(classes[c as usize].tokens.iter());
             }
-            self.list.sort_unstable();
-            self.list.dedup();
+            // One class's tokens are sorted already.
+            if members.len() > 1 {
+                self.list.sort_unstable();
+                self.list.dedup();
+            }
             for &t in &self.list {
                 match ranges.last_mut() {
                     Some(hi) if *hi == t => *hi = t + 1,
@@ -461,6 +466,49 @@ enum Walked {
     },
 }
 
+/// The `KILL` sets of the carried inhibitors (ALGORITHM.md §4.1), each computed by whichever
+/// thread is free first: the assembling thread while it waits for classes, the walker once it
+/// has walked every state. Kept in inhibitor order, so the tables do not depend on who did which.
+struct Kills<'a> {
+    lex: &'a LexerTables,
+    trie: &'a Trie,
+    carried: Vec<Inhibitor>,
+    next: AtomicUsize,
+    done: Mutex<Vec<Option<Vec<u32>>>>,
+    /// Time spent on them, in both threads (ns).
+    busy: AtomicU64,
+}
+
+impl<'a> Kills<'a> {
+    fn new(lex: &'a LexerTables, trie: &'a Trie) -> Kills<'a> {
+        let carried = carried_inhibitors(lex);
+        let done = Mutex::new(vec![None; carried.len()]);
+        Kills { lex, trie, carried, next: AtomicUsize::new(0), done, busy: AtomicU64::new(0) }
+    }
+
+    /// Compute the next kill set not yet taken; false if none is left.
+    fn one(&self) -> bool {
+        let i = self.next.fetch_add(1, Ordering::Relaxed);
+        let Some(&inh) = self.carried.get(i) else { return false };
+        let t = Instant::now();
+        let set = kill_set(self.lex, self.trie, inh);
+        self.done.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(set);
+        self.busy.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        true
+    }
+
+    fn all(&self) {
+        while self.one() {}
+    }
+
+    /// Every kill set, in inhibitor order (after [`Kills::all`] in every thread that helped).
+    fn into_sets(self) -> (Vec<Inhibitor>, Vec<Vec<u32>>, Duration) {
+        let done = self.done.into_inner().unwrap_or_else(|e| e.into_inner());
+        let sets = done.into_iter().map(|s| s.unwrap_or_default()).collect();
+        (self.carried, sets, Duration::from_nanos(self.busy.into_inner()))
+    }
+}
+
 /// The walking half of [`build_mask_tables`]: the Terminal DWA of every lexer state reachable at
 /// a token boundary, in state order, sent to `tx` as it goes. `terms` holds the sets the
 /// assembling thread's pool has (it mirrors this one). Returns the time spent walking.
@@ -471,6 +519,7 @@ fn walk_states(
     mut terms: SetPool,
     (eof_class, eos): (u32, Vec<u32>),
     tx: mpsc::Sender<Walked>,
+    kills: &Kills,
 ) -> Duration {
     let t0 = Instant::now();
     let mut walker = Walker::with_index(lex, trie, index);
@@ -504,7 +553,10 @@ fn walk_states(
             break;
         }
     }
-    t0.elapsed()
+    drop(tx);
+    let walked = t0.elapsed();
+    kills.all();
+    walked
 }
 
 /// [`build_mask_tables`], reporting `(lexer states done, lexer states)` as it goes.
@@ -551,22 +603,32 @@ pub fn build_mask_tables_with_progress(
     let (tx, rx) = mpsc::channel();
     // The walker's inputs, taken by its thread, or by this one if no thread can be started.
     let walk_args = Mutex::new(Some((terms, (eof_class, vocab.eos.to_vec()), tx)));
+    let kills = Kills::new(lex, trie);
     let walk = || {
         let (terms, eos, tx) = walk_args.lock().unwrap_or_else(|e| e.into_inner()).take()?;
-        Some(walk_states(lex, trie, Arc::clone(&trie_index), terms, eos, tx))
+        Some(walk_states(lex, trie, Arc::clone(&trie_index), terms, eos, tx, &kills))
     };
-    let (carried, kills, walk_time) = std::thread::scope(|scope| {
+    let walk_time = std::thread::scope(|scope| {
         let walking = opts
             .walk_thread
             .then(|| std::thread::Builder::new().name("dwac-walk".into()).spawn_scoped(scope, walk).ok())
             .flatten();
         let inline = if walking.is_none() { walk() } else { None };
-        // The kill sets, while the walker makes its first states (interned after the states).
-        stages.skip();
-        let carried = carried_inhibitors(lex);
-        let kills: Vec<Vec<u32>> = carried.iter().map(|&i| kill_set(lex, trie, i)).collect();
-        stages.lap("kill");
-        for msg in rx.iter() {
+        loop {
+            // Kill sets while no classes are waiting (interned after the states).
+            let msg = match rx.try_recv() {
+                Ok(msg) => msg,
+                Err(mpsc::TryRecvError::Disconnected) => break,
+                Err(mpsc::TryRecvError::Empty) => {
+                    if kills.one() {
+                        continue;
+                    }
+                    match rx.recv() {
+                        Ok(msg) => msg,
+                        Err(_) => break,
+                    }
+                }
+            };
             let tq = Instant::now();
             let (q, thread, share_key, mut classes, undecided, walk) = match msg {
                 Walked::Shared { q, key } => {
@@ -659,9 +721,12 @@ pub fn build_mask_tables_with_progress(
             Some(Err(panic)) => std::panic::resume_unwind(panic),
             None => inline,
         };
-        (carried, kills, walk_time.unwrap_or_default())
+        kills.all();
+        walk_time.unwrap_or_default()
     });
     stages.add("walk", walk_time);
+    let (carried, kills, kill_time) = kills.into_sets();
+    stages.add("kill", kill_time);
     stats.carried_inhibitors = carried.len();
     for (i, kill) in carried.into_iter().zip(kills) {
         let set = sets.intern(kill);
