@@ -81,8 +81,9 @@ pub struct MaskStats {
     pub undecided_tokens: usize,
     /// Lexer states whose automaton exceeded its budget (all their tokens are UNDECIDED).
     pub lexer_states_over_budget: usize,
-    /// Lexer states that share the automaton of an equivalent state (counted in the fields
-    /// above as if they had their own).
+    /// Lexer states that share the automaton of an equivalent state, or of a state with the
+    /// same automaton and the same tokens in every class (counted in the fields above as if
+    /// they had their own).
     pub lexer_states_shared: usize,
     /// The longest time one lexer state's automaton took (including one that ran over budget).
     pub slowest_lexer_state_ms: f64,
@@ -600,6 +601,11 @@ pub fn build_mask_tables_with_progress(
     #[allow(clippy::type_complexity)]
     let mut built_for: FastMap<(u32, Vec<Vec<terminal_dwa::Sig>>), Option<(Rc<LocalDwa>, usize)>> = FastMap::default();
     let mut shared: FastMap<(u64, u32), Shared> = FastMap::default();
+    // Assembled automata by (their local automaton, class sizes): the class tokens they were
+    // assembled with and their start entries. A state with the same automaton and the same
+    // tokens in every class has the same tables: it takes those entries.
+    #[allow(clippy::type_complexity)]
+    let mut assembled: FastMap<(usize, Vec<usize>), Vec<(Vec<Tokens>, u32, u32)>> = FastMap::default();
     let (tx, rx) = mpsc::channel();
     // The walker's inputs, taken by its thread, or by this one if no thread can be started.
     let walk_args = Mutex::new(Some((terms, (eof_class, vocab.eos.to_vec()), tx)));
@@ -688,6 +694,20 @@ pub fn build_mask_tables_with_progress(
                 }
             };
             stats.lexer_states_with_dwa += 1;
+            let akey = (Rc::as_ptr(&local) as usize, classes.iter().map(|c| c.tokens.len()).collect::<Vec<_>>());
+            let same = assembled.get(&akey).and_then(|variants| {
+                variants.iter().find(|v| v.0.iter().zip(classes.iter()).all(|(t, c)| t.same(&c.tokens)))
+            });
+            if let Some(&(_, start, start_rho)) = same {
+                out.start.to_mut()[q as usize] = start;
+                out.start_rho.to_mut()[q as usize] = start_rho;
+                stats.lexer_states_shared += 1;
+                if let Some(k) = share_key {
+                    shared.insert(k, Shared::of(&out, q, before.since(&stats)));
+                }
+                stages.lap("assemble");
+                continue;
+            }
             // Class sets → token sets (memoized per local set).
             let classes = &mut classes;
             let mut expand: FastMap<u32, u32> = FastMap::default();
@@ -714,6 +734,8 @@ pub fn build_mask_tables_with_progress(
             if let Some(k) = share_key {
                 shared.insert(k, Shared::of(&out, q, before.since(&stats)));
             }
+            let tokens = classes.iter().map(|c| c.tokens.clone()).collect();
+            assembled.entry(akey).or_default().push((tokens, out.start[q as usize], out.start_rho[q as usize]));
             stages.lap("assemble");
         }
         let walk_time = match walking.map(|h| h.join()) {

@@ -91,6 +91,17 @@ impl Tokens {
         }))
     }
 
+    /// Are these the same tokens as `other`'s?
+    pub fn same(&self, other: &Tokens) -> bool {
+        match (self, other) {
+            (Tokens::List(a), Tokens::List(b)) => a == b,
+            (Tokens::Bits { bits: a, len: la }, Tokens::Bits { bits: b, len: lb }) => {
+                la == lb && (Arc::ptr_eq(a, b) || a == b)
+            }
+            _ => self.len() == other.len() && self.iter().eq(other.iter()),
+        }
+    }
+
     /// The smallest token.
     fn first(&self) -> Option<u32> {
         self.iter().next()
