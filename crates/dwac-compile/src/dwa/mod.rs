@@ -505,7 +505,12 @@ impl<'a> Kills<'a> {
     /// Every kill set, in inhibitor order (after [`Kills::all`] in every thread that helped).
     fn into_sets(self) -> (Vec<Inhibitor>, Vec<Vec<u32>>, Duration) {
         let done = self.done.into_inner().unwrap_or_else(|e| e.into_inner());
-        let sets = done.into_iter().map(|s| s.unwrap_or_default()).collect();
+        // (Every one is done by then; one that is not is computed here rather than left empty.)
+        let sets = done
+            .into_iter()
+            .zip(&self.carried)
+            .map(|(s, &inh)| s.unwrap_or_else(|| kill_set(self.lex, self.trie, inh)))
+            .collect();
         (self.carried, sets, Duration::from_nanos(self.busy.into_inner()))
     }
 }
