@@ -641,7 +641,7 @@ pub fn build_mask_tables_with_progress(
                 }
             };
             let tq = Instant::now();
-            let (q, thread, share_key, mut classes, undecided, walk) = match msg {
+            let (q, thread, share_key, classes, undecided, walk) = match msg {
                 Walked::Shared { q, key } => {
                     progress(q as u64, lex.num_states as u64);
                     let sh = &shared[&key];
@@ -714,7 +714,7 @@ pub fn build_mask_tables_with_progress(
                 continue;
             }
             // Class sets → token sets (memoized per local set).
-            let classes = &mut classes;
+            let classes = &classes;
             let mut expand: FastMap<u32, u32> = FastMap::default();
             let mut to_tokens = |set: u32, sets: &mut TokenSets| -> u32 {
                 if set == 0 {
