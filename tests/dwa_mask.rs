@@ -12,16 +12,36 @@ use dwac_tests::*;
 
 /// Walk `walks` random paths of up to `steps` tokens; returns the number of masks compared.
 fn differential(engine: &Arc<Engine>, walks: usize, steps: usize, seed: u64) -> usize {
+    differential_counting(engine, walks, steps, seed).0
+}
+
+/// [`differential`], also returning the number of masks whose threads fell into two or more
+/// groups by their carried kill sets (each group's outputs are cut by its kill sets apart from
+/// the others'). Every such mask is also computed one group per round of the walk, the way
+/// masks of more than 64 groups are, and compared with the reference too.
+fn differential_counting(engine: &Arc<Engine>, walks: usize, steps: usize, seed: u64) -> (usize, usize) {
     assert!(engine.mask_tables().is_some(), "the engine has no Parser DWA");
     let mut rng = Rng(seed | 1);
     let n = engine.vocab().len() as u32;
     let mut compared = 0;
+    let mut grouped = 0;
     for w in 0..walks {
         let mut m = Matcher::new(engine.clone());
         let mut trace = Vec::new();
         for _ in 0..steps {
             let mut dwa = vec![0u32; m.mask_words()];
             m.fill_mask(&mut dwa).unwrap();
+            let counters = m.mask_counters();
+            if counters.kill_groups >= 2 {
+                grouped += 1;
+                assert_eq!(counters.rounds, 1);
+                let mut one_per_round = m.clone();
+                one_per_round.set_mask_groups_per_round(1);
+                let mut by_rounds = vec![0u32; m.mask_words()];
+                one_per_round.fill_mask(&mut by_rounds).unwrap();
+                assert_eq!(one_per_round.mask_counters().rounds, counters.kill_groups);
+                assert!(by_rounds == dwa, "walk {w}: the mask by rounds differs after {trace:?}");
+            }
             let mut reference = vec![0u32; m.mask_words()];
             m.fill_reference_mask(&mut reference).unwrap();
             // The trie-shared reference (used by corpus runs) is the same mask.
@@ -77,7 +97,7 @@ fn differential(engine: &Arc<Engine>, walks: usize, steps: usize, seed: u64) -> 
             m.commit(pick).unwrap();
         }
     }
-    compared
+    (compared, grouped)
 }
 
 const EXPR: &str = r#"
@@ -195,8 +215,11 @@ DOT: "."
 %munch own NUM
 "#;
     let engine = engine_from_lark(src, vocab_over(b"1.5", 3, &["1..5", "..."]));
-    let n = differential(&engine, 40, 20, 17);
+    let (n, grouped) = differential_counting(&engine, 40, 20, 17);
     assert!(n > 500, "{n}");
+    // Threads carrying different kill sets at once (e.g. after `1.`: a number waiting for its
+    // fraction, and `1` then `.` pending), each cut by its own.
+    assert!(grouped >= 10, "{grouped} masks with two or more kill groups");
     let engine = engine_from_lark(EXPR, vocab_over(b"12+ ", 3, &[]));
     differential(&engine, 30, 20, 19);
 }

@@ -27,13 +27,17 @@ pub struct ThreadView<'a> {
     pub heads: &'a [NodeRef],
 }
 
-/// A seed: every token, or a dense mask in [`MaskScratch::seeds`].
-const ALL: u32 = u32::MAX;
+/// An item's seed: [`ALL`] (every token), or a set of thread groups (bit `i`: group `i` of the
+/// round, [`MaskScratch`]), the seed being the union of theirs.
+const ALL: u64 = 0;
+
+/// Thread groups one round of the walk tells apart (the bits of a seed).
+const GROUPS_PER_ROUND: usize = 64;
 
 struct Item {
     node: NodeRef,
     d: u32,
-    seed: u32,
+    seed: u64,
 }
 
 /// What the last [`fill`] did (for benchmarks and diagnostics).
@@ -47,6 +51,9 @@ pub struct MaskCounters {
     pub ranges: u32,
     /// UNDECIDED tokens decided by committing them (counted by the matcher).
     pub undecided: u32,
+    /// Groups of threads with the same (non-empty) kill sets, and rounds of the walk.
+    pub kill_groups: u32,
+    pub rounds: u32,
 }
 
 /// Reusable buffers: no allocation once they have grown to the workload.
@@ -55,32 +62,35 @@ pub struct MaskScratch {
     pub counters: MaskCounters,
     pending: Vec<Item>,
     batch: Vec<Item>,
-    seeds: Vec<Vec<u32>>,
-    used_seeds: usize,
+    /// Threads with the same carried kill sets form a group: its kill set ids are
+    /// `group_kills[group_off[g]..group_off[g + 1]]`.
+    group_kills: Vec<u32>,
+    group_off: Vec<usize>,
+    /// Per thread (in order): its group, or `u32::MAX` without kill sets.
+    thread_group: Vec<u32>,
+    /// Per group of the current round: the union of the sets its walks output, before its kill
+    /// sets are taken out, and whether it has been written yet.
+    acc: Vec<Vec<u32>>,
+    acc_fresh: Vec<bool>,
+    /// Groups walked per round (0: [`GROUPS_PER_ROUND`]; fewer only to test the rounds).
+    pub(crate) groups_per_round: usize,
 }
 
 impl MaskScratch {
-    /// Buffers sized for `words`-word masks, so that typical masks (up to two seeds, tens of
-    /// walk items) allocate nothing.
+    /// Buffers sized for `words`-word masks, so that typical masks (up to two thread groups with
+    /// kill sets, tens of walk items) allocate nothing.
     pub fn with_capacity(words: usize) -> MaskScratch {
         MaskScratch {
             counters: MaskCounters::default(),
             pending: Vec::with_capacity(64),
             batch: Vec::with_capacity(64),
-            seeds: vec![vec![0; words], vec![0; words]],
-            used_seeds: 0,
+            group_kills: Vec::with_capacity(16),
+            group_off: Vec::with_capacity(8),
+            thread_group: Vec::with_capacity(8),
+            acc: vec![vec![0; words], vec![0; words]],
+            acc_fresh: Vec::with_capacity(GROUPS_PER_ROUND),
+            groups_per_round: 0,
         }
-    }
-
-    fn new_seed(&mut self, words: usize) -> u32 {
-        if self.used_seeds == self.seeds.len() {
-            self.seeds.push(Vec::new());
-        }
-        let s = &mut self.seeds[self.used_seeds];
-        s.clear();
-        s.resize(words, 0);
-        self.used_seeds += 1;
-        (self.used_seeds - 1) as u32
     }
 }
 
@@ -97,100 +107,181 @@ pub(crate) fn range_words(lo: u32, hi: u32) -> impl Iterator<Item = (usize, u32)
     })
 }
 
-/// Set bits `lo..hi` of `out`, each ANDed with `seed` when there is one.
+/// Set bits `lo..hi` of `out`.
 #[inline]
-fn or_range(out: &mut [u32], lo: u32, hi: u32, seed: Option<&[u32]>) {
+fn or_range(out: &mut [u32], lo: u32, hi: u32) {
     let w = (lo / 32) as usize;
     if (hi - 1) / 32 == lo / 32 {
         // Within one word (most ranges: one or a few tokens).
         let n = hi - lo;
-        let bits = if n == 32 { u32::MAX } else { ((1u32 << n) - 1) << (lo % 32) };
-        out[w] |= bits & seed.map_or(u32::MAX, |s| s[w]);
+        out[w] |= if n == 32 { u32::MAX } else { ((1u32 << n) - 1) << (lo % 32) };
         return;
     }
     for (w, bits) in range_words(lo, hi) {
-        out[w] |= bits & seed.map_or(u32::MAX, |s| s[w]);
+        out[w] |= bits;
     }
 }
 
-/// OR set `set` (∩ `seed`) into `out`. `fresh`: `out` has not been written yet (it is then
-/// zeroed first, or overwritten by a bitmap copy, which saves a pass).
-fn or_set(t: &MaskTables, out: &mut [u32], set: u32, seed: Option<&[u32]>, c: &mut MaskCounters, fresh: &mut bool) {
+/// OR set `set` into `out`. `fresh`: `out` has not been written yet (it is then zeroed first, or
+/// overwritten by a bitmap copy, which saves a pass).
+fn or_set(t: &MaskTables, out: &mut [u32], set: u32, c: &mut MaskCounters, fresh: &mut bool) {
     if set == NONE {
         return;
     }
-    if *fresh {
-        *fresh = false;
-        if let (Some(bits), None) = (t.dense(set), seed) {
-            c.dense_sets += 1;
-            out.copy_from_slice(bits);
-            return;
-        }
-        out.iter_mut().for_each(|w| *w = 0);
-    }
     if let Some(bits) = t.dense(set) {
         c.dense_sets += 1;
-        match seed {
-            None => out.iter_mut().zip(bits).for_each(|(o, b)| *o |= b),
-            Some(s) => out.iter_mut().zip(bits).zip(s).for_each(|((o, b), s)| *o |= b & s),
+        if std::mem::replace(fresh, false) {
+            out.copy_from_slice(bits);
+        } else {
+            out.iter_mut().zip(bits).for_each(|(o, b)| *o |= b);
         }
         return;
+    }
+    if std::mem::replace(fresh, false) {
+        out.iter_mut().for_each(|w| *w = 0);
     }
     c.range_sets += 1;
     c.ranges += (t.set(set).len() / 2) as u32;
     for r in t.set(set).chunks_exact(2) {
-        or_range(out, r[0], r[1], seed);
+        or_range(out, r[0], r[1]);
     }
 }
 
 /// Write the mask of `threads` into `out` (bit `v % 32` of `out[v / 32]`), which must hold
 /// `ceil(num_tokens / 32)` words.
-pub fn fill<'a>(
-    t: &MaskTables,
-    threads: impl IntoIterator<Item = ThreadView<'a>>,
-    sc: &mut MaskScratch,
-    out: &mut [u32],
-) {
+///
+/// A thread's walks output their sets intersected with its seed, every token less those its
+/// carried inhibitors would fire (`KILL`). Threads with the same kill sets form a group, and as
+/// `∪ (seed ∩ F) = seed ∩ ∪ F`, a group's outputs are ORed into an accumulator of its own and its
+/// kill sets taken out once at the end, rather than a seed bitmap being built and ANDed into
+/// every set; threads without kill sets write into `out` directly. Where walks of different
+/// groups meet, the merged walk outputs into each of their accumulators. Up to 64 groups are
+/// walked at a time (a seed is a bit set of groups); more take further rounds of the walk over
+/// their threads (the mask is the union over threads).
+pub fn fill<'a, I>(t: &MaskTables, threads: I, sc: &mut MaskScratch, out: &mut [u32])
+where
+    I: IntoIterator<Item = ThreadView<'a>>,
+    I::IntoIter: Clone,
+{
+    let threads = threads.into_iter();
     let words = out.len();
     let mut fresh = true;
-    sc.pending.clear();
-    sc.used_seeds = 0;
     sc.counters = MaskCounters::default();
-    for th in threads {
-        let d0 = t.start.get(th.q as usize).copied().unwrap_or(NONE);
-        let r0 = t.start_rho.get(th.q as usize).copied().unwrap_or(NONE);
-        let seed = if th.kills.is_empty() {
-            ALL
-        } else {
-            let s = sc.new_seed(words);
-            let seed = &mut sc.seeds[s as usize];
-            seed.iter_mut().for_each(|w| *w = u32::MAX);
-            if !t.num_tokens.is_multiple_of(32) {
-                if let Some(last) = seed.last_mut() {
-                    *last = (1u32 << (t.num_tokens % 32)) - 1;
-                }
+    // Group the threads by their kill sets.
+    sc.group_kills.clear();
+    sc.group_off.clear();
+    sc.group_off.push(0);
+    sc.thread_group.clear();
+    for th in threads.clone() {
+        if th.kills.is_empty() {
+            sc.thread_group.push(u32::MAX);
+            continue;
+        }
+        let found =
+            (0..sc.group_off.len() - 1).find(|&g| &sc.group_kills[sc.group_off[g]..sc.group_off[g + 1]] == th.kills);
+        let g = found.unwrap_or_else(|| {
+            sc.group_kills.extend_from_slice(th.kills);
+            sc.group_off.push(sc.group_kills.len());
+            sc.group_off.len() - 2
+        });
+        sc.thread_group.push(g as u32);
+    }
+    let groups = sc.group_off.len() - 1;
+    let per_round = match sc.groups_per_round {
+        0 => GROUPS_PER_ROUND,
+        n => n.min(GROUPS_PER_ROUND),
+    };
+    let rounds = groups.div_ceil(per_round).max(1);
+    sc.counters.kill_groups = groups as u32;
+    sc.counters.rounds = rounds as u32;
+    for round in 0..rounds {
+        let first = round * per_round;
+        let in_round = (groups - first.min(groups)).min(per_round);
+        while sc.acc.len() < in_round {
+            sc.acc.push(Vec::new());
+        }
+        sc.acc_fresh.clear();
+        sc.acc_fresh.resize(in_round, true);
+        sc.pending.clear();
+        for (j, th) in threads.clone().enumerate() {
+            let seed = match sc.thread_group[j] {
+                u32::MAX if round == 0 => ALL,
+                u32::MAX => continue,
+                g if (g as usize) / per_round == round => 1u64 << (g as usize % per_round),
+                _ => continue,
+            };
+            let d0 = t.start.get(th.q as usize).copied().unwrap_or(NONE);
+            let r0 = t.start_rho.get(th.q as usize).copied().unwrap_or(NONE);
+            output(t, r0, seed, out, &mut fresh, sc, words);
+            if d0 == NONE {
+                continue;
             }
-            for &k in th.kills {
+            for h in th.heads {
+                sc.pending.push(Item { node: h.clone(), d: d0, seed });
+            }
+        }
+        walk(t, sc, out, &mut fresh, words);
+        // Each group's union, less its kill sets, into `out`.
+        for i in 0..in_round {
+            if sc.acc_fresh[i] {
+                continue;
+            }
+            let g = first + i;
+            let kills = &sc.group_kills[sc.group_off[g]..sc.group_off[g + 1]];
+            let acc = &mut sc.acc[i];
+            let mut dense = None;
+            for &k in kills {
                 match t.dense(k) {
-                    Some(bits) => seed.iter_mut().zip(bits).for_each(|(s, b)| *s &= !b),
+                    // One bitmap is taken out while ORing into `out`; any other beforehand.
+                    Some(bits) => {
+                        if let Some(prev) = dense.replace(bits) {
+                            acc.iter_mut().zip(prev).for_each(|(a, b)| *a &= !b);
+                        }
+                    }
                     None => {
                         for r in t.set(k).chunks_exact(2) {
-                            clear_range(seed, r[0], r[1]);
+                            clear_range(acc, r[0], r[1]);
                         }
                     }
                 }
             }
-            s
-        };
-        let seed_ref = (seed != ALL).then(|| sc.seeds[seed as usize].as_slice());
-        or_set(t, out, r0, seed_ref, &mut sc.counters, &mut fresh);
-        if d0 == NONE {
-            continue;
-        }
-        for h in th.heads {
-            sc.pending.push(Item { node: h.clone(), d: d0, seed });
+            let first_write = std::mem::replace(&mut fresh, false);
+            match (dense, first_write) {
+                (Some(k), true) => out.iter_mut().zip(acc.iter()).zip(k).for_each(|((o, a), b)| *o = a & !b),
+                (Some(k), false) => out.iter_mut().zip(acc.iter()).zip(k).for_each(|((o, a), b)| *o |= a & !b),
+                (None, true) => out.copy_from_slice(acc),
+                (None, false) => out.iter_mut().zip(acc.iter()).for_each(|(o, a)| *o |= a),
+            }
         }
     }
+    if fresh {
+        out.iter_mut().for_each(|w| *w = 0);
+    }
+}
+
+/// OR set `set` into the output of `seed`: `out` for [`ALL`], else each of its groups'
+/// accumulators.
+fn output(t: &MaskTables, set: u32, seed: u64, out: &mut [u32], fresh: &mut bool, sc: &mut MaskScratch, words: usize) {
+    if set == NONE {
+        return;
+    }
+    if seed == ALL {
+        return or_set(t, out, set, &mut sc.counters, fresh);
+    }
+    let mut m = seed;
+    while m != 0 {
+        let i = m.trailing_zeros() as usize;
+        m &= m - 1;
+        let acc = &mut sc.acc[i];
+        if acc.len() != words {
+            acc.resize(words, 0);
+        }
+        or_set(t, acc, set, &mut sc.counters, &mut sc.acc_fresh[i]);
+    }
+}
+
+/// The walk of the pending items, by decreasing GSS level.
+fn walk(t: &MaskTables, sc: &mut MaskScratch, out: &mut [u32], fresh: &mut bool, words: usize) {
     while !sc.pending.is_empty() {
         // The items of the highest level: no other pending item can reach their nodes.
         let level = sc.pending.iter().map(|i| i.node.level).max().unwrap_or(0);
@@ -211,13 +302,12 @@ pub fn fill<'a>(
             let mut k = j + 1;
             let mut seed = batch[j].seed;
             while k < batch.len() && Arc::ptr_eq(&batch[k].node, &batch[j].node) && batch[k].d == batch[j].d {
-                seed = merge_seeds(sc, seed, batch[k].seed, words);
+                seed = if seed == ALL || batch[k].seed == ALL { ALL } else { seed | batch[k].seed };
                 k += 1;
             }
             let it = &batch[j];
             let (d2, rho) = t.step(it.d, it.node.state);
-            let seed_ref = (seed != ALL).then(|| sc.seeds[seed as usize].as_slice());
-            or_set(t, out, rho, seed_ref, &mut sc.counters, &mut fresh);
+            output(t, rho, seed, out, fresh, sc, words);
             sc.counters.reads += 1;
             if d2 != DEAD && !t.is_final(d2) {
                 for m in it.node.preds.iter() {
@@ -229,9 +319,6 @@ pub fn fill<'a>(
         batch.clear();
         sc.batch = batch;
     }
-    if fresh {
-        out.iter_mut().for_each(|w| *w = 0);
-    }
 }
 
 fn clear_range(mask: &mut [u32], lo: u32, hi: u32) {
@@ -240,39 +327,173 @@ fn clear_range(mask: &mut [u32], lo: u32, hi: u32) {
     }
 }
 
-fn merge_seeds(sc: &mut MaskScratch, a: u32, b: u32, words: usize) -> u32 {
-    if a == ALL || b == ALL {
-        return ALL;
-    }
-    if a == b {
-        return a;
-    }
-    let s = sc.new_seed(words);
-    for w in 0..words {
-        let v = sc.seeds[a as usize][w] | sc.seeds[b as usize][w];
-        sc.seeds[s as usize][w] = v;
-    }
-    s
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// xorshift64*: a small deterministic generator for the randomized test.
+    struct Rng(u64);
+    impl Rng {
+        fn below(&mut self, n: usize) -> usize {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 33) as usize % n
+        }
+    }
+
+    /// Random tables, GSS and threads (several threads sharing kill sets or not, walks that
+    /// meet): `fill` equals the mask by definition, the union over every thread and every
+    /// path of its outputs less the thread's kill sets, whatever the groups per round.
+    #[test]
+    fn fill_is_the_union_over_threads_and_paths() {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let n_tokens = 200u32;
+        let words = n_tokens.div_ceil(32) as usize;
+        let mut with_groups = 0;
+        for case in 0..400 {
+            // Token sets: ranges or bitmaps, as the tables store them.
+            let (mut set_off, mut set_ranges, mut set_dense, mut dense) =
+                (vec![0u32], Vec::new(), Vec::new(), Vec::new());
+            let mut members: Vec<Vec<bool>> = Vec::new();
+            for _ in 0..10 {
+                let mut m = vec![false; n_tokens as usize];
+                for _ in 0..1 + rng.below(6) {
+                    let lo = rng.below(n_tokens as usize);
+                    let hi = (lo + 1 + rng.below(60)).min(n_tokens as usize);
+                    m[lo..hi].iter_mut().for_each(|b| *b = true);
+                }
+                if rng.below(2) == 0 {
+                    set_dense.push(dense.len() as u32);
+                    let mut bits = vec![0u32; words];
+                    for v in (0..n_tokens as usize).filter(|&v| m[v]) {
+                        bits[v / 32] |= 1 << (v % 32);
+                    }
+                    dense.extend(bits);
+                } else {
+                    set_dense.push(NONE);
+                    let mut v = 0;
+                    while v < m.len() {
+                        if m[v] {
+                            let lo = v;
+                            while v < m.len() && m[v] {
+                                v += 1;
+                            }
+                            set_ranges.extend([lo as u32, v as u32]);
+                        } else {
+                            v += 1;
+                        }
+                    }
+                }
+                set_off.push((set_ranges.len() / 2) as u32);
+                members.push(m);
+            }
+            let set_or_none = |rng: &mut Rng| if rng.below(3) == 0 { NONE } else { rng.below(10) as u32 };
+            // A small DWA over LR states 0..4.
+            let states = 6;
+            let (mut edge_off, mut edge_label, mut edge_target, mut edge_rho) = (vec![0u32], vec![], vec![], vec![]);
+            let (mut default_target, mut default_rho) = (vec![], vec![]);
+            for _ in 0..states {
+                let mut labels: Vec<u32> = (0..rng.below(3)).map(|_| rng.below(4) as u32).collect();
+                labels.sort_unstable();
+                labels.dedup();
+                for l in labels {
+                    edge_label.push(l);
+                    edge_target.push(if rng.below(4) == 0 { DEAD } else { rng.below(states) as u32 });
+                    edge_rho.push(set_or_none(&mut rng));
+                }
+                edge_off.push(edge_label.len() as u32);
+                default_target.push(if rng.below(3) == 0 { DEAD } else { rng.below(states) as u32 });
+                default_rho.push(set_or_none(&mut rng));
+            }
+            let lexer_states = 3;
+            let t = MaskTables {
+                num_tokens: n_tokens,
+                start: (0..lexer_states)
+                    .map(|_| if rng.below(5) == 0 { NONE } else { rng.below(states) as u32 })
+                    .collect::<Vec<_>>()
+                    .into(),
+                start_rho: (0..lexer_states).map(|_| set_or_none(&mut rng)).collect::<Vec<_>>().into(),
+                undecided: vec![NONE; lexer_states].into(),
+                edge_off: edge_off.into(),
+                edge_label: edge_label.into(),
+                edge_target: edge_target.into(),
+                edge_rho: edge_rho.into(),
+                default_target: default_target.into(),
+                default_rho: default_rho.into(),
+                set_off: set_off.into(),
+                set_ranges: set_ranges.into(),
+                set_dense: set_dense.into(),
+                dense: dense.into(),
+                ..MaskTables::default()
+            };
+            // A GSS: nodes by level, each above up to two lower ones (walks meet where they share).
+            let mut nodes: Vec<NodeRef> = Vec::new();
+            for level in 0..8u32 {
+                let preds: Vec<NodeRef> = if nodes.is_empty() {
+                    Vec::new()
+                } else {
+                    (0..rng.below(3)).map(|_| nodes[rng.below(nodes.len())].clone()).collect()
+                };
+                nodes.push(crate::gss::Node::new(rng.below(5) as u32, level, preds));
+            }
+            // Threads: kill lists drawn from few choices, so that groups repeat.
+            let kill_choices: [&[u32]; 4] = [&[], &[3], &[5, 7], &[3]];
+            let threads: Vec<(u32, &[u32], Vec<NodeRef>)> = (0..1 + rng.below(4))
+                .map(|_| {
+                    let heads = (0..1 + rng.below(2)).map(|_| nodes[rng.below(nodes.len())].clone()).collect();
+                    (rng.below(lexer_states) as u32, kill_choices[rng.below(4)], heads)
+                })
+                .collect();
+            // The mask by definition.
+            let mut want = vec![false; n_tokens as usize];
+            for (q, kills, heads) in &threads {
+                let seed: Vec<bool> =
+                    (0..n_tokens as usize).map(|v| !kills.iter().any(|&k| members[k as usize][v])).collect();
+                let mut add = |set: u32| {
+                    if set != NONE {
+                        for v in 0..n_tokens as usize {
+                            want[v] |= members[set as usize][v] && seed[v];
+                        }
+                    }
+                };
+                add(t.start_rho[*q as usize]);
+                let d0 = t.start[*q as usize];
+                if d0 == NONE {
+                    continue;
+                }
+                let mut stack: Vec<(NodeRef, u32)> = heads.iter().map(|h| (h.clone(), d0)).collect();
+                while let Some((node, d)) = stack.pop() {
+                    let (d2, rho) = t.step(d, node.state);
+                    add(rho);
+                    if d2 != DEAD && !t.is_final(d2) {
+                        stack.extend(node.preds.iter().map(|p| (p.clone(), d2)));
+                    }
+                }
+            }
+            for per_round in [0, 1, 2] {
+                let mut sc = MaskScratch::with_capacity(words);
+                sc.groups_per_round = per_round;
+                let mut out = vec![0xdead_beefu32; words];
+                let views = threads.iter().map(|(q, kills, heads)| ThreadView { q: *q, kills, heads });
+                fill(&t, views, &mut sc, &mut out);
+                for v in 0..n_tokens as usize {
+                    let got = out[v / 32] >> (v % 32) & 1 == 1;
+                    assert_eq!(got, want[v], "case {case}, {per_round} groups per round: token {v}");
+                }
+                with_groups += usize::from(per_round == 0 && sc.counters.kill_groups >= 2);
+            }
+        }
+        assert!(with_groups >= 50, "{with_groups} cases with two or more kill groups");
+    }
 
     #[test]
     fn ranges_set_exactly_their_bits() {
         for (lo, hi) in [(0, 1), (0, 32), (3, 35), (31, 33), (32, 64), (5, 100), (63, 64), (0, 96)] {
             let mut out = vec![0u32; 4];
-            or_range(&mut out, lo, hi, None);
+            or_range(&mut out, lo, hi);
             for v in 0..128u32 {
                 assert_eq!(out[(v / 32) as usize] >> (v % 32) & 1 == 1, (lo..hi).contains(&v), "{lo}..{hi} bit {v}");
-            }
-            let seed = vec![0xAAAA_AAAAu32; 4];
-            let mut out = vec![0u32; 4];
-            or_range(&mut out, lo, hi, Some(&seed));
-            for v in 0..128u32 {
-                let want = (lo..hi).contains(&v) && v % 2 == 1;
-                assert_eq!(out[(v / 32) as usize] >> (v % 32) & 1 == 1, want);
             }
         }
     }

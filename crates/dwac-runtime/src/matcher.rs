@@ -716,6 +716,14 @@ impl Matcher {
         self.scratch.walk.counters
     }
 
+    /// Walk at most `n` groups of threads with carried kill sets per round of
+    /// [`fill_mask`](Self::fill_mask) (default and most 64; the mask is the same), so that
+    /// tests reach the rounds that only masks of more than 64 such groups need otherwise.
+    #[doc(hidden)]
+    pub fn set_mask_groups_per_round(&mut self, n: usize) {
+        self.scratch.walk.groups_per_round = n;
+    }
+
     /// Masks that [`fill_mask`](Self::fill_mask) had to compute with the reference (see there).
     pub fn mask_fallbacks(&self) -> u64 {
         self.scratch.fallbacks
