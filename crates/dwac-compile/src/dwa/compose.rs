@@ -49,6 +49,22 @@ pub struct Plan {
     /// The lookahead class of the thread itself: an end at the root whose class covers it is
     /// allowed without reading (`ALWAYS`: every live stack of the thread satisfies its own class).
     pub thread: u32,
+    /// Per node with children or ends: the id of the plan below it (its ends, and its children
+    /// with their steps and the plans below them; at the root, the thread's class too), interned
+    /// across lexer states ([`NO_PLAN`]: nothing below). What a configuration at a node does
+    /// depends on the plan only through it, so the memos of expansions and reads are kept
+    /// across lexer states under it.
+    pub below: FastMap<u32, u32>,
+}
+
+/// The id of the empty plan below a node (no children, no ends).
+pub const NO_PLAN: u32 = 0;
+
+impl Plan {
+    /// The id of the plan below `node` (see [`Plan::below`]).
+    pub fn below(&self, node: u32) -> u32 {
+        self.below.get(&node).copied().unwrap_or(NO_PLAN)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -90,8 +106,9 @@ pub struct Composer<'a> {
     ends: Vec<(u32, u32)>,
     end_ids: FastMap<(u32, u32), u32>,
     /// Expansions from a known segment whose bottom (a state read) they never looked at, keyed by
-    /// (node, segment above the bottom): the same for every state read (per plan).
-    expansions: FastMap<(u32, Vec<u32>), Vec<Settled>>,
+    /// (node, plan below it, segment above the bottom): the same for every state read, and for
+    /// every lexer state with that plan below the node.
+    expansions: FastMap<(u32, u32, Vec<u32>), Vec<Settled>>,
     /// Expansions done for the current plan, and the most allowed (work budget): past it,
     /// `exhausted` is set and expansions stop producing outcomes.
     pub work: u64,
@@ -123,9 +140,23 @@ impl<'a> Composer<'a> {
     /// Use `plan` for the lexings of the next lexer state.
     pub fn set_plan(&mut self, plan: Plan) {
         self.plan = std::rc::Rc::new(plan);
-        self.expansions.clear();
         self.work = 0;
         self.exhausted = false;
+    }
+
+    /// The id of the plan below `node` in the current plan.
+    pub fn plan_below(&self, node: u32) -> u32 {
+        self.plan.below(node)
+    }
+
+    /// Expansions memoized (across lexer states).
+    pub fn memoized(&self) -> usize {
+        self.expansions.len()
+    }
+
+    /// Forget the memoized expansions (a memory bound).
+    pub fn forget(&mut self) {
+        self.expansions.clear();
     }
 
     /// The id of the end (trie node, lookahead class).
@@ -147,7 +178,7 @@ impl<'a> Composer<'a> {
     pub fn expand(&mut self, node: u32, k: Vec<u32>, out: &mut Vec<Settled>) {
         // Below the bottom of `k` is a state read for some configuration: if this expansion does
         // not look at it, its outcome is the same whichever state that was.
-        let key = (k.len() >= 2).then(|| (node, k[1..].to_vec()));
+        let key = (k.len() >= 2).then(|| (node, self.plan.below(node), k[1..].to_vec()));
         if let Some(r) = key.as_ref().and_then(|key| self.expansions.get(key)) {
             out.extend(r.iter().cloned());
             return;

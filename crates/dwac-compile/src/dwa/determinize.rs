@@ -15,7 +15,7 @@ use super::FastMap;
 use dwac_runtime::DEAD;
 
 use super::compose::Step;
-use super::compose::{Composer, Config, Labels, Phase, Plan, Settled};
+use super::compose::{Composer, Config, Labels, Phase, Plan, Settled, NO_PLAN};
 use super::sets::SetPool;
 use super::terminal_dwa::TokenClass;
 
@@ -42,16 +42,34 @@ pub struct LocalDwa {
 /// The budget was exceeded.
 pub struct TooLarge;
 
+/// The interned plans below nodes ([`Plan::below`]): (ends, children with their steps and the
+/// plans below them, the thread's class at the root).
+type SubPlan = (Vec<(u32, u32)>, Vec<(u32, Step, u32)>, u32);
+
+/// Memory bounds of the memos kept across lexer states: past any of them, they are all dropped
+/// before the next lexer state's automaton is built.
+const MAX_CONFIGS: usize = 1 << 18;
+const MAX_READS: usize = 1 << 20;
+const MAX_EXPANSIONS: usize = 1 << 18;
+
 pub struct Determinizer<'a> {
     pub comp: Composer<'a>,
+    /// Configurations, kept across lexer states (a configuration names trie nodes, not plans).
     configs: Vec<Config>,
     config_ids: FastMap<Config, u32>,
-    /// Per lexer state (the plan decides how configurations continue): (config, label) → settled.
-    reads: FastMap<(u32, u32), Box<[u64]>>,
-    /// Per lexer state: (config, first-use signature of the state read) → settled, for reads whose
-    /// outcome touched nothing else of the state read (shared by every state with that signature).
-    shared_reads: FastMap<(u32, Vec<u32>), Box<[u64]>>,
+    /// Configurations there were when the current automaton's build began.
+    configs_before: usize,
+    /// (config, label, plan below the config's node) → settled: how a configuration continues
+    /// depends on the plan only through the plan below its node, so lexer states with the same
+    /// one there share the read.
+    reads: FastMap<(u32, u32, u32), Box<[u64]>>,
+    /// (config, plan below its node, first-use signature of the state read) → settled, for reads
+    /// whose outcome touched nothing else of the state read (shared by every state with that
+    /// signature).
+    shared_reads: FastMap<(u32, u32, Vec<u32>), Box<[u64]>>,
     labels: FastMap<u32, Option<Box<[u32]>>>,
+    /// Interned plans below nodes; id 0 is [`NO_PLAN`].
+    sub_plans: FastMap<SubPlan, u32>,
     /// States a single lexer state's DWA may have.
     pub max_states: usize,
     /// Lexing-trie expansions a single lexer state's DWA may take.
@@ -64,16 +82,19 @@ impl<'a> Determinizer<'a> {
             comp,
             configs: Vec::new(),
             config_ids: FastMap::default(),
+            configs_before: 0,
             reads: FastMap::default(),
             shared_reads: FastMap::default(),
             labels: FastMap::default(),
+            sub_plans: FastMap::default(),
             max_states,
             work_budget: u64::MAX,
         }
     }
 
+    /// Configurations the last automaton's build made (the others it used were made before).
     pub fn num_configs(&self) -> usize {
-        self.configs.len()
+        self.configs.len() - self.configs_before
     }
 
     /// Settled outcomes as ids: configuration ids, or `ACCEPT_BIT | end`.
@@ -99,7 +120,12 @@ impl<'a> Determinizer<'a> {
     }
 
     fn read_ids(&mut self, c: u32, label: Option<u32>) -> Box<[u64]> {
-        let key = (c, label.unwrap_or(DEFAULT));
+        // (A lookahead check reads no plan.)
+        let below = match &self.configs[c as usize].phase {
+            Phase::Step { node, .. } => self.comp.plan_below(*node),
+            Phase::Look { .. } => NO_PLAN,
+        };
+        let key = (c, label.unwrap_or(DEFAULT), below);
         if let Some(r) = self.reads.get(&key) {
             return r.clone();
         }
@@ -109,7 +135,7 @@ impl<'a> Determinizer<'a> {
         let signature = label.map(|p| {
             let mut sig = Vec::new();
             self.comp.first_uses(&config, p, &mut sig);
-            (c, sig)
+            (c, below, sig)
         });
         if let Some(r) = signature.as_ref().and_then(|s| self.shared_reads.get(s)) {
             let r = r.clone();
@@ -149,6 +175,15 @@ impl<'a> Determinizer<'a> {
     /// the walker's trie of step sequences ([`super::terminal_dwa::Walker::nodes`]), at least up
     /// to the nodes the classes name.
     pub fn build(&mut self, classes: &[TokenClass], nodes: &[(u32, Step)], thread: u32) -> Result<LocalDwa, TooLarge> {
+        if self.configs.len() > MAX_CONFIGS || self.reads.len() > MAX_READS || self.comp.memoized() > MAX_EXPANSIONS {
+            self.configs.clear();
+            self.config_ids.clear();
+            self.labels.clear();
+            self.reads.clear();
+            self.shared_reads.clear();
+            self.sub_plans.clear();
+            self.comp.forget();
+        }
         let mut sets = SetPool::new();
         // The lexing trie of this state, and which classes lie below each node / end there.
         let mut plan = Plan { thread, ..Plan::default() };
@@ -180,16 +215,27 @@ impl<'a> Determinizer<'a> {
         for (n, es) in ends {
             plan.ends.insert(n, es.into_iter().collect());
         }
+        // The plans below nodes, children first (a child's id is larger than its parent's).
+        let mut in_plan: Vec<u32> = plan.children.keys().chain(plan.ends.keys()).copied().collect();
+        in_plan.sort_unstable_by(|a, b| b.cmp(a));
+        in_plan.dedup();
+        for n in in_plan {
+            let ends = plan.ends.get(&n).cloned().unwrap_or_default();
+            let kids = plan
+                .children
+                .get(&n)
+                .map(|cs| cs.iter().map(|&(c, step)| (c, step, plan.below(c))).collect())
+                .unwrap_or_default();
+            let key = (ends, kids, if n == 0 { thread } else { u32::MAX });
+            let next = self.sub_plans.len() as u32 + 1;
+            let id = *self.sub_plans.entry(key).or_insert(next);
+            plan.below.insert(n, id);
+        }
         let below: FastMap<u32, u32> = below.into_iter().map(|(n, v)| (n, sets.intern(v))).collect();
         let at_end: FastMap<u32, u32> = at_end.into_iter().map(|(e, v)| (e, sets.intern(v))).collect();
         self.comp.set_plan(plan);
         self.comp.budget = self.work_budget;
-        // Configurations are local to one lexer state's automaton.
-        self.configs.clear();
-        self.config_ids.clear();
-        self.labels.clear();
-        self.reads.clear();
-        self.shared_reads.clear();
+        self.configs_before = self.configs.len();
 
         // Where a settled outcome's classes may be: below its trie node, or at its end.
         let filter = |det: &Self, id: u64| -> u32 {

@@ -72,6 +72,7 @@ pub struct MaskStats {
     pub dwa_states: usize,
     pub lexer_states_with_dwa: usize,
     pub token_classes: usize,
+    /// Composition configurations made (each once: they are shared between lexer states).
     pub configurations: usize,
     pub token_sets: usize,
     /// The most stack states `get_mask` can read from one head (`u32::MAX`: unbounded, a cycle).

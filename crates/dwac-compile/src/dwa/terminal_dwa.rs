@@ -176,6 +176,9 @@ struct ClosureCache {
     events: usize,
 }
 
+/// Tokens below a root child from which its walk goes through the closure cache
+/// ([`Walker::closure_walk`]); smaller subtrees are walked directly.
+const CLOSURE_WALK_FROM: u32 = 1024;
 /// Closure states a closure walk may have (a bound on the canonical table's size).
 const MAX_CLOSURE: usize = 64;
 /// Events the closure cache may hold in all (a memory bound; past it, walks are not kept).
@@ -918,7 +921,10 @@ impl<'a> Walker<'a> {
             } else {
                 let (before, undecided_before) = (sc.per_token.len(), sc.undecided.len());
                 let e = sc.arena[start].q;
-                if e == self.lex.start || !self.closure_walks || !self.closure_walk(child, e, sc, terms) {
+                // (Through a closure only below a large subtree: the closure's table costs more
+                // than a small walk, and what pays is reusing the walks of large subtrees.)
+                let large = self.index.subtree_len[child as usize] >= CLOSURE_WALK_FROM;
+                if e == self.lex.start || !large || !self.closure_walks || !self.closure_walk(child, e, sc, terms) {
                     self.walk(child, start, n, sc, terms);
                 }
                 let found = &sc.per_token[before..];
