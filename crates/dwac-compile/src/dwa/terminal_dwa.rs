@@ -156,13 +156,25 @@ pub struct TrieIndex {
 }
 
 /// One event of a subtree walk inside a closure ([`Walker::closure_walk`]), in the walk's
-/// order: the tokens at `node` end in closure state `cs`; or byte `b` leaves the closure from
-/// `cs` at `node` (into `child`), where the walk goes on the general way.
+/// order: the first tokens ending in closure state `cs` (where the walk interns its
+/// signature); or byte `b` leaves the closure from `cs` at `node` (into `child`), where the
+/// walk goes on the general way.
 #[derive(Clone, Copy)]
 enum Event {
-    Tokens { node: u32, cs: u32 },
+    First { cs: u32 },
     Leave { node: u32, b: u8, child: u32, cs: u32 },
 }
+
+/// A recorded subtree walk inside a closure: its events, and per closure state with tokens
+/// ending there, those tokens (in walk order) and the smallest of them.
+struct ClosureWalk {
+    events: Vec<Event>,
+    tokens: Vec<(u32, u32, Arc<[u32]>)>,
+}
+
+/// Tokens that share one signature set without being listed pair by pair: (signature set id,
+/// smallest token, tokens), from a closure walk ([`Walker::closure_walk`]).
+type Bulk = (u32, u32, Arc<[u32]>);
 
 /// Closure walks by (closure id, root child), closures by their canonical table.
 #[derive(Default)]
@@ -171,8 +183,8 @@ struct ClosureCache {
     tables: Vec<Arc<[u32]>>,
     /// Words the tables hold in all (bounded by [`CLOSURE_TABLE_WORDS`]).
     table_words: usize,
-    walks: FastMap<(u32, u32), Arc<[Event]>>,
-    /// Events held in all (bounded by [`CLOSURE_EVENTS`]).
+    walks: FastMap<(u32, u32), Arc<ClosureWalk>>,
+    /// Events and tokens held in all (bounded by [`CLOSURE_EVENTS`]).
     events: usize,
 }
 
@@ -181,7 +193,7 @@ struct ClosureCache {
 const CLOSURE_WALK_FROM: u32 = 1024;
 /// Closure states a closure walk may have (a bound on the canonical table's size).
 const MAX_CLOSURE: usize = 64;
-/// Events the closure cache may hold in all (a memory bound; past it, walks are not kept).
+/// Events and tokens the closure cache may hold in all (a memory bound; past it, walks are not kept).
 const CLOSURE_EVENTS: usize = 8 << 20;
 /// Table words the closure cache may hold in all (a memory bound; past it, new closures are
 /// walked as before).
@@ -322,14 +334,15 @@ pub struct Walker<'a> {
     /// and many lexer states share them (e.g. every state inside a JSON string enters most
     /// first bytes into the same string-interior state), so each is walked once per grammar
     /// instead of once per state.
-    root_memo: FastMap<(u32, u64), (u32, u32)>,
+    root_memo: FastMap<(u32, u64), RootResult>,
     /// Classes and UNDECIDED tokens of lexer states walked in full or derived, by their key of
     /// bounded-horizon equivalence ([`Walker::block`]): an equivalent state has the same.
     state_memo: FastMap<u64, StateClasses>,
     /// Token ids and bitmap words [`Walker::state_memo`] holds (bounded by [`STATE_MEMO_WORDS`]).
     state_memo_words: usize,
-    /// (token, signature set) pairs of the memoized subtrees.
+    /// (token, signature set) pairs and bulk token lists of the memoized subtrees.
     root_results: Vec<(u32, u32)>,
+    root_bulk: Vec<Bulk>,
     /// Lexer states whose classes other states derive theirs from.
     bases: Vec<Base>,
     /// Token counts below the trie's nodes.
@@ -338,13 +351,10 @@ pub struct Walker<'a> {
     horizon: Horizon,
     /// States with at least this many tokens with a lexing become bases.
     base_from: usize,
-    /// Scratch: signature set per token, read only where [`Walker::mark`] is set.
-    by_tok: Vec<u32>,
     /// Scratch: a token bitmap, all zero between uses.
     gone: Vec<u64>,
-    /// Scratch for [`Walker::group`]: a token bitmap (all zero between uses) and the class of
-    /// each signature set id (all `u32::MAX` between uses).
-    mark: Vec<u64>,
+    /// Scratch for [`Walker::group`]: the class of each signature set id (all `u32::MAX` between
+    /// uses).
     class_of: Vec<u32>,
     /// Derive from a base whatever it costs (tests).
     always_derive: bool,
@@ -379,13 +389,23 @@ const STATE_MEMO_WORDS: usize = 16 << 20;
 /// Pairs [`Walker::root_memo`] may hold in all (a memory bound; past it subtrees are walked).
 const ROOT_MEMO_PAIRS: usize = 24 << 20;
 
-/// Per-walk scratch: the branch arena, the (token, signature set) pairs found, undecided tokens.
+/// Per-walk scratch: the branch arena, the (token, signature set) pairs found and the token
+/// lists found in bulk, undecided tokens.
 #[derive(Default)]
 struct Scratch {
     arena: Vec<Branch>,
     sigs: Vec<Sig>,
     per_token: Vec<(u32, u32)>,
+    bulk: Vec<Bulk>,
     undecided: Vec<u32>,
+}
+
+/// A memoized subtree below a root child: ranges of [`Walker::root_results`] and
+/// [`Walker::root_bulk`].
+#[derive(Clone, Copy)]
+struct RootResult {
+    pairs: (u32, u32),
+    bulk: (u32, u32),
 }
 
 impl<'a> Walker<'a> {
@@ -415,14 +435,13 @@ impl<'a> Walker<'a> {
             state_memo: FastMap::default(),
             state_memo_words: 0,
             root_results: Vec::new(),
+            root_bulk: Vec::new(),
             bases: Vec::new(),
             horizon: Horizon::new(lex, index.height[0]),
             index,
             base_from: BASE_FROM,
             always_derive: false,
-            by_tok: Vec::new(),
             gone: Vec::new(),
-            mark: Vec::new(),
             class_of: Vec::new(),
             derived: 0,
             clock: 0,
@@ -786,39 +805,38 @@ impl<'a> Walker<'a> {
             let cache = self.index.closures.lock().unwrap_or_else(|p| p.into_inner());
             cache.walks.get(&(cl.id, child)).cloned()
         };
-        let events = match cached {
-            Some(ev) => {
+        let walk = match cached {
+            Some(w) => {
                 self.closure_hits += 1;
-                ev
+                w
             }
             None => {
-                let mut ev = Vec::new();
-                self.record(child, 0, &cl.table, &mut ev);
-                let ev: Arc<[Event]> = ev.into();
+                let mut events = Vec::new();
+                let mut by_cs: Vec<Vec<u32>> = vec![Vec::new(); cl.states.len()];
+                self.record(child, 0, &cl.table, &mut events, &mut by_cs);
+                let tokens = by_cs
+                    .into_iter()
+                    .enumerate()
+                    .filter(|(_, t)| !t.is_empty())
+                    .map(|(cs, t)| (cs as u32, t.iter().copied().min().unwrap_or(0), Arc::<[u32]>::from(t)))
+                    .collect::<Vec<_>>();
+                let size = events.len() + tokens.iter().map(|t| t.2.len()).sum::<usize>();
+                let walk = Arc::new(ClosureWalk { events, tokens });
                 let mut cache = self.index.closures.lock().unwrap_or_else(|p| p.into_inner());
-                if cache.events + ev.len() <= CLOSURE_EVENTS {
-                    cache.events += ev.len();
-                    cache.walks.insert((cl.id, child), Arc::clone(&ev));
+                if cache.events + size <= CLOSURE_EVENTS {
+                    cache.events += size;
+                    cache.walks.insert((cl.id, child), Arc::clone(&walk));
                 }
-                ev
+                walk
             }
         };
-        let trie = self.trie;
         let mut sig = vec![u32::MAX; cl.states.len()];
-        for &event in events.iter() {
+        for &event in &walk.events {
             match event {
-                Event::Tokens { node, cs } => {
-                    let id = match sig[cs as usize] {
-                        u32::MAX => {
-                            let q = cl.states[cs as usize];
-                            let class = self.class(q, terms);
-                            let id = self.single_sig_id((0, class));
-                            sig[cs as usize] = id;
-                            id
-                        }
-                        id => id,
-                    };
-                    sc.per_token.extend(trie.tokens_at(node).iter().map(|&tok| (tok, id)));
+                Event::First { cs } => {
+                    let q = cl.states[cs as usize];
+                    let class = self.class(q, terms);
+                    sig[cs as usize] = self.single_sig_id((0, class));
                 }
                 Event::Leave { node, b, child, cs } => {
                     let br = Branch { q: cl.states[cs as usize], inh: 0, prefix: 0 };
@@ -826,19 +844,27 @@ impl<'a> Walker<'a> {
                 }
             }
         }
+        for (cs, min, tokens) in &walk.tokens {
+            sc.bulk.push((sig[*cs as usize], *min, Arc::clone(tokens)));
+        }
         true
     }
 
-    /// The events of a walk below `node` at closure state `cs` (see [`Self::closure_walk`]).
-    fn record(&self, node: u32, cs: u32, table: &[u32], out: &mut Vec<Event>) {
-        if !self.trie.tokens_at(node).is_empty() {
-            out.push(Event::Tokens { node, cs });
+    /// The events of a walk below `node` at closure state `cs`, and its tokens by the closure
+    /// state they end in (see [`Self::closure_walk`]).
+    fn record(&self, node: u32, cs: u32, table: &[u32], out: &mut Vec<Event>, by_cs: &mut [Vec<u32>]) {
+        let at = self.trie.tokens_at(node);
+        if !at.is_empty() {
+            if by_cs[cs as usize].is_empty() {
+                out.push(Event::First { cs });
+            }
+            by_cs[cs as usize].extend_from_slice(at);
         }
         for &(b, child) in self.trie.children(node) {
             match table[cs as usize * 256 + b as usize] {
                 CL_DEAD => {}
                 CL_LEAVE => out.push(Event::Leave { node, b, child, cs }),
-                next => self.record(child, next, table, out),
+                next => self.record(child, next, table, out, by_cs),
             }
         }
     }
@@ -916,10 +942,12 @@ impl<'a> Walker<'a> {
             self.trie.subtree_tokens(child, &mut sc.undecided);
         } else if node == 0 && n == 1 && sc.arena[start].inh == 0 && sc.arena[start].prefix == 0 {
             let key = (child, self.entry_key(sc.arena[start].q, child));
-            if let Some(&(off, len)) = self.root_memo.get(&key) {
+            if let Some(&RootResult { pairs: (off, len), bulk: (boff, blen) }) = self.root_memo.get(&key) {
                 sc.per_token.extend_from_slice(&self.root_results[off as usize..(off + len) as usize]);
+                sc.bulk.extend_from_slice(&self.root_bulk[boff as usize..(boff + blen) as usize]);
             } else {
                 let (before, undecided_before) = (sc.per_token.len(), sc.undecided.len());
+                let bulk_before = sc.bulk.len();
                 let e = sc.arena[start].q;
                 // (Through a closure only below a large subtree: the closure's table costs more
                 // than a small walk, and what pays is reusing the walks of large subtrees.)
@@ -928,11 +956,14 @@ impl<'a> Walker<'a> {
                     self.walk(child, start, n, sc, terms);
                 }
                 let found = &sc.per_token[before..];
+                let found_bulk = &sc.bulk[bulk_before..];
                 // Subtrees with UNDECIDED tokens are not memoized (rare; walked again).
                 if sc.undecided.len() == undecided_before && self.root_results.len() + found.len() <= ROOT_MEMO_PAIRS {
-                    let off = self.root_results.len() as u32;
+                    let pairs = (self.root_results.len() as u32, found.len() as u32);
+                    let bulk = (self.root_bulk.len() as u32, found_bulk.len() as u32);
                     self.root_results.extend_from_slice(found);
-                    self.root_memo.insert(key, (off, found.len() as u32));
+                    self.root_bulk.extend_from_slice(found_bulk);
+                    self.root_memo.insert(key, RootResult { pairs, bulk });
                 }
             }
         } else {
@@ -1090,12 +1121,7 @@ impl<'a> Walker<'a> {
                 self.walk_child(0, b, child, 0, 1, &mut sc, terms);
             }
         }
-        let words = self.words;
-        let classes: Vec<(u32, Tokens)> = self
-            .group(&mut sc.per_token)
-            .into_iter()
-            .map(|(id, tokens)| (id, Tokens::from_sorted(tokens, words)))
-            .collect();
+        let classes = self.group(&sc.per_token, &sc.bulk);
         sc.undecided.sort_unstable();
         sc.undecided.dedup();
         if let Some(b) = block {
@@ -1313,7 +1339,7 @@ impl<'a> Walker<'a> {
             }
             self.diff_child(0, b, child, (0, 1), (1, 1), &mut sc, &mut removed, terms);
         }
-        let walked = self.group(&mut sc.per_token);
+        let walked = self.group(&sc.per_token, &sc.bulk);
         if removed.is_empty() && walked.is_empty() && sc.undecided.is_empty() {
             // Every token as at the base (e.g. counter positions far from their bound): its
             // classes, bitmaps shared.
@@ -1355,18 +1381,26 @@ impl<'a> Walker<'a> {
         for (id, toks) in walked {
             match by_sig.get_mut(&id) {
                 None => {
-                    by_sig.insert(id, Tokens::from_sorted(toks, self.words));
+                    by_sig.insert(id, toks);
                     order.push(id);
                 }
                 Some(Tokens::Bits { bits, len }) => {
                     let bits = Arc::make_mut(bits);
-                    for &t in &toks {
-                        bits[(t / 64) as usize] |= 1 << (t % 64);
+                    match &toks {
+                        Tokens::Bits { bits: more, len: more_len } => {
+                            bits.iter_mut().zip(more.iter()).for_each(|(a, b)| *a |= b);
+                            *len += more_len;
+                        }
+                        Tokens::List(l) => {
+                            for &t in l {
+                                bits[(t / 64) as usize] |= 1 << (t % 64);
+                            }
+                            *len += l.len();
+                        }
                     }
-                    *len += toks.len();
                 }
                 Some(Tokens::List(l)) => {
-                    l.extend_from_slice(&toks);
+                    l.extend(toks.iter());
                     l.sort_unstable();
                     let merged = std::mem::take(l);
                     by_sig.insert(id, Tokens::from_sorted(merged, self.words));
@@ -1390,58 +1424,81 @@ impl<'a> Walker<'a> {
         (classes.into_iter().map(|c| c.1).collect(), sc.undecided)
     }
 
-    /// (token, signature set) pairs grouped by signature set: (set, tokens ascending), in order
-    /// of their first token. Many tokens through a table indexed by token id, few by sorting.
-    fn group(&mut self, per_token: &mut [(u32, u32)]) -> Vec<(u32, Vec<u32>)> {
+    /// (token, signature set) pairs and bulk token lists grouped by signature set: (set,
+    /// tokens), in order of their first token, each class a list or (past [`BITMAP_FROM`]
+    /// tokens) a bitmap ([`Tokens::from_sorted`]'s choice). Every token is in one pair or list.
+    /// Two passes: the size and first token of each class, then its tokens, set in a bitmap or
+    /// pushed to a list that is sorted at the end.
+    fn group(&mut self, per_token: &[(u32, u32)], bulk: &[Bulk]) -> Vec<(u32, Tokens)> {
         // Class of each signature set id (ids are dense): a table, not a hash per token; kept
         // between calls, the entries used reset at the end.
         let mut class_of = std::mem::take(&mut self.class_of);
         if class_of.len() < self.sig_sets.len() {
             class_of.resize(self.sig_sets.len(), u32::MAX);
         }
-        let mut classes: Vec<(u32, Vec<u32>)> = Vec::new();
-        let mut add = |tok: u32, id: u32| {
+        // (signature set, tokens, first token) per class.
+        let mut sizes: Vec<(u32, usize, u32)> = Vec::new();
+        let mut count = |id: u32, n: usize, min: u32| {
             let slot = &mut class_of[id as usize];
             if *slot == u32::MAX {
-                classes.push((id, Vec::new()));
-                *slot = (classes.len() - 1) as u32;
+                sizes.push((id, 0, u32::MAX));
+                *slot = (sizes.len() - 1) as u32;
             }
-            classes[*slot as usize].1.push(tok);
+            let c = &mut sizes[*slot as usize];
+            c.1 += n;
+            c.2 = c.2.min(min);
         };
-        if per_token.len() > 64 {
-            // Tokens in ascending order through a bitmap of them: a pass over the bitmap's words
-            // and the tokens, no sort.
-            let max = per_token.iter().map(|p| p.0).max().unwrap_or(0) as usize + 1;
-            if self.by_tok.len() < max {
-                self.by_tok.resize(max, u32::MAX);
-            }
-            let words = max.div_ceil(64);
-            if self.mark.len() < words {
-                self.mark.resize(words, 0);
-            }
-            for &(tok, id) in per_token.iter() {
-                self.by_tok[tok as usize] = id;
-                self.mark[(tok / 64) as usize] |= 1 << (tok % 64);
-            }
-            for wi in 0..words {
-                let mut w = std::mem::take(&mut self.mark[wi]);
-                while w != 0 {
-                    let tok = wi as u32 * 64 + w.trailing_zeros();
-                    w &= w - 1;
-                    add(tok, self.by_tok[tok as usize]);
+        for &(tok, id) in per_token {
+            count(id, 1, tok);
+        }
+        for (id, min, tokens) in bulk {
+            count(*id, tokens.len(), *min);
+        }
+        enum Acc {
+            Bits(Vec<u64>),
+            List(Vec<u32>),
+        }
+        let words = self.words;
+        let mut accs: Vec<Acc> = sizes
+            .iter()
+            .map(
+                |&(_, n, _)| if n > BITMAP_FROM { Acc::Bits(vec![0; words]) } else { Acc::List(Vec::with_capacity(n)) },
+            )
+            .collect();
+        let add = |acc: &mut Acc, tokens: &[u32]| match acc {
+            Acc::Bits(bits) => {
+                for &t in tokens {
+                    bits[(t / 64) as usize] |= 1 << (t % 64);
                 }
             }
-        } else {
-            per_token.sort_unstable();
-            for &(tok, id) in per_token.iter() {
-                add(tok, id);
-            }
+            Acc::List(l) => l.extend_from_slice(tokens),
+        };
+        for &(tok, id) in per_token {
+            add(&mut accs[class_of[id as usize] as usize], &[tok]);
         }
-        for (id, _) in &classes {
-            class_of[*id as usize] = u32::MAX;
+        for (id, _, tokens) in bulk {
+            add(&mut accs[class_of[*id as usize] as usize], tokens);
+        }
+        for &(id, _, _) in &sizes {
+            class_of[id as usize] = u32::MAX;
         }
         self.class_of = class_of;
-        classes
+        let mut classes: Vec<(u32, (u32, Tokens))> = sizes
+            .iter()
+            .zip(accs)
+            .map(|(&(id, n, min), acc)| {
+                let tokens = match acc {
+                    Acc::Bits(bits) => Tokens::Bits { bits: bits.into(), len: n },
+                    Acc::List(mut l) => {
+                        l.sort_unstable();
+                        Tokens::List(l)
+                    }
+                };
+                (min, (id, tokens))
+            })
+            .collect();
+        classes.sort_unstable_by_key(|c| c.0);
+        classes.into_iter().map(|c| c.1).collect()
     }
 }
 
