@@ -9,6 +9,7 @@
 //! small interned sets. Explicit edges equal to the DEFAULT edge are dropped.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::rc::Rc;
 
 use super::FastMap;
 
@@ -62,12 +63,12 @@ pub struct Determinizer<'a> {
     /// (config, label, plan below the config's node) → settled: how a configuration continues
     /// depends on the plan only through the plan below its node, so lexer states with the same
     /// one there share the read.
-    reads: FastMap<(u32, u32, u32), Box<[u64]>>,
+    reads: FastMap<(u32, u32, u32), Rc<[u64]>>,
     /// (config, plan below its node, first-use signature of the state read) → settled, for reads
     /// whose outcome touched nothing else of the state read (shared by every state with that
     /// signature).
-    shared_reads: FastMap<(u32, u32, Vec<u32>), Box<[u64]>>,
-    labels: FastMap<u32, Option<Box<[u32]>>>,
+    shared_reads: FastMap<(u32, u32, Vec<u32>), Rc<[u64]>>,
+    labels: FastMap<u32, Option<Rc<[u32]>>>,
     /// Interned plans below nodes; id 0 is [`NO_PLAN`].
     sub_plans: FastMap<SubPlan, u32>,
     /// States a single lexer state's DWA may have.
@@ -98,7 +99,7 @@ impl<'a> Determinizer<'a> {
     }
 
     /// Settled outcomes as ids: configuration ids, or `ACCEPT_BIT | end`.
-    fn ids(&mut self, settled: Vec<Settled>) -> Box<[u64]> {
+    fn ids(&mut self, settled: Vec<Settled>) -> Rc<[u64]> {
         let mut v: Vec<u64> = settled
             .into_iter()
             .map(|s| match s {
@@ -116,10 +117,10 @@ impl<'a> Determinizer<'a> {
             .collect();
         v.sort_unstable();
         v.dedup();
-        v.into_boxed_slice()
+        v.into()
     }
 
-    fn read_ids(&mut self, c: u32, label: Option<u32>) -> Box<[u64]> {
+    fn read_ids(&mut self, c: u32, label: Option<u32>) -> Rc<[u64]> {
         // (A lookahead check reads no plan.)
         let below = match &self.configs[c as usize].phase {
             Phase::Step { node, .. } => self.comp.plan_below(*node),
@@ -158,14 +159,14 @@ impl<'a> Determinizer<'a> {
     }
 
     /// The labels configuration `c` tells apart (`None`: all).
-    fn labels_of(&mut self, c: u32) -> Option<Box<[u32]>> {
+    fn labels_of(&mut self, c: u32) -> Option<Rc<[u32]>> {
         if let Some(l) = self.labels.get(&c) {
             return l.clone();
         }
         let config = self.configs[c as usize].clone();
         let l = match self.comp.labels(&config) {
             Labels::All => None,
-            Labels::Some(v) => Some(v.into_boxed_slice()),
+            Labels::Some(v) => Some(v.into()),
         };
         self.labels.insert(c, l.clone());
         l
@@ -301,9 +302,14 @@ impl<'a> Determinizer<'a> {
                 }
             }
             let labels: Vec<u32> = if all_labels { (0..lr_states).collect() } else { labels.into_iter().collect() };
-            let step = |label: Option<u32>, det: &mut Self, sets: &mut SetPool| {
-                let mut rho_parts = Vec::new();
-                let mut next: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+            // (`parts`: (configuration, class set) in the order found, grouped by configuration
+            // with a stable sort: each configuration's parts are united in that order.)
+            let mut rho_parts = Vec::new();
+            let mut parts: Vec<(u32, u32)> = Vec::new();
+            let mut united = Vec::new();
+            let mut step = |label: Option<u32>, det: &mut Self, sets: &mut SetPool| {
+                rho_parts.clear();
+                parts.clear();
                 for &(c, s) in &state {
                     for &id in det.read_ids(c, label).iter() {
                         let w = sets.intersect(s, filter(det, id));
@@ -313,12 +319,23 @@ impl<'a> Determinizer<'a> {
                         if id & ACCEPT_BIT != 0 {
                             rho_parts.push(w);
                         } else {
-                            next.entry(id as u32).or_default().push(w);
+                            parts.push((id as u32, w));
                         }
                     }
                 }
                 let rho = sets.union_many(&rho_parts);
-                let next: Vec<(u32, u32)> = next.into_iter().map(|(c, p)| (c, sets.union_many(&p))).collect();
+                parts.sort_by_key(|p| p.0);
+                let mut next: Vec<(u32, u32)> = Vec::new();
+                let mut i = 0;
+                while i < parts.len() {
+                    let c = parts[i].0;
+                    united.clear();
+                    while i < parts.len() && parts[i].0 == c {
+                        united.push(parts[i].1);
+                        i += 1;
+                    }
+                    next.push((c, sets.union_many(&united)));
+                }
                 (next, rho)
             };
             let (dn, drho) = step(None, self, &mut sets);
