@@ -21,7 +21,9 @@ use std::collections::{BTreeSet, HashMap};
 use dwac_compile::dwa::compose::{Step, ANY};
 use dwac_compile::dwa::sets::SetPool;
 use dwac_compile::dwa::templates::{Lr, Outcome, Read, Wait};
-use dwac_compile::dwa::terminal_dwa::{TrieIndex, Walker, BASE_FROM, MAX_LEXINGS, MAX_STEPS};
+use dwac_compile::dwa::terminal_dwa::{
+    carried_inhibitors, kill_set_shared, TrieIndex, Walker, BASE_FROM, MAX_LEXINGS, MAX_STEPS,
+};
 use dwac_compile::dwa::{build_mask_tables, MaskOptions};
 use dwac_compile::{compile_grammar, parse_source, SourceKind};
 use dwac_runtime::dwa::{MaskTables, NONE};
@@ -758,4 +760,53 @@ fn closure_walks_shared_between_grammars() {
         }
     }
     assert!(hits > 0, "the second grammar replayed no walk of the first");
+}
+
+/// Does a token of `bytes` fire inhibitor `i` (a longer match appears before the inhibitor is
+/// dropped)? Stepped byte by byte.
+fn fires(lex: &LexerTables, i: Inhibitor, bytes: &[u8]) -> bool {
+    let mut h = vec![i];
+    let mut out = Vec::new();
+    for &b in bytes {
+        match lex.step_inhibitors(&h, b, &mut out) {
+            None => return true,
+            Some(()) if out.is_empty() => return false,
+            Some(()) => h.clone_from(&out),
+        }
+    }
+    false
+}
+
+/// `KILL` sets shared between grammars through the vocabulary's cache: for every carried
+/// inhibitor of several grammars, compiled one after the other against one trie index, the set
+/// is exactly the tokens whose bytes fire it, and the later grammars take sets from the cache.
+#[test]
+fn kill_sets_shared_between_grammars() {
+    let vocab = gpt2();
+    let trie = trie_of(&vocab);
+    let index = TrieIndex::new(&trie);
+    let schemas = [
+        serde_json::json!({"type": "object", "properties": {"n": {"type": "integer"}, "x": {"type": "number"}}}),
+        serde_json::json!({"type": "array", "items": {"type": "number"}}),
+        serde_json::json!({"type": "object", "properties": {"m": {"type": "number"}, "s": {"type": "string"}}}),
+    ];
+    let mut checked = 0;
+    for (gi, schema) in schemas.iter().enumerate() {
+        let sg = dwac_grammar::schema::compile_schema(schema, &Default::default()).unwrap();
+        let tables = compile_grammar(&sg.grammar).unwrap().tables;
+        let lex = &tables.lexer;
+        let hits_before = index.kill_cache_hits();
+        for inh in carried_inhibitors(lex) {
+            let set = kill_set_shared(lex, &trie, &index, inh);
+            let want: Vec<u32> = (0..vocab.len() as u32)
+                .filter(|&v| !vocab.is_special(v) && fires(lex, inh, vocab.token_bytes(v).unwrap_or_default()))
+                .collect();
+            assert_eq!(set, want, "schema {gi}: kill set of {inh:?}");
+            checked += 1;
+        }
+        if gi > 0 {
+            assert!(index.kill_cache_hits() > hits_before, "schema {gi} took no kill set from the cache");
+        }
+    }
+    assert!(checked >= 6, "{checked}");
 }

@@ -41,7 +41,7 @@ use determinize::{Determinizer, LocalDwa};
 use dwac_runtime::trie::Trie;
 use sets::SetPool;
 use templates::Lr;
-use terminal_dwa::{carried_inhibitors, kill_set, TokenClass, Tokens, TrieIndex, Walker};
+use terminal_dwa::{carried_inhibitors, kill_set_shared, TokenClass, Tokens, TrieIndex, Walker};
 
 /// Sets with more ranges than this (and than a sixteenth of the bitmap's words) also get a bitmap.
 const DENSE_FROM_RANGES: usize = 64;
@@ -471,9 +471,12 @@ enum Walked {
 /// The `KILL` sets of the carried inhibitors (ALGORITHM.md §4.1), each computed by whichever
 /// thread is free first: the assembling thread while it waits for classes, the walker once it
 /// has walked every state. Kept in inhibitor order, so the tables do not depend on who did which.
+/// Each is taken from the vocabulary's cache when another grammar had an inhibitor that moves
+/// alike ([`kill_set_shared`]).
 struct Kills<'a> {
     lex: &'a LexerTables,
     trie: &'a Trie,
+    index: &'a TrieIndex,
     carried: Vec<Inhibitor>,
     next: AtomicUsize,
     done: Mutex<Vec<Option<Vec<u32>>>>,
@@ -482,10 +485,10 @@ struct Kills<'a> {
 }
 
 impl<'a> Kills<'a> {
-    fn new(lex: &'a LexerTables, trie: &'a Trie) -> Kills<'a> {
+    fn new(lex: &'a LexerTables, trie: &'a Trie, index: &'a TrieIndex) -> Kills<'a> {
         let carried = carried_inhibitors(lex);
         let done = Mutex::new(vec![None; carried.len()]);
-        Kills { lex, trie, carried, next: AtomicUsize::new(0), done, busy: AtomicU64::new(0) }
+        Kills { lex, trie, index, carried, next: AtomicUsize::new(0), done, busy: AtomicU64::new(0) }
     }
 
     /// Compute the next kill set not yet taken; false if none is left.
@@ -493,7 +496,7 @@ impl<'a> Kills<'a> {
         let i = self.next.fetch_add(1, Ordering::Relaxed);
         let Some(&inh) = self.carried.get(i) else { return false };
         let t = Instant::now();
-        let set = kill_set(self.lex, self.trie, inh);
+        let set = kill_set_shared(self.lex, self.trie, self.index, inh);
         self.done.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(set);
         self.busy.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
         true
@@ -510,7 +513,7 @@ impl<'a> Kills<'a> {
         let sets = done
             .into_iter()
             .zip(&self.carried)
-            .map(|(s, &inh)| s.unwrap_or_else(|| kill_set(self.lex, self.trie, inh)))
+            .map(|(s, &inh)| s.unwrap_or_else(|| kill_set_shared(self.lex, self.trie, self.index, inh)))
             .collect();
         (self.carried, sets, Duration::from_nanos(self.busy.into_inner()))
     }
@@ -615,7 +618,7 @@ pub fn build_mask_tables_with_progress(
     let (tx, rx) = mpsc::channel();
     // The walker's inputs, taken by its thread, or by this one if no thread can be started.
     let walk_args = Mutex::new(Some((terms, (eof_class, vocab.eos.to_vec()), tx)));
-    let kills = Kills::new(lex, trie);
+    let kills = Kills::new(lex, trie, &trie_index);
     let walk = || {
         let (terms, eos, tx) = walk_args.lock().unwrap_or_else(|e| e.into_inner()).take()?;
         Some(walk_states(lex, trie, Arc::clone(&trie_index), terms, eos, tx, &kills))

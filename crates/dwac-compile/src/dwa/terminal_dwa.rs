@@ -153,7 +153,30 @@ pub struct TrieIndex {
     /// Subtree walks inside lexer-state closures, shared by every grammar compiled against this
     /// trie ([`Walker::closure_walk`]).
     closures: Mutex<ClosureCache>,
+    /// Kill sets by the canonical table of their inhibitor, shared by every grammar compiled
+    /// against this trie ([`kill_set_shared`]).
+    kills: Mutex<KillCache>,
 }
+
+/// Kill sets by their inhibitor's canonical table ([`kill_set_shared`]).
+#[derive(Default)]
+struct KillCache {
+    sets: FastMap<Arc<[u32]>, Arc<[u32]>>,
+    /// Words the tables and sets hold in all (bounded by [`KILL_CACHE_WORDS`]).
+    words: usize,
+    /// Kill sets taken from the cache.
+    hits: usize,
+}
+
+/// Inhibitor states a kill set's canonical table may have (past it, the set is computed
+/// without the cache).
+const MAX_KILL_TABLE: usize = 256;
+/// Words the kill cache may hold in all (a memory bound).
+const KILL_CACHE_WORDS: usize = 8 << 20;
+/// [`kill_set_shared`]'s table: the byte fires the inhibitor (a longer match appeared).
+const KILL_FIRES: u32 = u32::MAX;
+/// [`kill_set_shared`]'s table: the byte drops the inhibitor (no longer match can appear).
+const KILL_DROPS: u32 = u32::MAX - 1;
 
 /// One event of a subtree walk inside a closure ([`Walker::closure_walk`]), in the walk's
 /// order: the first tokens ending in closure state `cs` (where the walk interns its
@@ -260,7 +283,12 @@ impl TrieIndex {
                 reach[a as usize] = reach[a as usize].wrapping_add(reach[a as usize - 1]);
             }
         }
-        TrieIndex { subtree_len, height, reach_off, reach, closures: Mutex::default() }
+        TrieIndex { subtree_len, height, reach_off, reach, closures: Mutex::default(), kills: Mutex::default() }
+    }
+
+    /// Kill sets [`kill_set_shared`] took from this trie's cache.
+    pub fn kill_cache_hits(&self) -> usize {
+        self.kills.lock().unwrap_or_else(|p| p.into_inner()).hits
     }
 
     /// The cost of a diff below the root's `i`-th child entered in states that agree for `a`
@@ -1529,6 +1557,57 @@ pub fn carried_inhibitors(lex: &LexerTables) -> Vec<Inhibitor> {
         }
     }
     seen.into_iter().collect()
+}
+
+/// [`kill_set`], shared between grammars: the set depends only on how the inhibitor moves
+/// over bytes, which its canonical table records (the states it can reach, numbered
+/// breadth-first from `i.s` over bytes in order, and per state and byte: fires, dropped, or the
+/// state it moves to). Grammars whose inhibitor has an equal table (in JSON-Schema grammars:
+/// the number and whitespace terminals') have the same kill set, computed once per process.
+pub fn kill_set_shared(lex: &LexerTables, trie: &Trie, index: &TrieIndex, i: Inhibitor) -> Vec<u32> {
+    let mut states = vec![i.s];
+    let mut number: FastMap<u32, u32> = FastMap::from_iter([(i.s, 0)]);
+    let mut table = Vec::new();
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < states.len() {
+        let x = states[at];
+        for b in 0..=255u8 {
+            let code = match lex.step_inhibitors(&[Inhibitor { s: x, k: i.k }], b, &mut out) {
+                None => KILL_FIRES,
+                Some(()) => match out.first() {
+                    None => KILL_DROPS,
+                    Some(j) => {
+                        let next = states.len() as u32;
+                        *number.entry(j.s).or_insert_with(|| {
+                            states.push(j.s);
+                            next
+                        })
+                    }
+                },
+            };
+            table.push(code);
+        }
+        if states.len() > MAX_KILL_TABLE {
+            return kill_set(lex, trie, i);
+        }
+        at += 1;
+    }
+    let table: Arc<[u32]> = table.into();
+    {
+        let mut cache = index.kills.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(set) = cache.sets.get(&table).map(|s| s.to_vec()) {
+            cache.hits += 1;
+            return set;
+        }
+    }
+    let set = kill_set(lex, trie, i);
+    let mut cache = index.kills.lock().unwrap_or_else(|p| p.into_inner());
+    if cache.words + table.len() + set.len() <= KILL_CACHE_WORDS {
+        cache.words += table.len() + set.len();
+        cache.sets.insert(table, set.as_slice().into());
+    }
+    set
 }
 
 /// The tokens whose bytes fire inhibitor `i` (ALGORITHM.md §4.1 `KILL`).
