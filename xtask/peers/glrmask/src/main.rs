@@ -30,7 +30,8 @@
 //!   allowed (Python `json.dumps` style), for both kinds.
 //! - compile: `grammar.compile(&vocab)` with the default `CompileOptions` (MaskStrategy::Auto:
 //!   Parser DWA, or TokenTrie when that would be too large). `compile_ms` times parsing the
-//!   schema text + `from_expr` + `compile`. glrmask compiles eagerly, so `ttfm_ms` is null.
+//!   schema text + `from_expr` + `compile`, on a thread of its own (as dwac's worker compiles;
+//!   it made no difference to glrmask's times). glrmask compiles eagerly, so `ttfm_ms` is null.
 //!   glrmask keeps caches across compilations (vocabulary artifacts inside the `Vocab`, terminal
 //!   automata in process-wide statics): the first JSON grammar compiled in a process pays a
 //!   one-time ~0.3–0.7 s (qwen3) that later ones do not. So that job order does not decide which
@@ -281,7 +282,11 @@ fn run_job(vocab: &Vocab, vocab_size: usize, eos: &[u32], replays: usize, popcou
         .unwrap_or_default();
     reset_peak_rss();
     let t0 = Instant::now();
-    let compiled = catch_unwind(AssertUnwindSafe(|| compile(vocab, &schema_text, eos)));
+    // On a thread of its own, as dwac's worker compiles (see there): a fresh thread's malloc
+    // arena rather than the main thread's, which the tokenizer's load has fragmented.
+    let compiled = std::thread::scope(|s| {
+        s.spawn(|| catch_unwind(AssertUnwindSafe(|| compile(vocab, &schema_text, eos)))).join().unwrap_or_else(Err)
+    });
     let compile_ms = t0.elapsed().as_secs_f64() * 1e3;
     let constraint = match compiled {
         Ok(Ok(c)) => c,
