@@ -168,28 +168,48 @@ fn build_component(terminals: &[Terminal], active: &[bool]) -> Result<ComponentD
     }
     groups.retain(|g| !g.1.is_empty());
 
-    // Subset construction.
-    let marks = std::cell::RefCell::new((vec![0u32; nstates], 0u32));
-    let closure = |seeds: &[StateID], acc: &mut Vec<u32>| -> Result<Vec<StateID>, CompileError> {
-        let mut marks = marks.borrow_mut();
-        marks.1 += 1;
-        let gen = marks.1;
-        let mut stack: Vec<StateID> = Vec::new();
-        let mut set: Vec<StateID> = Vec::new();
+    // Subset construction. The closure's buffers and marks are reused from call to call.
+    struct Scratch {
+        marks: Vec<u32>,
+        gen: u32,
+        stack: Vec<StateID>,
+        ordered: Vec<StateID>,
+        cut: Vec<u32>,
+        /// Per pattern: the generation in which it was seen live / is to be pruned.
+        live: Vec<u32>,
+        kill: Vec<u32>,
+    }
+    let scratch = std::cell::RefCell::new(Scratch {
+        marks: vec![0u32; nstates],
+        gen: 0,
+        stack: Vec::new(),
+        ordered: Vec::new(),
+        cut: Vec::new(),
+        live: vec![0u32; pats.len()],
+        kill: vec![0u32; pats.len()],
+    });
+    let closure = |seeds: &[StateID], acc: &mut Vec<u32>, set: &mut Vec<StateID>| -> Result<(), CompileError> {
+        let mut guard = scratch.borrow_mut();
+        let sc = &mut *guard;
+        sc.gen += 1;
+        let gen = sc.gen;
+        let (marks, stack, ordered, cut) = (&mut sc.marks, &mut sc.stack, &mut sc.ordered, &mut sc.cut);
+        stack.clear();
+        set.clear();
         // Lazy patterns' consuming states, in priority order.
-        let mut ordered: Vec<StateID> = Vec::new();
+        ordered.clear();
         // Lazy patterns that matched: their states found after the match have lower priority.
-        let mut cut: Vec<u32> = Vec::new();
+        cut.clear();
         acc.clear();
         // Seeds in priority order, each explored depth-first with alternates in order: the order
         // in which consuming states are found is their priority (as in a backtracking engine).
         for &seed in seeds {
             stack.push(seed);
             while let Some(s) = stack.pop() {
-                if marks.0[s.as_usize()] == gen {
+                if marks[s.as_usize()] == gen {
                     continue;
                 }
-                marks.0[s.as_usize()] = gen;
+                marks[s.as_usize()] = gen;
                 let p = owner[s.as_usize()];
                 let lazy = any_lazy && lazy_pat.get(p as usize).copied().unwrap_or(false);
                 if lazy && cut.contains(&p) {
@@ -231,29 +251,32 @@ fn build_component(terminals: &[Terminal], active: &[bool]) -> Result<ComponentD
         acc.dedup();
         // Canonical order: plain states sorted, then each lazy pattern's states in priority order.
         ordered.sort_by_key(|st| owner[st.as_usize()]);
-        set.extend(ordered);
+        set.extend_from_slice(ordered);
         // Prune terminals that can no longer match any extension: an intersection terminal dies
         // with any of its parts, and `except` parts are only followed while the main part lives.
         // Without this the DFA tracks dead parts in product with every other terminal.
         if !groups.is_empty() {
-            let mut live: std::collections::HashSet<u32> = std::collections::HashSet::new();
-            for st in &set {
-                live.insert(owner[st.as_usize()]);
+            let (live, kill) = (&mut sc.live, &mut sc.kill);
+            for st in set.iter() {
+                live[owner[st.as_usize()] as usize] = gen;
             }
-            let mut kill: std::collections::HashSet<u32> = std::collections::HashSet::new();
+            let mut any_kill = false;
             for (main, others) in &groups {
-                let main_live = live.contains(main);
-                let also_dead = others.iter().any(|(p, r)| *r == Role::Also && !live.contains(p));
+                let main_live = live[*main as usize] == gen;
+                let also_dead = others.iter().any(|(p, r)| *r == Role::Also && live[*p as usize] != gen);
                 if !main_live || also_dead {
-                    kill.insert(*main);
-                    kill.extend(others.iter().map(|(p, _)| *p));
+                    any_kill = true;
+                    kill[*main as usize] = gen;
+                    for (p, _) in others {
+                        kill[*p as usize] = gen;
+                    }
                 }
             }
-            if !kill.is_empty() {
-                set.retain(|st| !kill.contains(&owner[st.as_usize()]));
+            if any_kill {
+                set.retain(|st| kill[owner[st.as_usize()] as usize] != gen);
             }
         }
-        Ok(set)
+        Ok(())
     };
     // Matched patterns → accepted terminals: main matched, every `also` matched, no `except`
     // matched. Every such terminal stays in the accept set whatever its priority: priorities
@@ -282,8 +305,9 @@ fn build_component(terminals: &[Terminal], active: &[bool]) -> Result<ComponentD
     };
 
     let mut acc = Vec::new();
-    let start_set =
-        closure(&[nfa.start_anchored()], &mut acc).map_err(|e| name_look_error(e, terminals, &pat_term, &nfa))?;
+    let mut start_set = Vec::new();
+    closure(&[nfa.start_anchored()], &mut acc, &mut start_set)
+        .map_err(|e| name_look_error(e, terminals, &pat_term, &nfa))?;
     if let Some(&t) = finalize(&acc).first() {
         return Err(CompileError::EmptyMatch { terminal: terminals[t as usize].name.clone() });
     }
@@ -314,6 +338,8 @@ fn build_component(terminals: &[Terminal], active: &[bool]) -> Result<ComponentD
     // Marks for order-preserving deduplication of buckets.
     let mut seen_mark: Vec<u32> = vec![0; nstates];
     let mut seen_gen = 0u32;
+    let mut memo: FastMap<Vec<StateID>, u32> = FastMap::default();
+    let mut set: Vec<StateID> = Vec::new();
     while let Some(d) = queue.pop_front() {
         for b in buckets.iter_mut() {
             b.clear();
@@ -347,7 +373,7 @@ fn build_component(terminals: &[Terminal], active: &[bool]) -> Result<ComponentD
             }
         }
         let mut row = [DEAD; 256];
-        let mut memo: FastMap<Vec<StateID>, u32> = FastMap::default();
+        memo.clear();
         for (b, bucket) in buckets.iter_mut().enumerate() {
             if bucket.is_empty() {
                 continue;
@@ -360,7 +386,7 @@ fn build_component(terminals: &[Terminal], active: &[bool]) -> Result<ComponentD
                 row[b] = id;
                 continue;
             }
-            let set = closure(bucket, &mut acc).map_err(|e| name_look_error(e, terminals, &pat_term, &nfa))?;
+            closure(bucket, &mut acc, &mut set).map_err(|e| name_look_error(e, terminals, &pat_term, &nfa))?;
             key.clear();
             key.extend(set.iter().map(|st| st.as_u32()));
             key.push(u32::MAX);
@@ -375,7 +401,7 @@ fn build_component(terminals: &[Terminal], active: &[bool]) -> Result<ComponentD
                     return Err(CompileError::Budget(format!("lexer DFA exceeds {MAX_DFA_STATES} states")));
                 }
                 index.insert(key.clone(), id);
-                sets.push(set);
+                sets.push(set.clone());
                 accs.push(finalize(&acc));
                 queue.push_back(id);
                 id
