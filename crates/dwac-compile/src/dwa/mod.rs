@@ -171,6 +171,8 @@ struct TokenSets {
     /// Per set: its bitmap's offset in `bitmaps`, or [`NONE`].
     dense: Vec<u32>,
     bitmaps: Vec<u32>,
+    /// A bitmap buffer reused by [`TokenSets::intern_ranges`].
+    scratch: Vec<u64>,
 }
 
 impl TokenSets {
@@ -185,6 +187,7 @@ impl TokenSets {
             ranges: Vec::new(),
             dense: Vec::new(),
             bitmaps: Vec::new(),
+            scratch: Vec::new(),
         }
     }
 
@@ -213,13 +216,15 @@ impl TokenSets {
             return NONE;
         }
         if ranges.len() / 2 > self.dense_from {
-            let mut bits = vec![0u32; self.words];
+            let mut bits = std::mem::take(&mut self.scratch);
+            bits.clear();
+            bits.resize(self.words.div_ceil(2), 0);
             for r in ranges.chunks(2) {
-                fill_range(&mut bits, r[0], r[1]);
+                fill_range64(&mut bits, r[0], r[1]);
             }
-            let bits: Vec<u64> =
-                bits.chunks(2).map(|w| w[0] as u64 | (w.get(1).copied().unwrap_or(0) as u64) << 32).collect();
-            return self.intern_dense(&bits);
+            let id = self.intern_dense(&bits);
+            self.scratch = bits;
+            return id;
         }
         if let Some(&id) = self.index.get(&ranges) {
             return id;
@@ -278,13 +283,15 @@ impl TokenSets {
         }
         let id = self.dense.len() as u32;
         self.off.push(self.off[id as usize]);
-        self.dense.push(self.bitmaps.len() as u32);
-        self.bitmaps.reserve(2 * bits.len());
-        for &w in bits {
-            self.bitmaps.push(w as u32);
-            self.bitmaps.push((w >> 32) as u32);
+        let at = self.bitmaps.len();
+        self.dense.push(at as u32);
+        self.bitmaps.resize(at + words, 0);
+        for (pair, &w) in self.bitmaps[at..].chunks_mut(2).zip(bits) {
+            pair[0] = w as u32;
+            if let Some(hi) = pair.get_mut(1) {
+                *hi = (w >> 32) as u32;
+            }
         }
-        self.bitmaps.truncate(self.dense[id as usize] as usize + words);
         self.dense_index.entry(h).or_default().push(id);
         id
     }
@@ -802,21 +809,21 @@ fn bitmap_hash(bits: &[u64]) -> u64 {
     h ^ h >> 32
 }
 
-/// Set bits `lo..hi` of `bits` (bit `v % 32` of word `v / 32`), a word at a time.
-fn fill_range(bits: &mut [u32], lo: u32, hi: u32) {
+/// Set bits `lo..hi` of `bits` (bit `v % 64` of word `v / 64`), a word at a time.
+fn fill_range64(bits: &mut [u64], lo: u32, hi: u32) {
     if lo >= hi {
         return;
     }
-    let (wl, wh) = ((lo / 32) as usize, ((hi - 1) / 32) as usize);
-    let first = u32::MAX << (lo % 32);
-    let last = u32::MAX >> (31 - (hi - 1) % 32);
+    let (wl, wh) = ((lo / 64) as usize, ((hi - 1) / 64) as usize);
+    let first = u64::MAX << (lo % 64);
+    let last = u64::MAX >> (63 - (hi - 1) % 64);
     if wl == wh {
         bits[wl] |= first & last;
         return;
     }
     bits[wl] |= first;
     for w in &mut bits[wl + 1..wh] {
-        *w = u32::MAX;
+        *w = u64::MAX;
     }
     bits[wh] |= last;
 }
