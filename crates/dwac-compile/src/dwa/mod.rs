@@ -835,15 +835,18 @@ fn max_lookback(t: &MaskTables) -> u32 {
     let mut mark = vec![0u8; n];
     let mut depth = vec![0u32; n];
     let mut best = 0;
+    let succ = |d: u32| {
+        let (_, targets, _) = t.edges(d);
+        targets.iter().copied().chain(std::iter::once(t.default_target[d as usize])).filter(|&x| x != DEAD)
+    };
+    let mut stack: Vec<(u32, bool)> = Vec::new();
     for &s in t.start.iter().filter(|&&s| s != NONE) {
-        let mut stack: Vec<(u32, bool)> = vec![(s, false)];
+        stack.clear();
+        stack.push((s, false));
         while let Some((d, post)) = stack.pop() {
             let di = d as usize;
-            let (_, targets, _) = t.edges(d);
-            let succ: Vec<u32> =
-                targets.iter().copied().chain(std::iter::once(t.default_target[di])).filter(|&x| x != DEAD).collect();
             if post {
-                let deepest = succ.iter().map(|&x| if t.is_final(x) { 0 } else { depth[x as usize] }).max();
+                let deepest = succ(d).map(|x| if t.is_final(x) { 0 } else { depth[x as usize] }).max();
                 depth[di] = 1u32.saturating_add(deepest.unwrap_or(0));
                 mark[di] = 2;
                 continue;
@@ -855,7 +858,7 @@ fn max_lookback(t: &MaskTables) -> u32 {
             }
             mark[di] = 1;
             stack.push((d, true));
-            for x in succ {
+            for x in succ(d) {
                 if t.is_final(x) {
                     continue;
                 }
