@@ -323,6 +323,10 @@ impl TokenSets {
     }
 }
 
+/// Unions of several classes with at most this many tokens in all are sorted; larger ones go
+/// through a bitmap.
+const SORT_UNION_UPTO: usize = 256;
+
 /// The union of token classes as ranges: small unions by sorting, large ones through a bitmap.
 struct Union {
     bits: Vec<u64>,
@@ -334,7 +338,9 @@ impl Union {
     /// through a sorted list, large ones through a bitmap.
     fn intern(&mut self, members: &[u32], classes: &[TokenClass], sets: &mut TokenSets, n_tokens: u32) -> u32 {
         let total: usize = members.iter().map(|&c| classes[c as usize].tokens.len()).sum();
-        if total <= 4096 {
+        // (A single class's tokens are sorted already; several are sorted only when few: past
+        // that, marking them in a bitmap and reading its runs costs less than the sort.)
+        if total <= 4096 && (members.len() == 1 || total <= SORT_UNION_UPTO) {
             let mut ranges = Vec::new();
             self.list.clear();
             for &c in members {
@@ -367,7 +373,7 @@ impl Union {
                     }
                 }
                 Tokens::List(l) => {
-                    for &t in l {
+                    for &t in l.iter() {
                         self.bits[(t / 64) as usize] |= 1 << (t % 64);
                     }
                 }
@@ -557,7 +563,7 @@ fn walk_states(
             _ => {
                 let (mut classes, undecided) = walker.classes(q, &mut terms);
                 if q == lex.start && !eos.is_empty() {
-                    classes.push(TokenClass { sigs: vec![(0, eof_class)], tokens: Tokens::List(eos.clone()) });
+                    classes.push(TokenClass { sigs: vec![(0, eof_class)], tokens: Tokens::List(eos.clone().into()) });
                 }
                 let nodes = walker.nodes()[nodes_sent..].to_vec();
                 nodes_sent = walker.nodes().len();

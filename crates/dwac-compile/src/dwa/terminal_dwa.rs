@@ -42,10 +42,11 @@ pub struct TokenClass {
 pub const BITMAP_FROM: usize = 2048;
 
 /// The tokens of a class: a sorted list, or (large classes) a bitmap over token ids (bit
-/// `t % 64` of word `t / 64`), shared.
+/// `t % 64` of word `t / 64`), both shared (lexer states derived from a base keep the base's
+/// untouched lists and bitmaps, and the memos hand out copies of the handle, not the tokens).
 #[derive(Clone, Debug)]
 pub enum Tokens {
-    List(Vec<u32>),
+    List(Arc<[u32]>),
     Bits { bits: Arc<[u64]>, len: usize },
 }
 
@@ -53,7 +54,7 @@ impl Tokens {
     /// A list, or a bitmap of `words` words when longer than [`BITMAP_FROM`].
     fn from_sorted(list: Vec<u32>, words: usize) -> Tokens {
         if list.len() <= BITMAP_FROM {
-            return Tokens::List(list);
+            return Tokens::List(list.into());
         }
         let mut bits = vec![0u64; words];
         for &t in &list {
@@ -76,7 +77,7 @@ impl Tokens {
     /// The tokens, ascending.
     pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
         let (list, bits): (&[u32], &[u64]) = match self {
-            Tokens::List(l) => (l, &[]),
+            Tokens::List(l) => (&l[..], &[]),
             Tokens::Bits { bits, .. } => (&[], bits),
         };
         list.iter().copied().chain(bits.iter().enumerate().flat_map(|(wi, &w)| {
@@ -94,7 +95,7 @@ impl Tokens {
     /// Are these the same tokens as `other`'s?
     pub fn same(&self, other: &Tokens) -> bool {
         match (self, other) {
-            (Tokens::List(a), Tokens::List(b)) => a == b,
+            (Tokens::List(a), Tokens::List(b)) => Arc::ptr_eq(a, b) || a == b,
             (Tokens::Bits { bits: a, len: la }, Tokens::Bits { bits: b, len: lb }) => {
                 la == lb && (Arc::ptr_eq(a, b) || a == b)
             }
@@ -1385,7 +1386,13 @@ impl<'a> Walker<'a> {
         for (id, toks) in &self.bases[bi].classes {
             let kept = match toks {
                 Tokens::List(l) => {
-                    Tokens::List(l.iter().copied().filter(|&t| gone[(t / 64) as usize] >> (t % 64) & 1 == 0).collect())
+                    let is_gone = |t: u32| gone[(t / 64) as usize] >> (t % 64) & 1 == 1;
+                    if l.iter().any(|&t| is_gone(t)) {
+                        Tokens::List(l.iter().copied().filter(|&t| !is_gone(t)).collect::<Vec<_>>().into())
+                    } else {
+                        // Untouched: the base's list, shared.
+                        Tokens::List(Arc::clone(l))
+                    }
                 }
                 Tokens::Bits { bits, len } => {
                     // (Past a bitmap's words, testing each removed token costs more than a copy.)
@@ -1420,7 +1427,7 @@ impl<'a> Walker<'a> {
                             *len += more_len;
                         }
                         Tokens::List(l) => {
-                            for &t in l {
+                            for &t in l.iter() {
                                 bits[(t / 64) as usize] |= 1 << (t % 64);
                             }
                             *len += l.len();
@@ -1428,9 +1435,8 @@ impl<'a> Walker<'a> {
                     }
                 }
                 Some(Tokens::List(l)) => {
-                    l.extend(toks.iter());
-                    l.sort_unstable();
-                    let merged = std::mem::take(l);
+                    let mut merged: Vec<u32> = l.iter().copied().chain(toks.iter()).collect();
+                    merged.sort_unstable();
                     by_sig.insert(id, Tokens::from_sorted(merged, self.words));
                 }
             }
@@ -1442,7 +1448,7 @@ impl<'a> Walker<'a> {
         let mut classes: Vec<(u32, (u32, Tokens))> = order
             .into_iter()
             .map(|id| {
-                let tokens = by_sig.remove(&id).unwrap_or(Tokens::List(Vec::new()));
+                let tokens = by_sig.remove(&id).unwrap_or_else(|| Tokens::List(Vec::new().into()));
                 (tokens.first().unwrap_or(u32::MAX), (id, tokens))
             })
             .collect();
@@ -1519,7 +1525,7 @@ impl<'a> Walker<'a> {
                     Acc::Bits(bits) => Tokens::Bits { bits: bits.into(), len: n },
                     Acc::List(mut l) => {
                         l.sort_unstable();
-                        Tokens::List(l)
+                        Tokens::List(l.into())
                     }
                 };
                 (min, (id, tokens))
