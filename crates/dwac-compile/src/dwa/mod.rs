@@ -328,15 +328,35 @@ impl TokenSets {
 const SORT_UNION_UPTO: usize = 256;
 
 /// The union of token classes as ranges: small unions by sorting, large ones through a bitmap.
+#[derive(Default)]
 struct Union {
     bits: Vec<u64>,
     list: Vec<u32>,
+    /// Unions made, by the identities of their classes' token storage (lexer states derived
+    /// from one another share it, so the same union recurs across states); each entry holds
+    /// handles on that storage, so an address cannot be reused while it is a key.
+    memo: FastMap<Vec<usize>, (u32, Vec<Tokens>)>,
+    key: Vec<usize>,
 }
 
 impl Union {
-    /// The interned set of the tokens of `members` (indices into `classes`): small unions
-    /// through a sorted list, large ones through a bitmap.
+    /// The interned set of the tokens of `members` (indices into `classes`).
     fn intern(&mut self, members: &[u32], classes: &[TokenClass], sets: &mut TokenSets, n_tokens: u32) -> u32 {
+        self.key.clear();
+        self.key.extend(members.iter().map(|&c| classes[c as usize].tokens.addr()));
+        self.key.sort_unstable();
+        if let Some(&(id, _)) = self.memo.get(&self.key) {
+            return id;
+        }
+        let id = self.make(members, classes, sets, n_tokens);
+        let held = members.iter().map(|&c| classes[c as usize].tokens.clone()).collect();
+        self.memo.insert(self.key.clone(), (id, held));
+        id
+    }
+
+    /// [`Union::intern`] without the memo: small unions through a sorted list, large ones
+    /// through a bitmap.
+    fn make(&mut self, members: &[u32], classes: &[TokenClass], sets: &mut TokenSets, n_tokens: u32) -> u32 {
         let total: usize = members.iter().map(|&c| classes[c as usize].tokens.len()).sum();
         // (A single class's tokens are sorted already; several are sorted only when few: past
         // that, marking them in a bitmap and reading its runs costs less than the sort.)
@@ -610,7 +630,7 @@ pub fn build_mask_tables_with_progress(
     det.comp.terms.extend_from(terms.since(det.comp.terms.len()));
     let mut nodes: Vec<(u32, Step)> = Vec::new();
     let mut sets = TokenSets::new(n_tokens);
-    let mut union = Union { bits: Vec::new(), list: Vec::new() };
+    let mut union = Union::default();
     let mut out = MaskTables {
         num_tokens: n_tokens,
         start: vec![NONE; lex.num_states as usize].into(),

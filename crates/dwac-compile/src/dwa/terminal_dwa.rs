@@ -63,6 +63,14 @@ impl Tokens {
         Tokens::Bits { bits: bits.into(), len: list.len() }
     }
 
+    /// The address of the shared storage: equal addresses of live values mean equal tokens.
+    pub fn addr(&self) -> usize {
+        match self {
+            Tokens::List(l) => Arc::as_ptr(l) as *const u8 as usize,
+            Tokens::Bits { bits, .. } => Arc::as_ptr(bits) as *const u8 as usize,
+        }
+    }
+
     pub fn len(&self) -> usize {
         match self {
             Tokens::List(l) => l.len(),
