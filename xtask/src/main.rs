@@ -31,6 +31,11 @@ use dwac_tests::{json_dumps, maskbench_instances, shared_data};
 use dwac_vocab::Tokenizer;
 use serde_json::json;
 
+/// The allocator of `dwac compile` (the `dwac` binary), so the bench worker times what the CLI
+/// does; the Rust peers' bench crates use the same one (`xtask/peers/*/src/main.rs`).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(name = "xtask")]
 struct Cli {

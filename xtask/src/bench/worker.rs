@@ -5,10 +5,12 @@
 //!   `compile_schema` with default `SchemaOptions`, then `compile_engine` (lexer, LR tables and the
 //!   Parser DWA). `compile_ms` times all of it, up to the engine in memory; `ttfm_ms` is null
 //!   (dwac compiles ahead of time). Each job compiles on a thread of its own, as `dwac compile`
-//!   compiles each input (the glrmask peer does the same): on the main thread, whose malloc
-//!   arena the tokenizer's load leaves fragmented, dwac's schema compile p50 was 41–43 ms
-//!   against 33–35 ms on a fresh thread (glrmask's 31–32 ms either way), measured on the
-//!   MaskBench schema jobs without traces.
+//!   compiles each input (the glrmask peer does the same): with glibc's malloc, on the main
+//!   thread, whose arena the tokenizer's load leaves fragmented, dwac's schema compile p50 was
+//!   41–43 ms against 33–35 ms on a fresh thread (glrmask's 31–32 ms either way), measured on
+//!   the MaskBench schema jobs without traces. The worker, like the `dwac` binary and the Rust
+//!   peers, now allocates through mimalloc (`main.rs`); that cut the schema compile p50 by
+//!   about a tenth for dwac and for glrmask alike (dwac 29–33 → 27 ms, glrmask 30–32 → 27–29).
 //! - the engine's artifact bytes are made (`artifact_bytes`; timed apart as `save_ms`, as the
 //!   glrmask peer times `save()`: neither is in `compile_ms`), written to a file
 //!   (`target/bench/artifact-<id>.dwa`), opened 20

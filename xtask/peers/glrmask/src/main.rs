@@ -59,6 +59,11 @@ use anyhow::{bail, Context, Result};
 use glrmask::{Constraint, Expr, Grammar, TokenSet, Vocab};
 use serde_json::{json, Value};
 
+/// The global allocator of dwac's CLI and bench worker, so every Rust engine in the benchmark
+/// allocates through the same one.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Compiled once before the first job (see the header).
 const DEFAULT_WARMUP: &str = "{}";
 
@@ -282,8 +287,8 @@ fn run_job(vocab: &Vocab, vocab_size: usize, eos: &[u32], replays: usize, popcou
         .unwrap_or_default();
     reset_peak_rss();
     let t0 = Instant::now();
-    // On a thread of its own, as dwac's worker compiles (see there): a fresh thread's malloc
-    // arena rather than the main thread's, which the tokenizer's load has fragmented.
+    // On a thread of its own, as dwac's worker compiles (see there; with glibc's malloc a fresh
+    // thread's arena was faster than the main thread's, which the tokenizer's load fragments).
     let compiled = std::thread::scope(|s| {
         s.spawn(|| catch_unwind(AssertUnwindSafe(|| compile(vocab, &schema_text, eos)))).join().unwrap_or_else(Err)
     });

@@ -35,6 +35,11 @@ use llguidance::toktrie::{InferenceCapabilities, TokEnv};
 use llguidance::{Matcher, ParserFactory, TokenParser};
 use serde_json::{json, Value};
 
+/// The global allocator of dwac's CLI and bench worker, so every Rust engine in the benchmark
+/// allocates through the same one.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod bench;
 
 fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
