@@ -39,6 +39,7 @@
 //!   `--warmup SCHEMA_JSON` picks another schema, `--warmup none` skips it), as llguidance's
 //!   ParserFactory and xgrammar's TokenizerInfo do their per-vocabulary work up front. A job's
 //!   `compile_ms` can still profit from terminals cached by earlier jobs of the same run.
+//!   `compile_cpu_ms`: the process's CPU time (`getrusage`, every thread) over the same span.
 //! - `save_ms`: `constraint.save()` (the bytes `Constraint::load` reads), timed apart from
 //!   `compile_ms`, as dwac's worker times making its artifact's bytes.
 //! - per trace: `constraint.start()` (untimed), then per token `state.fill_mask(&mut buf)`
@@ -182,6 +183,17 @@ fn reset_peak_rss() {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
 }
 
+/// CPU time (user + system) of the whole process so far, ms (every thread's).
+fn process_cpu_ms() -> f64 {
+    // SAFETY: `getrusage` only writes the `rusage` it is given.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return f64::NAN;
+    }
+    let ms = |t: libc::timeval| t.tv_sec as f64 * 1e3 + t.tv_usec as f64 / 1e3;
+    ms(ru.ru_utime) + ms(ru.ru_stime)
+}
+
 fn peak_rss_mb() -> Option<f64> {
     let s = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
@@ -286,6 +298,7 @@ fn run_job(vocab: &Vocab, vocab_size: usize, eos: &[u32], replays: usize, popcou
         })
         .unwrap_or_default();
     reset_peak_rss();
+    let cpu0 = process_cpu_ms();
     let t0 = Instant::now();
     // On a thread of its own, as dwac's worker compiles (see there; with glibc's malloc a fresh
     // thread's arena was faster than the main thread's, which the tokenizer's load fragments).
@@ -293,6 +306,7 @@ fn run_job(vocab: &Vocab, vocab_size: usize, eos: &[u32], replays: usize, popcou
         s.spawn(|| catch_unwind(AssertUnwindSafe(|| compile(vocab, &schema_text, eos)))).join().unwrap_or_else(Err)
     });
     let compile_ms = t0.elapsed().as_secs_f64() * 1e3;
+    let compile_cpu_ms = process_cpu_ms() - cpu0;
     let constraint = match compiled {
         Ok(Ok(c)) => c,
         Ok(Err(e)) => return json!({"id": id, "compiled": false, "compile_ms": compile_ms, "error": e.to_string()}),
@@ -328,7 +342,7 @@ fn run_job(vocab: &Vocab, vocab_size: usize, eos: &[u32], replays: usize, popcou
         min_into(&mut commit_min, &p.commit_us);
     }
     let mut r = json!({
-        "id": id, "compiled": true, "compile_ms": compile_ms, "ttfm_ms": null, "save_ms": save_ms,
+        "id": id, "compiled": true, "compile_ms": compile_ms, "compile_cpu_ms": compile_cpu_ms, "ttfm_ms": null, "save_ms": save_ms,
         "mask_us": first.mask_us, "mask_us_min": mask_min,
         "commit_us": first.commit_us, "commit_us_min": commit_min,
         "trace_masks": first.trace_masks, "trace_commits": first.trace_commits,

@@ -18,7 +18,8 @@
 //! - grammar: kind "schema" → `TopLevelGrammar::from_json_schema(schema)`; kind "json" →
 //!   `TopLevelGrammar::from_json_schema(json!({}))` (llguidance's "any JSON value"); default
 //!   `JsonCompileOptions` (flexible whitespace, `,`/`:` separators, not lenient).
-//! - compile: `factory.create_parser(grammar)`, timed as `compile_ms`. The lexer is built
+//! - compile: `factory.create_parser(grammar)`, timed as `compile_ms` (`compile_cpu_ms`: the
+//!   process's CPU time over it, `getrusage`, every thread). The lexer is built
 //!   lazily, so `ttfm_ms` = `compile_ms` + the first `compute_mask` on a throwaway
 //!   `deep_clone` (the template parser stays untouched).
 //! - per trace: `Matcher::new(Ok(parser.clone()))` (untimed; a plain clone shares the lazily
@@ -148,6 +149,17 @@ fn reset_peak_rss() {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
 }
 
+/// CPU time (user + system) of the whole process so far, ms (every thread's).
+fn process_cpu_ms() -> f64 {
+    // SAFETY: `getrusage` only writes the `rusage` it is given.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return f64::NAN;
+    }
+    let ms = |t: libc::timeval| t.tv_sec as f64 * 1e3 + t.tv_usec as f64 / 1e3;
+    ms(ru.ru_utime) + ms(ru.ru_stime)
+}
+
 fn peak_rss_mb() -> Option<f64> {
     let s = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
@@ -252,9 +264,11 @@ fn run_job(factory: &ParserFactory, eos: &[u32], replays: usize, popcount: bool,
         })
         .unwrap_or_default();
     reset_peak_rss();
+    let cpu0 = process_cpu_ms();
     let t0 = Instant::now();
     let created = catch_unwind(AssertUnwindSafe(|| factory.create_parser(TopLevelGrammar::from_json_schema(schema))));
     let compile_ms = t0.elapsed().as_secs_f64() * 1e3;
+    let compile_cpu_ms = process_cpu_ms() - cpu0;
     let parser = match created {
         Ok(Ok(p)) => p,
         Ok(Err(e)) => return json!({"id": id, "compiled": false, "compile_ms": compile_ms, "error": e.to_string()}),
@@ -278,7 +292,7 @@ fn run_job(factory: &ParserFactory, eos: &[u32], replays: usize, popcount: bool,
     // llguidance's errors carry a full parser dump; keep the first line-ish part of a few.
     let errors: Vec<String> = first.errors.iter().take(20).map(|e| e.chars().take(300).collect()).collect();
     let mut r = json!({
-        "id": id, "compiled": true, "compile_ms": compile_ms, "ttfm_ms": ttfm_ms,
+        "id": id, "compiled": true, "compile_ms": compile_ms, "compile_cpu_ms": compile_cpu_ms, "ttfm_ms": ttfm_ms,
         "mask_us": first.mask_us, "mask_us_min": mask_min,
         "commit_us": first.commit_us, "commit_us_min": commit_min,
         "trace_masks": first.trace_masks, "trace_commits": first.trace_commits,
