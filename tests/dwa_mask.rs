@@ -307,8 +307,9 @@ fn maskbench_schemas_sample() {
     assert!(schemas >= 25 && steps > 2_000, "{schemas} schemas, {steps} steps");
 }
 
-/// Seeded random small grammars (not proptest: no dependency needed for a seeded generator)
-/// with a synthetic vocabulary: the DWA mask equals the reference mask along random walks.
+/// Seeded random small grammars with a synthetic vocabulary: the DWA mask equals the reference
+/// mask along random walks (a fixed volume of 150 grammars; [`proptest_small_grammars`] is the
+/// same property under proptest, which shrinks a failure to a smallest grammar).
 /// Grammars the front-end or compiler refuses (e.g. an empty language) are skipped and counted.
 #[test]
 fn random_small_grammars() {
@@ -338,6 +339,150 @@ fn random_small_grammars() {
     }
     println!("{compiled} grammars compiled ({refused} refused), {masks} masks compared");
     assert!(compiled >= 80 && masks > 2_000, "{compiled} grammars, {masks} masks");
+}
+
+/// A symbol of a generated rule ([`GrammarSpec`]); indices are taken modulo what exists.
+#[derive(Clone, Debug)]
+enum SpecSym {
+    /// A later rule (a terminal when the rule is the last).
+    Later(usize),
+    /// The rule itself (a terminal in a rule's first alternative, so every rule has a way out).
+    Recurse,
+    /// `"("`, `")"` or `","`.
+    Punct(usize),
+    Term(usize),
+}
+
+/// A small Lark grammar over the alphabet `abc (),` as proptest generates and shrinks it:
+/// overlapping regex and literal terminals (some with priorities), 2–4 rules of 1–3
+/// alternatives of 1–3 symbols with `?`/`*`, recursion, sometimes `%ignore`d spaces; and the
+/// seed of the random walks run on it.
+#[derive(Clone, Debug)]
+struct GrammarSpec {
+    terms: Vec<(usize, u8)>,
+    rules: Vec<Vec<Vec<(SpecSym, usize)>>>,
+    ignore: bool,
+    walk_seed: u64,
+}
+
+impl GrammarSpec {
+    fn lark(&self) -> String {
+        const PATTERNS: [&str; 12] = [
+            "/[ab]+/",
+            "/a[bc]*/",
+            "/c+/",
+            "/[a-c]{1,3}/",
+            "\"ab\"",
+            "\"a\"",
+            "\"b c\"",
+            "/b?a/",
+            "\"abc\"",
+            "/[abc]+ ?/",
+            "\"ca\"",
+            "/(ab)+/",
+        ];
+        let mut src = String::new();
+        for (i, &(p, prio)) in self.terms.iter().enumerate() {
+            let prio = if prio > 0 { format!(".{prio}") } else { String::new() };
+            src += &format!("T{i}{prio}: {}\n", PATTERNS[p % PATTERNS.len()]);
+        }
+        let n = self.rules.len();
+        let rule = |i: usize| if i == 0 { "start".to_string() } else { format!("r{i}") };
+        let term = |k: usize| format!("T{}", k % self.terms.len());
+        for (i, alts) in self.rules.iter().enumerate() {
+            let alts: Vec<String> = alts
+                .iter()
+                .enumerate()
+                .map(|(a, syms)| {
+                    let syms: Vec<String> = syms
+                        .iter()
+                        .map(|(sym, q)| {
+                            let s = match *sym {
+                                SpecSym::Later(k) if i + 1 < n => rule(i + 1 + k % (n - i - 1)),
+                                SpecSym::Recurse if a > 0 => rule(i),
+                                SpecSym::Punct(k) => ["\"(\"", "\")\"", "\",\""][k % 3].to_string(),
+                                SpecSym::Later(k) | SpecSym::Term(k) => term(k),
+                                SpecSym::Recurse => term(i),
+                            };
+                            format!("{s}{}", ["", "", "", "?", "*"][q % 5])
+                        })
+                        .collect();
+                    syms.join(" ")
+                })
+                .collect();
+            src += &format!("{}: {}\n", rule(i), alts.join(" | "));
+        }
+        if self.ignore {
+            src += "%ignore \" \"\n";
+        }
+        src
+    }
+}
+
+fn grammar_spec() -> impl proptest::strategy::Strategy<Value = GrammarSpec> {
+    use proptest::prelude::*;
+    let sym = prop_oneof![
+        1 => (0..4usize).prop_map(SpecSym::Later),
+        1 => Just(SpecSym::Recurse),
+        1 => (0..3usize).prop_map(SpecSym::Punct),
+        3 => (0..5usize).prop_map(SpecSym::Term),
+    ];
+    let alt = prop::collection::vec((sym, 0..5usize), 1..=3);
+    let rule = prop::collection::vec(alt, 1..=3);
+    (
+        prop::collection::vec((0..12usize, prop_oneof![3 => Just(0u8), 1 => 1..=3u8]), 2..=5),
+        prop::collection::vec(rule, 2..=4),
+        any::<bool>(),
+        any::<u64>(),
+    )
+        .prop_map(|(terms, rules, ignore, walk_seed)| GrammarSpec { terms, rules, ignore, walk_seed })
+}
+
+/// The same property as [`random_small_grammars`], with proptest: generated grammars that
+/// compile have DWA mask = reference mask along random walks, and a failure is shrunk to a
+/// smallest grammar that shows it. A fixed seed keeps CI deterministic; set
+/// `PROPTEST_RNG_SEED` (and `PROPTEST_CASES`) to explore further.
+#[test]
+fn proptest_small_grammars() {
+    use proptest::test_runner::{Config, RngSeed, TestCaseError, TestRunner};
+    let mut config = Config { cases: 96, failure_persistence: None, ..Config::default() };
+    if std::env::var_os("PROPTEST_RNG_SEED").is_none() {
+        config.rng_seed = RngSeed::Fixed(0x5eed_d0ac);
+    }
+    if let Some(cases) = std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()) {
+        config.cases = cases;
+    }
+    let vocab = vocab_over(b"abc (),", 2, &["abc", "a b", "(ab", "),", "c c", "abab", " (", "ca,"]);
+    let compared = std::cell::Cell::new((0usize, 0usize));
+    let mut runner = TestRunner::new(config);
+    let result = runner.run(&grammar_spec(), |spec| {
+        let src = spec.lark();
+        let Ok(grammar) = dwac_compile::parse_source(dwac_compile::SourceKind::Lark, &src) else {
+            return Ok(());
+        };
+        let Ok((engine, _)) = dwac_compile::compile_engine(&grammar, vocab.clone()) else {
+            return Ok(());
+        };
+        let engine = Arc::new(engine);
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| differential(&engine, 3, 12, spec.walk_seed)));
+        match r {
+            Ok(n) => {
+                let (g, m) = compared.get();
+                compared.set((g + 1, m + n));
+                Ok(())
+            }
+            Err(e) => {
+                let msg = e.downcast_ref::<String>().cloned().unwrap_or_default();
+                Err(TestCaseError::fail(format!("{msg}\n{src}")))
+            }
+        }
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+    let (grammars, masks) = compared.get();
+    println!("{grammars} generated grammars compiled, {masks} masks compared");
+    assert!(grammars >= 40 && masks > 1_000, "{grammars} grammars, {masks} masks");
 }
 
 /// Worst cases: deep nesting (3,000 levels of arrays and objects) and tokens that lex to many
