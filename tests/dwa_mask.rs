@@ -367,24 +367,10 @@ struct GrammarSpec {
 
 impl GrammarSpec {
     fn lark(&self) -> String {
-        const PATTERNS: [&str; 12] = [
-            "/[ab]+/",
-            "/a[bc]*/",
-            "/c+/",
-            "/[a-c]{1,3}/",
-            "\"ab\"",
-            "\"a\"",
-            "\"b c\"",
-            "/b?a/",
-            "\"abc\"",
-            "/[abc]+ ?/",
-            "\"ca\"",
-            "/(ab)+/",
-        ];
         let mut src = String::new();
         for (i, &(p, prio)) in self.terms.iter().enumerate() {
             let prio = if prio > 0 { format!(".{prio}") } else { String::new() };
-            src += &format!("T{i}{prio}: {}\n", PATTERNS[p % PATTERNS.len()]);
+            src += &format!("T{i}{prio}: {}\n", GRAMMAR_PATTERNS[p % GRAMMAR_PATTERNS.len()]);
         }
         let n = self.rules.len();
         let rule = |i: usize| if i == 0 { "start".to_string() } else { format!("r{i}") };

@@ -224,30 +224,33 @@ pub fn vocab_over(alphabet: &[u8], max_len: usize, extra: &[&str]) -> Vocabulary
     synthetic_vocab(&refs)
 }
 
+/// The terminal patterns of generated test grammars ([`random_grammar`] and the proptest
+/// grammars of `dwa_mask.rs`): regexes and literals over `abc ` that overlap in many ways.
+pub const GRAMMAR_PATTERNS: [&str; 12] = [
+    "/[ab]+/",
+    "/a[bc]*/",
+    "/c+/",
+    "/[a-c]{1,3}/",
+    "\"ab\"",
+    "\"a\"",
+    "\"b c\"",
+    "/b?a/",
+    "\"abc\"",
+    "/[abc]+ ?/",
+    "\"ca\"",
+    "/(ab)+/",
+];
+
 /// A random small Lark grammar over the alphabet `abc (),` and space: overlapping regex and
 /// literal terminals, some with priorities, sometimes `%ignore`d spaces, 2–4 rules with
 /// alternatives, recursion, `?` and `*`.
 pub fn random_grammar(rng: &mut Rng) -> String {
-    const PATTERNS: [&str; 12] = [
-        "/[ab]+/",
-        "/a[bc]*/",
-        "/c+/",
-        "/[a-c]{1,3}/",
-        "\"ab\"",
-        "\"a\"",
-        "\"b c\"",
-        "/b?a/",
-        "\"abc\"",
-        "/[abc]+ ?/",
-        "\"ca\"",
-        "/(ab)+/",
-    ];
     let n_terms = 2 + rng.below(4);
     let mut src = String::new();
     let mut terms = Vec::new();
     for i in 0..n_terms {
         let prio = if rng.below(4) == 0 { format!(".{}", 1 + rng.below(3)) } else { String::new() };
-        src += &format!("T{i}{prio}: {}\n", PATTERNS[rng.below(PATTERNS.len())]);
+        src += &format!("T{i}{prio}: {}\n", GRAMMAR_PATTERNS[rng.below(GRAMMAR_PATTERNS.len())]);
         terms.push(format!("T{i}"));
     }
     let n_rules = 2 + rng.below(3);
