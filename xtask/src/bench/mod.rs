@@ -79,17 +79,11 @@ pub(crate) fn reset_peak_rss() {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
 }
 
-/// CPU time (user + system) of the whole process so far, ms: every thread's, so a compile that
-/// runs on several threads shows its total CPU next to its wall time.
-pub(crate) fn process_cpu_ms() -> f64 {
-    // SAFETY: `getrusage` only writes the `rusage` it is given.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
-        return f64::NAN;
-    }
-    let ms = |t: libc::timeval| t.tv_sec as f64 * 1e3 + t.tv_usec as f64 / 1e3;
-    ms(ru.ru_utime) + ms(ru.ru_stime)
-}
+// The process's CPU time (every thread's, so a compile that runs on several threads shows its
+// total CPU next to its wall time): the same function the Rust peers include.
+#[path = "../../peers/common/cpu.rs"]
+mod cpu;
+pub(crate) use cpu::process_cpu_ms;
 
 pub(crate) fn peak_rss_mb() -> Option<f64> {
     let s = std::fs::read_to_string("/proc/self/status").ok()?;

@@ -60,6 +60,10 @@ use anyhow::{bail, Context, Result};
 use glrmask::{Constraint, Expr, Grammar, TokenSet, Vocab};
 use serde_json::{json, Value};
 
+#[path = "../../common/cpu.rs"]
+mod cpu;
+use cpu::process_cpu_ms;
+
 /// The global allocator of dwac's CLI and bench worker, so every Rust engine in the benchmark
 /// allocates through the same one.
 #[global_allocator]
@@ -181,17 +185,6 @@ fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
 
 fn reset_peak_rss() {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
-}
-
-/// CPU time (user + system) of the whole process so far, ms (every thread's).
-fn process_cpu_ms() -> f64 {
-    // SAFETY: `getrusage` only writes the `rusage` it is given.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
-        return f64::NAN;
-    }
-    let ms = |t: libc::timeval| t.tv_sec as f64 * 1e3 + t.tv_usec as f64 / 1e3;
-    ms(ru.ru_utime) + ms(ru.ru_stime)
 }
 
 fn peak_rss_mb() -> Option<f64> {

@@ -51,6 +51,10 @@ use serde_json::{json, Value};
 
 use crate::panic_message;
 
+#[path = "../../common/cpu.rs"]
+mod cpu;
+use cpu::process_cpu_ms;
+
 const WELL_KNOWN_EOS: &[&str] = &[
     "<|endoftext|>",
     "</s>",
@@ -147,17 +151,6 @@ fn resolve_eos(tok_path: &Path, tok_json: &Value) -> Result<Vec<u32>> {
 
 fn reset_peak_rss() {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
-}
-
-/// CPU time (user + system) of the whole process so far, ms (every thread's).
-fn process_cpu_ms() -> f64 {
-    // SAFETY: `getrusage` only writes the `rusage` it is given.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
-        return f64::NAN;
-    }
-    let ms = |t: libc::timeval| t.tv_sec as f64 * 1e3 + t.tv_usec as f64 / 1e3;
-    ms(ru.ru_utime) + ms(ru.ru_stime)
 }
 
 fn peak_rss_mb() -> Option<f64> {
