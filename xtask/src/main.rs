@@ -18,6 +18,7 @@
 mod bench;
 mod differential;
 mod fuzz;
+mod large_schemas;
 mod schema_bench;
 mod schema_suite;
 mod util;
@@ -87,6 +88,10 @@ enum Cmd {
         /// Wall-clock limit for one engine on one workload, seconds.
         #[arg(long, default_value_t = 3600)]
         timeout_s: u64,
+        /// Folder of large schemas (`cargo xtask large-schemas`), one workload per
+        /// `--tokenizer`; `none` skips them.
+        #[arg(long, default_value = "schemas/large")]
+        large: String,
     },
     /// Internal: dwac's side of `bench` (the same job and result lines as the peers).
     #[command(hide = true)]
@@ -173,6 +178,19 @@ enum Cmd {
         #[arg(long)]
         schema_list: Option<String>,
     },
+    /// Large JSON Schemas assembled from real parts (`tools-N.json`: an `anyOf` of N Glaive
+    /// function calls; `k8s-N.json`: a `$defs` graph of N object definitions of the Kubernetes
+    /// shape), written to `--out` (`large_schemas.rs`).
+    LargeSchemas {
+        #[arg(long, default_value = "schemas/large")]
+        out: PathBuf,
+        /// Tool counts, comma-separated.
+        #[arg(long, value_delimiter = ',', default_values_t = [10usize, 100, 500])]
+        tools: Vec<usize>,
+        /// Definition counts of the Kubernetes-shaped schemas, comma-separated.
+        #[arg(long, value_delimiter = ',', default_values_t = [100usize, 300])]
+        k8s: Vec<usize>,
+    },
     /// Internal: compile jobs read from stdin (used by schema-bench).
     #[command(hide = true)]
     SchemaWorker {
@@ -232,6 +250,7 @@ fn main() -> Result<()> {
             json,
             out_dir,
             timeout_s,
+            large,
         } => {
             let peers =
                 peers.split(',').map(str::trim).filter(|p| !p.is_empty() && *p != "none").map(String::from).collect();
@@ -247,6 +266,7 @@ fn main() -> Result<()> {
                 json,
                 out_dir,
                 timeout_s,
+                large,
             })
         }
         Cmd::BenchWorker { tokenizer, jobs, out, replays, eos, grammar } => {
@@ -261,6 +281,10 @@ fn main() -> Result<()> {
         Cmd::SchemaSuite { draft, json, out } => schema_suite::run(&draft, json, out),
         Cmd::SchemaBench { limit, filter, json, out, peer, tokenizer, timeout_s, mem_gib } => {
             schema_bench::run(schema_bench::BenchArgs { limit, filter, json, out, peer, tokenizer, timeout_s, mem_gib })
+        }
+        Cmd::LargeSchemas { out, tools, k8s } => {
+            let out = if out.is_absolute() { out } else { dwac_tests::repo_root().join(out) };
+            large_schemas::run(large_schemas::Args { out, tools, k8s })
         }
         Cmd::SchemaWorker { tokenizer } => schema_bench::worker(&tokenizer),
         Cmd::Differential { grammar, tokenizers, limit, json, schemas, schema_list } => {

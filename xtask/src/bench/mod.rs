@@ -9,6 +9,8 @@
 //!   (one job per depth: latency against stack depth), for the first `--tokenizer`;
 //! - `schemas-<tokenizer>`: every MaskBench schema of Glaiveai2K + Github_easy compiled on its
 //!   own, then run over its valid instances (`--schema-tokenizer`, `--schemas N` per split).
+//! - `large-<tokenizer>`: the large assembled schemas of `--large` (`schemas/large`: N tools,
+//!   Kubernetes-shaped graphs), for every `--tokenizer`, over their valid instances if any.
 //!
 //! Engines: `xtask bench-worker` (dwac, `worker.rs`), `xtask/peers/{llguidance,glrmask}` (Rust
 //! bench crates outside the workspace, built here with cargo into `target/peers/<name>`) and
@@ -48,6 +50,8 @@ pub struct Args {
     pub json: bool,
     pub out_dir: PathBuf,
     pub timeout_s: u64,
+    /// Folder of the large schemas (`none` skips them), one workload per tokenizer.
+    pub large: String,
 }
 
 /// One workload: a jobs file for one tokenizer.
@@ -220,6 +224,22 @@ fn schema_workload(a: &Args, tok_name: &str) -> Result<(Workload, Vec<u32>)> {
     workload(a, "schemas", &tok, tok_name, &jobs)
 }
 
+/// The large schemas (`schemas/large`, made by `cargo xtask large-schemas`: hundreds of tools,
+/// Kubernetes-shaped `$defs` graphs), each over its valid instances if it has any (compile time,
+/// artifact size and open time otherwise).
+fn large_workload(a: &Args, dir: &Path, tok_name: &str) -> Result<(Workload, Vec<u32>)> {
+    let tok = load_tokenizer(tok_name)?;
+    let mut jobs = Vec::new();
+    for (name, schema, instances) in crate::large_schemas::load(dir)? {
+        let mut traces = Vec::new();
+        for inst in &instances {
+            traces.push(tok.encode(&json_dumps(&dwac_grammar::schema::order_instance(&schema, inst)))?);
+        }
+        jobs.push(json!({"id": name, "kind": "schema", "schema": schema, "traces": traces}));
+    }
+    workload(a, "large", &tok, tok_name, &jobs)
+}
+
 /// Run one engine over one workload; returns its env line and result lines (by job order).
 fn run_engine(
     a: &Args,
@@ -314,6 +334,12 @@ pub fn run(a: Args) -> Result<()> {
     }
     if a.schema_tokenizer != "none" {
         workloads.push(schema_workload(&a, &a.schema_tokenizer)?);
+    }
+    if a.large != "none" {
+        let dir = repo_root().join(&a.large);
+        for t in &a.tokenizers {
+            workloads.push(large_workload(&a, &dir, t)?);
+        }
     }
     let t_run = Instant::now();
     let mut runs = Vec::new();

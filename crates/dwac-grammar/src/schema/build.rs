@@ -212,7 +212,9 @@ impl<'a> Builder<'a> {
                         next.push(c2);
                     }
                 }
-                if next.len() > MAX_COMBINATIONS {
+                // (Only a product of disjunctions is bounded: one disjunction's branches are as
+                // many as the schema spells out, e.g. a request's hundreds of tools.)
+                if combos.len() > 1 && next.len() > MAX_COMBINATIONS {
                     return Err(SchemaError::new(
                         d.kind,
                         &d.ptr,
