@@ -215,6 +215,12 @@ impl LrTables {
         self.num_terminals
     }
 
+    /// The terminals with an action in state `p`, ascending.
+    pub fn action_terminals(&self, p: u32) -> &[u32] {
+        let (a, b) = (self.action_row[p as usize] as usize, self.action_row[p as usize + 1] as usize);
+        &self.action_term[a..b]
+    }
+
     /// ACTION(p, t) as packed actions (empty if none).
     pub fn actions(&self, p: u32, t: u32) -> &[u32] {
         let (a, b) = (self.action_row[p as usize] as usize, self.action_row[p as usize + 1] as usize);

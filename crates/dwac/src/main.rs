@@ -474,6 +474,8 @@ fn mask_stats_json(stats: &CompileStats) -> serde_json::Value {
     match &stats.mask {
         Some(m) => json!({
             "dwa_states": m.dwa_states,
+            "dwa_states_assembled": m.dwa_states_assembled,
+            "dwa_states_linked": m.dwa_states_linked,
             "max_lookback": if m.max_lookback == u32::MAX { json!("unbounded") } else { json!(m.max_lookback) },
             "undecided_tokens": m.undecided_tokens,
             "token_classes": m.token_classes,

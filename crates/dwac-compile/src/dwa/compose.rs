@@ -109,12 +109,20 @@ pub struct Composer<'a> {
     /// (node, plan below it, segment above the bottom): the same for every state read, and for
     /// every lexer state with that plan below the node.
     expansions: FastMap<(u32, u32, Vec<u32>), Vec<Settled>>,
+    /// Lookahead checks by (class, known segment): `None` if some terminal of the class can be
+    /// shifted, else the simulations left waiting; and whether the check looked at the
+    /// segment's bottom beyond a first lookup ([`Lr::bottom_touched`]).
+    #[allow(clippy::type_complexity)]
+    looks: FastMap<(u32, Vec<u32>), (Option<std::rc::Rc<[(u32, Wait)]>>, bool)>,
     /// Expansions done for the current plan, and the most allowed (work budget): past it,
     /// `exhausted` is set and expansions stop producing outcomes.
     pub work: u64,
     pub budget: u64,
     pub exhausted: bool,
 }
+
+/// Lookahead checks memoized at most (a memory bound; past it, checks are recomputed).
+const MAX_LOOKS: usize = 1 << 20;
 
 fn canon<T: Ord>(mut v: Vec<T>) -> Vec<T> {
     v.sort_unstable();
@@ -131,6 +139,7 @@ impl<'a> Composer<'a> {
             ends: Vec::new(),
             end_ids: FastMap::default(),
             expansions: FastMap::default(),
+            looks: FastMap::default(),
             work: 0,
             budget: u64::MAX,
             exhausted: false,
@@ -263,18 +272,42 @@ impl<'a> Composer<'a> {
             out.push(Settled::Accept(end));
             return;
         }
-        let mut sims = Vec::new();
-        for &t in self.terms.get(class).to_vec().iter() {
-            let mut o = Outcome::default();
-            self.lr.run(t, k.clone(), &mut o);
-            if o.success {
-                out.push(Settled::Accept(end));
-                return;
+        // The check depends only on (class, known segment): memoized for every end, lexer
+        // state and configuration (a class can hold hundreds of terminals, each a simulation).
+        let key = (class, k);
+        let (look, touched) = match self.looks.get(&key) {
+            Some(r) => r.clone(),
+            None => {
+                let outer = self.lr.bottom_touched.replace(false);
+                let mut sims = Vec::new();
+                let mut accept = false;
+                for &t in self.terms.get(class).to_vec().iter() {
+                    let mut o = Outcome::default();
+                    self.lr.run(t, key.1.clone(), &mut o);
+                    if o.success {
+                        accept = true;
+                        break;
+                    }
+                    sims.extend(o.waiting.into_iter().map(|w| (t, w)));
+                }
+                let look: Option<std::rc::Rc<[(u32, Wait)]>> = (!accept).then(|| canon(sims).into());
+                let touched = self.lr.bottom_touched.get();
+                self.lr.bottom_touched.set(outer || touched);
+                if self.looks.len() < MAX_LOOKS {
+                    self.looks.insert(key, (look.clone(), touched));
+                }
+                (look, touched)
             }
-            sims.extend(o.waiting.into_iter().map(|w| (t, w)));
+        };
+        if touched {
+            self.lr.bottom_touched.set(true);
         }
-        if !sims.is_empty() {
-            out.push(Settled::Config(Config { phase: Phase::Look { end, sims: canon(sims) } }));
+        match look {
+            None => out.push(Settled::Accept(end)),
+            Some(sims) if !sims.is_empty() => {
+                out.push(Settled::Config(Config { phase: Phase::Look { end, sims: sims.to_vec() } }))
+            }
+            Some(_) => {}
         }
     }
 
@@ -305,12 +338,39 @@ impl<'a> Composer<'a> {
         }
     }
 
+    /// The simulations of `sims` (sorted by terminal) that can do anything on reading `label`:
+    /// a peek of a state without an action for its terminal (or of an unnamed state) dies, so
+    /// only the terminals of the state's ACTION row are looked at (a merge of two sorted lists,
+    /// not a lookup per simulation: a lookahead class can hold hundreds of terminals).
+    fn live_sims(&self, sims: &[(u32, Wait)], label: Option<u32>, out: &mut Vec<(u32, Wait)>) {
+        out.clear();
+        let row: &[u32] = match label {
+            Some(p) => self.lr.tables.action_terminals(p),
+            None => &[],
+        };
+        let mut i = 0;
+        for &(t, w) in sims {
+            if w != Wait::Peek {
+                out.push((t, w));
+                continue;
+            }
+            while i < row.len() && row[i] < t {
+                i += 1;
+            }
+            if i < row.len() && row[i] == t {
+                out.push((t, w));
+            }
+        }
+    }
+
     /// Read the next real state of the stack (`None`: a state none of `labels(c)` names).
     pub fn read(&mut self, c: &Config, label: Option<u32>, out: &mut Vec<Settled>) {
+        let mut live = Vec::new();
         match &c.phase {
             Phase::Step { node, main, done, guard } => {
                 let mut new_guard = Vec::new();
-                for &(g, w) in guard {
+                self.live_sims(guard, label, &mut live);
+                for &(g, w) in &live {
                     let o = self.read_sim(g, w, label);
                     match o {
                         Err(w2) => new_guard.push((g, w2)),
@@ -334,7 +394,8 @@ impl<'a> Composer<'a> {
                     }
                 }
                 let mut new_main = Vec::new();
-                for &(t, w) in main {
+                self.live_sims(main, label, &mut live);
+                for &(t, w) in &live {
                     match self.read_sim(t, w, label) {
                         Err(w2) => new_main.push((t, w2)),
                         Ok(o) => {
@@ -347,7 +408,8 @@ impl<'a> Composer<'a> {
             }
             Phase::Look { end, sims } => {
                 let mut new_sims = Vec::new();
-                for &(t, w) in sims {
+                self.live_sims(sims, label, &mut live);
+                for &(t, w) in &live {
                     match self.read_sim(t, w, label) {
                         Err(w2) => new_sims.push((t, w2)),
                         Ok(o) => {

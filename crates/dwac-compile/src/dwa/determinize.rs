@@ -33,12 +33,31 @@ pub struct DState {
 }
 
 /// The DWA of one lexer state; outputs are ids of class sets in `sets`.
+///
+/// A local state whose [`StateKey`] equals that of a state already in the assembled tables
+/// (of an earlier lexer state) is not built again: it is a *link* to that state, and its
+/// `states` entry is an empty placeholder. Every other state carries its key, for the tables
+/// to register once it is assembled.
 pub struct LocalDwa {
     pub start: u32,
     pub start_rho: u32,
     pub states: Vec<DState>,
     pub sets: SetPool,
+    /// Local state → the assembled state it stands for (links only).
+    pub links: FastMap<u32, u32>,
+    /// Per local state: its key (`None` for links).
+    pub keys: Vec<Option<StateKey>>,
 }
+
+/// The canonical key of a determinized state, the same in every lexer state: per
+/// (configuration without its trie node, the riding tokens' lexings below that node) the
+/// tokens riding it, as an interned token set. A state's future (the outputs on every sequence
+/// of reads) depends only on this: a configuration's reads depend on its simulations, and on
+/// the lexing trie only through the plan below its node, of which a token follows exactly its
+/// own lexings (the rest are filtered out); per token, the state is the set of (configuration,
+/// lexings below) it rides. So two states with equal keys, in any two lexer states, have the
+/// same future, and one is built (ARCHITECTURE.md, "Sharing between lexer states").
+pub type StateKey = Box<[(u32, u32, u32)]>;
 
 /// The budget was exceeded.
 pub struct TooLarge;
@@ -71,6 +90,13 @@ pub struct Determinizer<'a> {
     labels: FastMap<u32, Option<Rc<[u32]>>>,
     /// Interned plans below nodes; id 0 is [`NO_PLAN`].
     sub_plans: FastMap<SubPlan, u32>,
+    /// Configurations without their trie node (or end), interned for [`StateKey`]s; kept for
+    /// the whole build (never dropped with the memos, since the tables' keys name them).
+    canon: FastMap<Config, u32>,
+    /// Lexings below a node (steps from it, lookahead class), interned for [`StateKey`]s.
+    relsigs: FastMap<Vec<(Vec<Step>, u32)>, u32>,
+    /// States of the automata built so far that were linked to an assembled state.
+    pub linked: usize,
     /// States a single lexer state's DWA may have.
     pub max_states: usize,
     /// Lexing-trie expansions a single lexer state's DWA may take.
@@ -88,6 +114,9 @@ impl<'a> Determinizer<'a> {
             shared_reads: FastMap::default(),
             labels: FastMap::default(),
             sub_plans: FastMap::default(),
+            canon: FastMap::default(),
+            relsigs: FastMap::default(),
+            linked: 0,
             max_states,
             work_budget: u64::MAX,
         }
@@ -175,7 +204,133 @@ impl<'a> Determinizer<'a> {
     /// The DWA for a thread of lookahead class `thread` whose tokens form `classes`; `nodes` is
     /// the walker's trie of step sequences ([`super::terminal_dwa::Walker::nodes`]), at least up
     /// to the nodes the classes name.
-    pub fn build(&mut self, classes: &[TokenClass], nodes: &[(u32, Step)], thread: u32) -> Result<LocalDwa, TooLarge> {
+    /// The canonical id of configuration `c` without its trie node (or end), and the node.
+    fn canon_of(&mut self, c: u32) -> (u32, Option<u32>) {
+        let (canon, node) = match &self.configs[c as usize].phase {
+            Phase::Step { node, main, done, guard } => (
+                Config { phase: Phase::Step { node: 0, main: main.clone(), done: done.clone(), guard: guard.clone() } },
+                Some(*node),
+            ),
+            Phase::Look { sims, .. } => (Config { phase: Phase::Look { end: 0, sims: sims.clone() } }, None),
+        };
+        let next = self.canon.len() as u32;
+        (*self.canon.entry(canon).or_insert(next), node)
+    }
+
+    /// The id of the lexings of `cls` below trie node `n` (steps from `n`, lookahead class);
+    /// ids start at 1 (0 stands for "the tokens of a lookahead check", which need none).
+    fn relsig(&mut self, cls: &TokenClass, n: u32, nodes: &[(u32, Step)]) -> u32 {
+        let mut below = Vec::new();
+        for &(sn, la) in &cls.sigs {
+            let mut m = sn;
+            let mut path = Vec::new();
+            let found = loop {
+                if m == n {
+                    break true;
+                }
+                if m == 0 {
+                    break false;
+                }
+                let (parent, step) = nodes[m as usize];
+                path.push(step);
+                m = parent;
+            };
+            if found {
+                path.reverse();
+                below.push((path, la));
+            }
+        }
+        below.sort_unstable();
+        let next = self.relsigs.len() as u32 + 1;
+        *self.relsigs.entry(below).or_insert(next)
+    }
+
+    /// The [`StateKey`] of local state `v` (configuration → class set).
+    fn key_of(&mut self, v: &[(u32, u32)], ctx: &mut KeyCtx, sets: &SetPool, asm: &mut dyn Assembled) -> StateKey {
+        let mut groups: BTreeMap<(u32, u32), Vec<u32>> = BTreeMap::new();
+        for &(c, set) in v {
+            let (cc, node) = match ctx.canon.get(&c) {
+                Some(&x) => x,
+                None => {
+                    let x = self.canon_of(c);
+                    ctx.canon.insert(c, x);
+                    x
+                }
+            };
+            for &ci in sets.get(set) {
+                let r = match node {
+                    None => 0,
+                    Some(n) => match ctx.relsig.get(&(ci, n)) {
+                        Some(&r) => r,
+                        None => {
+                            let r = self.relsig(&ctx.classes[ci as usize], n, ctx.nodes);
+                            ctx.relsig.insert((ci, n), r);
+                            r
+                        }
+                    },
+                };
+                groups.entry((cc, r)).or_default().push(ci);
+            }
+        }
+        groups
+            .into_iter()
+            .map(|((cc, r), mut cis)| {
+                cis.sort_unstable();
+                cis.dedup();
+                (cc, r, asm.tokens(&cis))
+            })
+            .collect()
+    }
+
+    /// A new local state's id: a link if an assembled state has its key, else a state to build.
+    fn intern_state(
+        &mut self,
+        v: Vec<(u32, u32)>,
+        local: &mut Building,
+        ctx: &mut KeyCtx,
+        sets: &SetPool,
+        asm: &mut dyn Assembled,
+    ) -> Result<u32, TooLarge> {
+        if v.is_empty() {
+            return Ok(DEAD);
+        }
+        if let Some(&id) = local.index.get(&v) {
+            return Ok(id);
+        }
+        let id = local.contents.len() as u32;
+        local.index.insert(v.clone(), id);
+        if !asm.links() {
+            local.contents.push(v);
+            if local.contents.len() > self.max_states {
+                return Err(TooLarge);
+            }
+            local.keys.push(None);
+            local.queue.push_back(id);
+            return Ok(id);
+        }
+        let key = self.key_of(&v, ctx, sets, asm);
+        local.contents.push(v);
+        if let Some(g) = asm.state(&key) {
+            local.links.insert(id, g);
+            local.keys.push(None);
+            self.linked += 1;
+            return Ok(id);
+        }
+        if local.contents.len() - local.links.len() > self.max_states {
+            return Err(TooLarge);
+        }
+        local.keys.push(Some(key));
+        local.queue.push_back(id);
+        Ok(id)
+    }
+
+    pub fn build(
+        &mut self,
+        classes: &[TokenClass],
+        nodes: &[(u32, Step)],
+        thread: u32,
+        asm: &mut dyn Assembled,
+    ) -> Result<LocalDwa, TooLarge> {
         if self.configs.len() > MAX_CONFIGS || self.reads.len() > MAX_READS || self.comp.memoized() > MAX_EXPANSIONS {
             self.configs.clear();
             self.config_ids.clear();
@@ -268,31 +423,17 @@ impl<'a> Determinizer<'a> {
         let start_rho = sets.union_many(&rho_parts);
         let entries: BTreeMap<u32, u32> = parts.into_iter().map(|(c, p)| (c, sets.union_many(&p))).collect();
 
-        let max_states = self.max_states;
-        let mut index: FastMap<Vec<(u32, u32)>, u32> = FastMap::default();
-        let mut contents: Vec<Vec<(u32, u32)>> = Vec::new();
-        let mut queue = VecDeque::new();
-        let mut intern = |v: Vec<(u32, u32)>, contents: &mut Vec<Vec<(u32, u32)>>, queue: &mut VecDeque<u32>| {
-            if v.is_empty() {
-                return Ok(DEAD);
-            }
-            if let Some(&id) = index.get(&v) {
-                return Ok(id);
-            }
-            let id = contents.len() as u32;
-            if contents.len() >= max_states {
-                return Err(TooLarge);
-            }
-            index.insert(v.clone(), id);
-            contents.push(v);
-            queue.push_back(id);
-            Ok(id)
-        };
-        let start = intern(entries.into_iter().collect(), &mut contents, &mut queue)?;
+        let mut local = Building::default();
+        let mut ctx = KeyCtx { classes, nodes, canon: FastMap::default(), relsig: FastMap::default() };
+        let start = self.intern_state(entries.into_iter().collect(), &mut local, &mut ctx, &sets, asm)?;
         let mut states: Vec<DState> = Vec::new();
         let lr_states = self.comp.lr.tables.num_states;
-        while let Some(d) = queue.pop_front() {
-            let state = contents[d as usize].clone();
+        while let Some(d) = local.queue.pop_front() {
+            // (Links get ids but are not built: their entries stay empty placeholders.)
+            while states.len() < d as usize {
+                states.push(DState { edges: Vec::new(), default: (DEAD, 0) });
+            }
+            let state = local.contents[d as usize].clone();
             let mut all_labels = false;
             let mut labels: BTreeSet<u32> = BTreeSet::new();
             for &(c, _) in &state {
@@ -342,14 +483,14 @@ impl<'a> Determinizer<'a> {
             if self.comp.exhausted {
                 return Err(TooLarge);
             }
-            let default = (intern(dn, &mut contents, &mut queue)?, drho);
+            let default = (self.intern_state(dn, &mut local, &mut ctx, &sets, asm)?, drho);
             let mut edges = Vec::new();
             for x in labels {
                 let (n, rho) = step(Some(x), self, &mut sets);
                 if self.comp.exhausted {
                     return Err(TooLarge);
                 }
-                let target = intern(n, &mut contents, &mut queue)?;
+                let target = self.intern_state(n, &mut local, &mut ctx, &sets, asm)?;
                 if (target, rho) != default {
                     edges.push((x, target, rho));
                 }
@@ -357,6 +498,40 @@ impl<'a> Determinizer<'a> {
             debug_assert_eq!(states.len(), d as usize);
             states.push(DState { edges, default });
         }
-        Ok(LocalDwa { start, start_rho, states, sets })
+        while states.len() < local.contents.len() {
+            states.push(DState { edges: Vec::new(), default: (DEAD, 0) });
+        }
+        Ok(LocalDwa { start, start_rho, states, sets, links: local.links, keys: local.keys })
     }
+}
+
+/// What [`Determinizer::build`] asks of the tables assembled so far.
+pub trait Assembled {
+    /// The interned token set of the union of the tokens of these classes (indices into the
+    /// classes being built).
+    fn tokens(&mut self, classes: &[u32]) -> u32;
+    /// The assembled state with this key, if there is one.
+    fn state(&self, key: &StateKey) -> Option<u32>;
+    /// Are states linked at all ([`super::MaskOptions::link_states`])?
+    fn links(&self) -> bool;
+}
+
+/// The local states of one automaton under construction.
+#[derive(Default)]
+struct Building {
+    index: FastMap<Vec<(u32, u32)>, u32>,
+    contents: Vec<Vec<(u32, u32)>>,
+    queue: VecDeque<u32>,
+    links: FastMap<u32, u32>,
+    keys: Vec<Option<StateKey>>,
+}
+
+/// Memos of one build for [`Determinizer::key_of`].
+struct KeyCtx<'c> {
+    classes: &'c [TokenClass],
+    nodes: &'c [(u32, Step)],
+    /// Configuration id → (canonical id, trie node).
+    canon: FastMap<u32, (u32, Option<u32>)>,
+    /// (class, node) → lexings below.
+    relsig: FastMap<(u32, u32), u32>,
 }

@@ -17,6 +17,7 @@
 pub mod compose;
 pub mod determinize;
 pub mod horizon;
+pub mod minimize;
 pub mod sets;
 pub mod templates;
 pub mod terminal_dwa;
@@ -37,7 +38,7 @@ use dwac_runtime::{GrammarTables, LexerTables, Vocabulary, DEAD};
 use crate::pipeline::Stages;
 use crate::CompileError;
 use compose::{Composer, Step};
-use determinize::{Determinizer, LocalDwa};
+use determinize::{Assembled, Determinizer, LocalDwa, StateKey};
 use dwac_runtime::trie::Trie;
 use sets::SetPool;
 use templates::Lr;
@@ -58,18 +59,32 @@ pub struct MaskOptions {
     /// Walk the vocabulary on a thread of its own, beside determinization and assembly (the
     /// tables are the same either way; not part of the grammar fingerprint).
     pub walk_thread: bool,
+    /// Link a lexer state's automaton to states already assembled for earlier lexer states
+    /// when their keys are equal (`determinize::StateKey`), instead of building them again (the
+    /// minimized tables are the same either way; not part of the grammar fingerprint).
+    pub link_states: bool,
 }
 
 impl Default for MaskOptions {
     fn default() -> Self {
-        MaskOptions { max_states_per_lexer_state: 200_000, work_per_lexer_state: 4_000_000, walk_thread: true }
+        MaskOptions {
+            max_states_per_lexer_state: 200_000,
+            work_per_lexer_state: 4_000_000,
+            walk_thread: true,
+            link_states: true,
+        }
     }
 }
 
 /// Sizes and timings of one mask-table build.
 #[derive(Clone, Debug, Default)]
 pub struct MaskStats {
+    /// States of the minimized Parser DWA (the artifact's).
     pub dwa_states: usize,
+    /// States assembled before minimization.
+    pub dwa_states_assembled: usize,
+    /// Determinized states not built because an assembled state had their key (links).
+    pub dwa_states_linked: usize,
     pub lexer_states_with_dwa: usize,
     pub token_classes: usize,
     /// Composition configurations made (each once: they are shared between lexer states).
@@ -403,6 +418,31 @@ impl Union {
     }
 }
 
+/// The assembled tables as [`Determinizer::build`] sees them: token sets of the lexer state's
+/// classes, and the states already assembled by key.
+struct Tables<'a> {
+    union: &'a mut Union,
+    sets: &'a mut TokenSets,
+    classes: &'a [TokenClass],
+    n_tokens: u32,
+    keys: &'a FastMap<StateKey, u32>,
+    link: bool,
+}
+
+impl Assembled for Tables<'_> {
+    fn tokens(&mut self, members: &[u32]) -> u32 {
+        self.union.intern(members, self.classes, self.sets, self.n_tokens)
+    }
+
+    fn state(&self, key: &StateKey) -> Option<u32> {
+        self.keys.get(key).copied()
+    }
+
+    fn links(&self) -> bool {
+        self.link
+    }
+}
+
 /// Append the runs of ones of `bits` (bit `v % 64` of word `v / 64`) to `ranges` as flat
 /// half-open ranges: a bit count per run rather than per bit.
 fn bitmap_ranges(bits: &[u64], ranges: &mut Vec<u32>) {
@@ -643,6 +683,9 @@ pub fn build_mask_tables_with_progress(
     #[allow(clippy::type_complexity)]
     let mut built_for: FastMap<(u32, Vec<Vec<terminal_dwa::Sig>>), Option<(Rc<LocalDwa>, usize)>> = FastMap::default();
     let mut shared: FastMap<(u64, u32), Shared> = FastMap::default();
+    // Assembled states by their key (`determinize::StateKey`): a lexer state's automaton links
+    // to these instead of building them again.
+    let mut keys: FastMap<StateKey, u32> = FastMap::default();
     // Assembled automata by (their local automaton, class sizes): the class tokens they were
     // assembled with and their start entries. A state with the same automaton and the same
     // tokens in every class has the same tables: it takes those entries.
@@ -704,10 +747,33 @@ pub fn build_mask_tables_with_progress(
             // A lexer state's automaton depends only on its thread's class and its classes'
             // lexings (classes are referred to by index): states with the same share one.
             let key = (thread, classes.iter().map(|c| c.sigs.clone()).collect::<Vec<_>>());
-            let built = match built_for.get(&key) {
+            // (An automaton with links was built for its classes' tokens: another state with the
+            // same lexings but other tokens builds its own, unless assembly finds it has the
+            // same tokens too.)
+            let reusable = built_for.get(&key).filter(|b| match b {
+                Some((local, _)) => {
+                    local.links.is_empty() || {
+                        let akey =
+                            (Rc::as_ptr(local) as usize, classes.iter().map(|c| c.tokens.len()).collect::<Vec<_>>());
+                        assembled.get(&akey).is_some_and(|variants| {
+                            variants.iter().any(|v| v.0.iter().zip(classes.iter()).all(|(t, c)| t.same(&c.tokens)))
+                        })
+                    }
+                }
+                None => true,
+            });
+            let built = match reusable {
                 Some(b) => b.clone(),
                 None => {
-                    let b = det.build(&classes, &nodes, thread).ok().map(|l| (Rc::new(l), det.num_configs()));
+                    let mut asm = Tables {
+                        union: &mut union,
+                        sets: &mut sets,
+                        classes: &classes,
+                        n_tokens,
+                        keys: &keys,
+                        link: opts.link_states,
+                    };
+                    let b = det.build(&classes, &nodes, thread, &mut asm).ok().map(|l| (Rc::new(l), det.num_configs()));
                     built_for.insert(key, b.clone());
                     b
                 }
@@ -759,11 +825,27 @@ pub fn build_mask_tables_with_progress(
                 }
                 *expand.entry(set).or_insert_with(|| union.intern(local.sets.get(set), classes, sets, n_tokens))
             };
+            // Local ids → assembled ids: links stand for their assembled state, the others are
+            // appended in order.
             let base = out.default_target.len() as u32;
-            let global = |d: u32| if d == DEAD { DEAD } else { base + d };
-            out.start.to_mut()[q as usize] = if local.start == DEAD { NONE } else { base + local.start };
+            let mut ids = Vec::with_capacity(local.states.len());
+            let mut next = base;
+            for d in 0..local.states.len() as u32 {
+                match local.links.get(&d) {
+                    Some(&g) => ids.push(g),
+                    None => {
+                        ids.push(next);
+                        next += 1;
+                    }
+                }
+            }
+            let global = |d: u32| if d == DEAD { DEAD } else { ids[d as usize] };
+            out.start.to_mut()[q as usize] = if local.start == DEAD { NONE } else { global(local.start) };
             out.start_rho.to_mut()[q as usize] = to_tokens(local.start_rho, &mut sets);
-            for st in &local.states {
+            for (d, st) in local.states.iter().enumerate() {
+                if local.links.contains_key(&(d as u32)) {
+                    continue;
+                }
                 for &(label, target, rho) in &st.edges {
                     out.edge_label.push(label);
                     out.edge_target.push(global(target));
@@ -772,6 +854,11 @@ pub fn build_mask_tables_with_progress(
                 out.edge_off.push(out.edge_label.len() as u32);
                 out.default_target.push(global(st.default.0));
                 out.default_rho.push(to_tokens(st.default.1, &mut sets));
+            }
+            for (d, k) in local.keys.iter().enumerate() {
+                if let Some(k) = k {
+                    keys.entry(k.clone()).or_insert(ids[d]);
+                }
             }
             if let Some(k) = share_key {
                 shared.insert(k, Shared::of(&out, q, before.since(&stats)));
@@ -805,6 +892,12 @@ pub fn build_mask_tables_with_progress(
     out.set_ranges = sets.ranges.into();
     out.set_dense = sets.dense.into();
     out.dense = sets.bitmaps.into();
+    let t_min = Instant::now();
+    let (assembled_states, _) = minimize::minimize(&mut out);
+    minimize::compact_sets(&mut out);
+    stages.add("minimize", t_min.elapsed());
+    stats.dwa_states_assembled = assembled_states;
+    stats.dwa_states_linked = det.linked;
     stats.dwa_states = out.default_target.len();
     stats.token_sets = out.num_sets();
     stats.max_lookback = max_lookback(&out);
