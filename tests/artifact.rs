@@ -354,9 +354,10 @@ fn a_different_tokenizer_is_refused_naming_both_fingerprints_and_the_first_token
     assert!(e.contains("given \"changed\""), "{e}");
 }
 
-/// The golden artifact of each format version still opens, verifies and gives exact masks
-/// (equal to its own reference oracle) on random walks. `DWAC_BLESS=1` writes the current
-/// version's file if it is missing.
+/// The golden artifact of each format version of the current major still opens, verifies and
+/// gives exact masks (equal to its own reference oracle) on random walks; one of an older major
+/// is refused with an error naming both versions. `DWAC_BLESS=1` writes the current version's
+/// file if it is missing.
 #[test]
 fn golden_artifacts_of_every_format_version_still_open_and_mask_exactly() {
     let dir = repo_root().join("tests/data/golden");
@@ -372,7 +373,17 @@ fn golden_artifacts_of_every_format_version_still_open_and_mask_exactly() {
         .filter(|p| p.extension().is_some_and(|x| x == "dwa"))
         .collect();
     files.sort();
+    let mut older = 0;
     for f in files {
+        let name = f.file_name().unwrap().to_string_lossy().into_owned();
+        let major: u16 = name.trim_start_matches("format-").split('.').next().unwrap().parse().unwrap();
+        if major < MAJOR {
+            let e = Artifact::open(&f).err().unwrap_or_else(|| panic!("{name}: an older major must be refused"));
+            let msg = e.to_string();
+            assert!(msg.contains(&format!("version {major}.")) && msg.contains(&format!("{MAJOR}.")), "{name}: {msg}");
+            older += 1;
+            continue;
+        }
         let a = Artifact::open(&f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
         let meta: serde_json::Value = serde_json::from_str(a.metadata()).unwrap();
         assert!(meta["format"].as_str().unwrap().starts_with(&format!("dwac artifact {MAJOR}.")));
@@ -399,6 +410,7 @@ fn golden_artifacts_of_every_format_version_still_open_and_mask_exactly() {
         }
         assert!(steps > 100);
     }
+    assert!(older >= 1, "the golden file of format 2.0 must stay, as the refused older major");
 }
 
 /// Inputs the fuzzer (`cargo xtask fuzz-artifact`) found to crash, kept as regression tests:

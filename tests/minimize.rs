@@ -145,3 +145,22 @@ fn json_and_schemas_are_minimal_and_links_exact() {
     let stats = check("tools", &tools, &gpt2);
     assert!(stats.dwa_states_linked > 0, "no state was linked: {stats:?}");
 }
+
+/// A Parser DWA that outgrows its budget stops the build with an error naming what grew,
+/// instead of growing until memory runs out.
+#[test]
+fn a_dwa_over_its_budget_is_a_clear_error() {
+    let gpt2 = dwac_vocab::Tokenizer::default_embedded().unwrap().vocab().clone();
+    let tables = schema_tables(serde_json::json!({
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "tags": {"type": "array", "items": {"type": "string"}}}
+    }));
+    let (_, stats) = build_mask_tables(&tables, &gpt2, &MaskOptions::default()).unwrap();
+    let tight = MaskOptions { max_dwa_states: stats.dwa_states_assembled / 2, ..MaskOptions::default() };
+    let err = build_mask_tables(&tables, &gpt2, &tight).expect_err("the build must stop past its budget");
+    let msg = err.to_string();
+    assert!(matches!(err, dwac_compile::CompileError::Budget(_)), "{msg}");
+    for needle in ["Parser DWA grew past", "lexer state", "LR states"] {
+        assert!(msg.contains(needle), "{needle:?} not in {msg:?}");
+    }
+}

@@ -50,8 +50,15 @@ pub struct TokenizerInfo {
 pub fn options_json(schema: &SchemaOptions, engine: &EngineOptions) -> serde_json::Value {
     let SchemaOptions { whitespace, lenient, default_draft } = schema;
     let EngineOptions { mask, mask_options } = engine;
-    // `walk_thread` and `link_states` change how the tables are built, not what they are.
-    let MaskOptions { max_states_per_lexer_state, work_per_lexer_state, walk_thread: _, link_states: _ } = mask_options;
+    // `walk_thread` and `link_states` change how the tables are built, not what they are;
+    // `max_dwa_states` only whether they are built.
+    let MaskOptions {
+        max_states_per_lexer_state,
+        work_per_lexer_state,
+        walk_thread: _,
+        link_states: _,
+        max_dwa_states: _,
+    } = mask_options;
     json!({
         "schema.whitespace": format!("{whitespace:?}"),
         "schema.lenient": lenient,

@@ -548,12 +548,15 @@ fn finish(
         })
         .collect();
     let priority = terminals.iter().map(|t| t.priority).collect();
+    let (byte_class, num_classes, trans) = LexerTables::classify(m, &mtrans);
     Ok(LexerTables {
         num_states: m as u32,
         num_terminals: nt as u32,
         words: words as u32,
         start: 0,
-        trans: mtrans.into(),
+        trans: trans.into(),
+        byte_class: byte_class.into(),
+        num_classes,
         accept_off: accept_off.into(),
         accept: accept.into(),
         next_plus: next_plus.into(),

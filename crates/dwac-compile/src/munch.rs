@@ -75,7 +75,7 @@ impl KillClasses<'_> {
             let mut trans = vec![DEAD; (n + 1) * 256];
             for q in 0..n {
                 for b in 0..256 {
-                    let t = lex.trans[q * 256 + b];
+                    let t = lex.step(q as u32, b as u8);
                     trans[q * 256 + b] = if t == DEAD {
                         DEAD
                     } else if hits(t) {

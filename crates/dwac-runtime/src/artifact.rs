@@ -24,7 +24,7 @@ pub const LABEL: [u8; 24] = *b"dwac grammar artifact\0\0\0";
 /// Written as a native `u32`; reads as `0xFEFF` on a little-endian host.
 pub const ENDIAN_PROBE: u32 = 0xFEFF;
 /// Format major version: a reader refuses any other major.
-pub const MAJOR: u16 = 2;
+pub const MAJOR: u16 = 3;
 /// Format minor version: a reader accepts older minors (and ignores optional sections it does
 /// not know).
 pub const MINOR: u16 = 0;
@@ -104,6 +104,7 @@ pub mod kind {
     pub const VOCAB_SPECIAL: u32 = 0x0103;
     pub const VOCAB_EOS: u32 = 0x0104;
     pub const LEX_TRANS: u32 = 0x0201;
+    pub const LEX_BYTE_CLASS: u32 = 0x020A;
     pub const LEX_ACCEPT_OFF: u32 = 0x0202;
     pub const LEX_ACCEPT: u32 = 0x0203;
     pub const LEX_NEXT_PLUS: u32 = 0x0204;
@@ -135,7 +136,8 @@ pub mod kind {
     pub const SET_OFF: u32 = 0x0601;
     pub const SET_RANGES: u32 = 0x0602;
     pub const SET_DENSE: u32 = 0x0603;
-    pub const SET_BITMAPS: u32 = 0x0604;
+    pub const SET_BLOCK_REFS: u32 = 0x0604;
+    pub const SET_BLOCKS: u32 = 0x0605;
     pub const KILL_S: u32 = 0x0701;
     pub const KILL_K: u32 = 0x0702;
     pub const KILL_SET: u32 = 0x0703;
@@ -151,6 +153,7 @@ pub fn kind_info(k: u32) -> Option<(&'static str, usize)> {
         VOCAB_SPECIAL => ("vocab.special", 1),
         VOCAB_EOS => ("vocab.eos", 4),
         LEX_TRANS => ("lexer.trans", 4),
+        LEX_BYTE_CLASS => ("lexer.byte_class", 1),
         LEX_ACCEPT_OFF => ("lexer.accept_off", 4),
         LEX_ACCEPT => ("lexer.accept", 4),
         LEX_NEXT_PLUS => ("lexer.next_plus", 8),
@@ -182,7 +185,8 @@ pub fn kind_info(k: u32) -> Option<(&'static str, usize)> {
         SET_OFF => ("sets.offsets", 4),
         SET_RANGES => ("sets.ranges", 4),
         SET_DENSE => ("sets.dense", 4),
-        SET_BITMAPS => ("sets.bitmaps", 4),
+        SET_BLOCK_REFS => ("sets.block_refs", 4),
+        SET_BLOCKS => ("sets.blocks", 4),
         KILL_S => ("kill.state", 4),
         KILL_K => ("kill.terminal", 4),
         KILL_SET => ("kill.set", 4),
@@ -225,6 +229,7 @@ pub fn columns(engine: &Engine) -> Vec<(u32, Vec<u8>)> {
         (LEX_PRIORITY, b(&l.priority)),
         (LEX_FORK_OFF, b(&l.fork_off)),
         (LEX_FORK, b(&l.fork)),
+        (LEX_BYTE_CLASS, b(&l.byte_class)),
         (LR_ACTION_ROW, b(&r.action_row)),
         (LR_ACTION_TERM, b(&r.action_term)),
         (LR_ACTION_OFF, b(&r.action_off)),
@@ -251,7 +256,8 @@ pub fn columns(engine: &Engine) -> Vec<(u32, Vec<u8>)> {
             (SET_OFF, b(&m.set_off)),
             (SET_RANGES, b(&m.set_ranges)),
             (SET_DENSE, b(&m.set_dense)),
-            (SET_BITMAPS, b(&m.dense)),
+            (SET_BLOCK_REFS, b(&m.block_refs)),
+            (SET_BLOCKS, b(&m.blocks)),
             (KILL_S, b(&m.kill_s)),
             (KILL_K, b(&m.kill_k)),
             (KILL_SET, b(&m.kill_set)),
@@ -627,6 +633,16 @@ impl Artifact {
             words: h.num_terminals.div_ceil(64),
             start: h.lexer_start,
             trans: c32(LEX_TRANS)?,
+            byte_class: c8(LEX_BYTE_CLASS)?,
+            // (Checked by `LexerTables::validate`: the table must be `num_states` whole rows.)
+            num_classes: {
+                let n = h.lexer_states.max(1) as usize;
+                let len = sections.iter().find(|e| e.kind == LEX_TRANS).map_or(0, |e| e.len as usize / 4);
+                if len % n != 0 {
+                    return Err(corrupt("lexer.trans is not a whole number of rows"));
+                }
+                (len / n) as u32
+            },
             accept_off: c32(LEX_ACCEPT_OFF)?,
             accept: c32(LEX_ACCEPT)?,
             next_plus: c64(LEX_NEXT_PLUS)?,
@@ -685,7 +701,8 @@ impl Artifact {
                 set_off: c32(SET_OFF)?,
                 set_ranges: c32(SET_RANGES)?,
                 set_dense: c32(SET_DENSE)?,
-                dense: c32(SET_BITMAPS)?,
+                block_refs: c32(SET_BLOCK_REFS)?,
+                blocks: c32(SET_BLOCKS)?,
                 kill_s: c32(KILL_S)?,
                 kill_k: c32(KILL_K)?,
                 kill_set: c32(KILL_SET)?,

@@ -18,6 +18,80 @@ use crate::tables::{TableError, DEAD};
 /// "No set" / "no state" in the tables.
 pub const NONE: u32 = u32::MAX;
 
+/// Words (`u32`) of a bitmap block (1,024 tokens).
+pub const BLOCK_WORDS: usize = 32;
+
+/// A bitmap set's blocks ([`MaskTables::dense`]).
+#[derive(Clone, Copy)]
+pub struct Dense<'a> {
+    refs: &'a [u32],
+    blocks: &'a [u32],
+    words: usize,
+}
+
+impl<'a> Dense<'a> {
+    /// Call `f(word offset, block words)` for every block that is not all zeros, in order (the
+    /// last block is cut at the bitmap's end).
+    #[inline]
+    pub fn for_each_block(&self, mut f: impl FnMut(usize, &'a [u32])) {
+        for (j, &r) in self.refs.iter().enumerate() {
+            if r != 0 {
+                let w0 = j * BLOCK_WORDS;
+                let n = BLOCK_WORDS.min(self.words - w0);
+                let b = r as usize * BLOCK_WORDS;
+                f(w0, &self.blocks[b..b + n]);
+            }
+        }
+    }
+
+    /// Call `f(word offset, block words or None for zeros)` for every block, in order.
+    #[inline]
+    pub fn for_each(&self, mut f: impl FnMut(usize, Option<&'a [u32]>)) {
+        for (j, &r) in self.refs.iter().enumerate() {
+            let w0 = j * BLOCK_WORDS;
+            if r == 0 {
+                f(w0, None);
+            } else {
+                let n = BLOCK_WORDS.min(self.words - w0);
+                let b = r as usize * BLOCK_WORDS;
+                f(w0, Some(&self.blocks[b..b + n]));
+            }
+        }
+    }
+
+    /// Word `w` of the bitmap.
+    pub fn word(&self, w: usize) -> u32 {
+        match self.refs[w / BLOCK_WORDS] {
+            0 => 0,
+            r => self.blocks[r as usize * BLOCK_WORDS + w % BLOCK_WORDS],
+        }
+    }
+}
+
+/// Cut bitmaps (each `words` words) into interned blocks: the `block_refs` of each bitmap in
+/// order (`ceil(words / BLOCK_WORDS)` each) and the `blocks` (block 0 all zeros), as
+/// [`MaskTables`] stores them.
+pub fn pack_bitmaps<'b>(bitmaps: impl IntoIterator<Item = &'b [u32]>, words: usize) -> (Vec<u32>, Vec<u32>) {
+    let mut index: std::collections::HashMap<[u32; BLOCK_WORDS], u32> = std::collections::HashMap::new();
+    let mut blocks = vec![0u32; BLOCK_WORDS];
+    index.insert([0; BLOCK_WORDS], 0);
+    let mut refs = Vec::new();
+    for bits in bitmaps {
+        for w0 in (0..words).step_by(BLOCK_WORDS) {
+            let mut block = [0u32; BLOCK_WORDS];
+            let n = BLOCK_WORDS.min(words - w0);
+            block[..n].copy_from_slice(&bits[w0..w0 + n]);
+            let next = index.len() as u32;
+            let id = *index.entry(block).or_insert_with(|| {
+                blocks.extend_from_slice(&block);
+                next
+            });
+            refs.push(id);
+        }
+    }
+    (refs, blocks)
+}
+
 /// The Parser DWA and its token sets.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct MaskTables {
@@ -42,11 +116,16 @@ pub struct MaskTables {
     /// `set_ranges[2j]..set_ranges[2j+1]` for `j` in `set_off[i]..set_off[i+1]`.
     pub set_off: Array<u32>,
     pub set_ranges: Array<u32>,
-    /// Per set: [`NONE`] (a range set), or the offset in `dense` of its bitmap
-    /// (`ceil(num_tokens / 32)` words, bit `v % 32` of word `v / 32`): sets with many runs, where
-    /// a word-wise OR is cheaper than filling ranges. A bitmap set has no ranges.
+    /// Per set: [`NONE`] (a range set), or the offset in `block_refs` of its bitmap's blocks:
+    /// sets with many runs, where a word-wise OR is cheaper than filling ranges. A bitmap set has
+    /// no ranges. Its bitmap (`ceil(num_tokens / 32)` words, bit `v % 32` of word `v / 32`) is
+    /// cut into blocks of [`BLOCK_WORDS`] words; block `j` of the set is block
+    /// `block_refs[set_dense[i] + j]` of `blocks`. Blocks are interned (sets that differ in a few
+    /// tokens share all their other blocks), and block 0 is all zeros, skipped when ORing.
     pub set_dense: Array<u32>,
-    pub dense: Array<u32>,
+    pub block_refs: Array<u32>,
+    /// Interned blocks of [`BLOCK_WORDS`] words each; block 0 is all zeros.
+    pub blocks: Array<u32>,
     /// Carried inhibitors `(kill_s[i], kill_k[i])`, sorted, and the tokens that fire each.
     pub kill_s: Array<u32>,
     pub kill_k: Array<u32>,
@@ -98,17 +177,24 @@ impl MaskTables {
         self.num_tokens.div_ceil(32) as usize
     }
 
+    /// Blocks of a token bitmap.
+    pub fn blocks_per_set(&self) -> usize {
+        self.words().div_ceil(BLOCK_WORDS)
+    }
+
     /// Call `f` with every token of set `s`, ascending (ranges or bitmap).
     pub fn for_each_token(&self, s: u32, mut f: impl FnMut(u32)) {
         match self.dense(s) {
-            Some(bits) => {
-                for (wi, &w) in bits.iter().enumerate() {
-                    let mut w = w;
-                    while w != 0 {
-                        f(wi as u32 * 32 + w.trailing_zeros());
-                        w &= w - 1;
+            Some(d) => {
+                d.for_each_block(|w0, block| {
+                    for (i, &w) in block.iter().enumerate() {
+                        let mut w = w;
+                        while w != 0 {
+                            f((w0 + i) as u32 * 32 + w.trailing_zeros());
+                            w &= w - 1;
+                        }
                     }
-                }
+                });
             }
             None => {
                 for r in self.set(s).chunks_exact(2) {
@@ -118,11 +204,15 @@ impl MaskTables {
         }
     }
 
-    /// The bitmap of set `s`, if it is a bitmap set.
+    /// The bitmap of set `s` (its blocks), if it is a bitmap set.
     #[inline]
-    pub fn dense(&self, s: u32) -> Option<&[u32]> {
+    pub fn dense(&self, s: u32) -> Option<Dense<'_>> {
         let off = *self.set_dense.get(s as usize)?;
-        (off != NONE).then(|| &self.dense[off as usize..off as usize + self.words()])
+        (off != NONE).then(|| Dense {
+            refs: &self.block_refs[off as usize..off as usize + self.blocks_per_set()],
+            blocks: &self.blocks,
+            words: self.words(),
+        })
     }
 
     /// The kill set of carried inhibitor `(s, k)`, if the compiler tabulated it.
@@ -175,17 +265,30 @@ impl MaskTables {
         }
         check(self.set_dense.len() == sets, "dense set table size")?;
         let words = self.words();
+        let per_set = self.blocks_per_set();
+        check(self.blocks.len().is_multiple_of(BLOCK_WORDS) && !self.blocks.is_empty(), "bitmap blocks size")?;
+        check(self.blocks[..BLOCK_WORDS].iter().all(|&w| w == 0), "bitmap block 0 is not all zeros")?;
+        let n_blocks = self.blocks.len() / BLOCK_WORDS;
+        check(self.block_refs.iter().all(|&r| (r as usize) < n_blocks), "bitmap block out of range")?;
+        // Bits past the last token would be in the last block of a set: in the last word, and
+        // in the words past the bitmap's end that the block holds.
+        let (last_word, tail) = (words.saturating_sub(1) % BLOCK_WORDS, self.num_tokens % 32);
+        let clean = |r: u32| {
+            let b = &self.blocks[r as usize * BLOCK_WORDS..(r as usize + 1) * BLOCK_WORDS];
+            (tail == 0 || b[last_word] >> tail == 0) && b[last_word + 1..].iter().all(|&w| w == 0)
+        };
         for s in 0..sets as u32 {
             let off = self.set_dense[s as usize];
             if off == NONE {
                 continue;
             }
-            check((off as usize).checked_add(words).is_some_and(|e| e <= self.dense.len()), "dense set out of range")?;
+            check(
+                (off as usize).checked_add(per_set).is_some_and(|e| e <= self.block_refs.len()),
+                "dense set out of range",
+            )?;
             // A bitmap set has no ranges, and no bit past the last token.
             check(self.set(s).is_empty(), "a bitmap set also has ranges")?;
-            let bits = &self.dense[off as usize..off as usize + words];
-            let tail = self.num_tokens % 32;
-            check(tail == 0 || bits.last().is_none_or(|&w| w >> tail == 0), "bitmap set past the last token")?;
+            check(clean(self.block_refs[off as usize + per_set - 1]), "bitmap set past the last token")?;
         }
         check(self.kill_s.len() == self.kill_k.len() && self.kill_k.len() == self.kill_set.len(), "kill table size")?;
         for i in 1..self.kill_s.len() {

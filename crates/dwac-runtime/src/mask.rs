@@ -14,7 +14,7 @@
 
 use std::sync::Arc;
 
-use crate::dwa::{MaskTables, NONE};
+use crate::dwa::{MaskTables, BLOCK_WORDS, NONE};
 use crate::gss::NodeRef;
 use crate::tables::DEAD;
 
@@ -128,12 +128,16 @@ fn or_set(t: &MaskTables, out: &mut [u32], set: u32, c: &mut MaskCounters, fresh
     if set == NONE {
         return;
     }
-    if let Some(bits) = t.dense(set) {
+    if let Some(d) = t.dense(set) {
         c.dense_sets += 1;
         if std::mem::replace(fresh, false) {
-            out.copy_from_slice(bits);
+            let n = out.len();
+            d.for_each(|w0, block| match block {
+                Some(b) => out[w0..w0 + b.len()].copy_from_slice(b),
+                None => out[w0..(w0 + BLOCK_WORDS).min(n)].iter_mut().for_each(|o| *o = 0),
+            });
         } else {
-            out.iter_mut().zip(bits).for_each(|(o, b)| *o |= b);
+            d.for_each_block(|w0, b| out[w0..w0 + b.len()].iter_mut().zip(b).for_each(|(o, b)| *o |= b));
         }
         return;
     }
@@ -235,7 +239,9 @@ where
                     // One bitmap is taken out while ORing into `out`; any other beforehand.
                     Some(bits) => {
                         if let Some(prev) = dense.replace(bits) {
-                            acc.iter_mut().zip(prev).for_each(|(a, b)| *a &= !b);
+                            prev.for_each_block(|w0, b| {
+                                acc[w0..w0 + b.len()].iter_mut().zip(b).for_each(|(a, b)| *a &= !b)
+                            });
                         }
                     }
                     None => {
@@ -247,8 +253,20 @@ where
             }
             let first_write = std::mem::replace(&mut fresh, false);
             match (dense, first_write) {
-                (Some(k), true) => out.iter_mut().zip(acc.iter()).zip(k).for_each(|((o, a), b)| *o = a & !b),
-                (Some(k), false) => out.iter_mut().zip(acc.iter()).zip(k).for_each(|((o, a), b)| *o |= a & !b),
+                (Some(k), true) => k.for_each(|w0, block| {
+                    let (o, a) = (&mut out[w0..(w0 + BLOCK_WORDS).min(words)], &acc[w0..(w0 + BLOCK_WORDS).min(words)]);
+                    match block {
+                        Some(b) => o.iter_mut().zip(a).zip(b).for_each(|((o, a), b)| *o = a & !b),
+                        None => o.copy_from_slice(a),
+                    }
+                }),
+                (Some(k), false) => k.for_each(|w0, block| {
+                    let (o, a) = (&mut out[w0..(w0 + BLOCK_WORDS).min(words)], &acc[w0..(w0 + BLOCK_WORDS).min(words)]);
+                    match block {
+                        Some(b) => o.iter_mut().zip(a).zip(b).for_each(|((o, a), b)| *o |= a & !b),
+                        None => o.iter_mut().zip(a).for_each(|(o, a)| *o |= a),
+                    }
+                }),
                 (None, true) => out.copy_from_slice(acc),
                 (None, false) => out.iter_mut().zip(acc.iter()).for_each(|(o, a)| *o |= a),
             }
@@ -388,6 +406,7 @@ mod tests {
                 set_off.push((set_ranges.len() / 2) as u32);
                 members.push(m);
             }
+            let (block_refs, blocks) = crate::dwa::pack_bitmaps(dense.chunks(words), words);
             let set_or_none = |rng: &mut Rng| if rng.below(3) == 0 { NONE } else { rng.below(10) as u32 };
             // A small DWA over LR states 0..4.
             let states = 6;
@@ -423,8 +442,14 @@ mod tests {
                 default_rho: default_rho.into(),
                 set_off: set_off.into(),
                 set_ranges: set_ranges.into(),
-                set_dense: set_dense.into(),
-                dense: dense.into(),
+                // (Offsets in words → offsets in block refs: one block per set here.)
+                set_dense: set_dense
+                    .iter()
+                    .map(|&o| if o == NONE { NONE } else { o / words as u32 })
+                    .collect::<Vec<_>>()
+                    .into(),
+                block_refs: block_refs.into(),
+                blocks: blocks.into(),
                 ..MaskTables::default()
             };
             // A GSS: nodes by level, each above up to two lower ones (walks meet where they share).

@@ -78,8 +78,13 @@ pub struct LexerTables {
     pub words: u32,
     /// `q0`, the empty-lexeme state; it has no incoming edges.
     pub start: u32,
-    /// `trans[q * 256 + b]`: next state or [`DEAD`].
+    /// `trans[q * num_classes + byte_class[b]]`: next state or [`DEAD`]. Bytes that every
+    /// state treats alike share a class (a JSON-Schema lexer distinguishes some 30–100 kinds of
+    /// byte), so a row holds one entry per class, not per byte.
     pub trans: Array<u32>,
+    /// The class of each byte (256 entries, each below `num_classes`).
+    pub byte_class: Array<u8>,
+    pub num_classes: u32,
     /// `accept[accept_off[q]..accept_off[q+1]]`: terminals matching the lexeme that led to `q`,
     /// sorted. Not filtered by priority: priorities are contextual (see [`LexerTables::priority`]).
     pub accept_off: Array<u32>,
@@ -103,7 +108,31 @@ pub struct LexerTables {
 impl LexerTables {
     #[inline]
     pub fn step(&self, q: u32, b: u8) -> u32 {
-        self.trans[q as usize * 256 + b as usize]
+        self.trans[q as usize * self.num_classes as usize + self.byte_class[b as usize] as usize]
+    }
+
+    /// The transition table of `n` states by byte (`rows[q * 256 + b]`) as classes of bytes
+    /// every state treats alike: (byte class per byte, number of classes, rows by class).
+    pub fn classify(n: usize, rows: &[u32]) -> (Vec<u8>, u32, Vec<u32>) {
+        let mut index: std::collections::HashMap<Vec<u32>, u8> = std::collections::HashMap::new();
+        let mut byte_class = vec![0u8; 256];
+        let mut reps = Vec::new();
+        for b in 0..256 {
+            let column: Vec<u32> = (0..n).map(|q| rows[q * 256 + b]).collect();
+            let next = index.len();
+            byte_class[b] = *index.entry(column).or_insert_with(|| {
+                reps.push(b);
+                next as u8
+            });
+        }
+        let k = reps.len();
+        let mut trans = vec![DEAD; n * k];
+        for q in 0..n {
+            for (c, &b) in reps.iter().enumerate() {
+                trans[q * k + c] = rows[q * 256 + b];
+            }
+        }
+        (byte_class, k as u32, trans)
     }
 
     /// Every successor of `q` on byte `b`: `δ(q,b)` and, from `q0`, the forks into the other
@@ -335,7 +364,11 @@ impl LexerTables {
         let w = self.words as usize;
         check(n > 0 && (self.start as usize) < n, "lexer start state")?;
         check(w == (nt as usize).div_ceil(64), "lexer bitset width")?;
-        check(self.trans.len() == n * 256, "lexer transition table size")?;
+        let k = self.num_classes as usize;
+        check((1..=256).contains(&k), "lexer byte class count")?;
+        check(self.byte_class.len() == 256, "lexer byte class table size")?;
+        check(self.byte_class.iter().all(|&c| (c as usize) < k), "lexer byte class out of range")?;
+        check(self.trans.len() == n * k, "lexer transition table size")?;
         check(self.trans.iter().all(|&s| s == DEAD || (s as usize) < n), "lexer transition target")?;
         check(!self.trans.contains(&self.start), "lexer start state has an incoming edge")?;
         check_offsets(&self.accept_off, n, self.accept.len(), "lexer accept offsets")?;

@@ -361,10 +361,20 @@ struct Watchdog {
 }
 
 impl Watchdog {
-    fn start(what: String, max_seconds: f64, max_memory_mb: u64) -> Watchdog {
+    /// `bar`, if given, is the lexer-state progress of the Parser DWA build: the error then says
+    /// how far the build got and how many lexer states it has, what grows with the grammar.
+    fn start(what: String, max_seconds: f64, max_memory_mb: u64, bar: Option<indicatif::ProgressBar>) -> Watchdog {
         let done = Arc::new(AtomicBool::new(false));
         let flag = done.clone();
         let t0 = Instant::now();
+        let whence = move || {
+            match bar.as_ref().and_then(|b| b.length().map(|n| (b.position(), n))) {
+            Some((at, n)) if n > 0 => format!(
+                " while building the Parser DWA, at lexer state {at} of {n} (the DWA is built per lexer state:                  a schema with many keys, enums or long strings has many)"
+            ),
+            _ => String::new(),
+        }
+        };
         std::thread::spawn(move || {
             while !flag.load(Ordering::Relaxed) {
                 std::thread::sleep(Duration::from_millis(50));
@@ -372,12 +382,16 @@ impl Watchdog {
                     return;
                 }
                 if t0.elapsed().as_secs_f64() > max_seconds {
-                    eprintln!("error: {what}: compilation exceeded its time budget of {max_seconds} s (--max-seconds)");
+                    eprintln!(
+                        "error: {what}: compilation exceeded its time budget of {max_seconds} s (--max-seconds){}",
+                        whence()
+                    );
                     std::process::exit(2);
                 }
                 if current_rss_mb().is_some_and(|m| m > max_memory_mb as f64) {
                     eprintln!(
-                        "error: {what}: compilation exceeded its memory budget of {max_memory_mb} MiB (--max-memory-mb)"
+                        "error: {what}: compilation exceeded its memory budget of {max_memory_mb} MiB (--max-memory-mb){}",
+                        whence()
                     );
                     std::process::exit(2);
                 }
@@ -419,8 +433,8 @@ fn load(src: &SourceArgs, quiet: bool) -> Result<Loaded> {
         (None, None) => bail!("give a grammar file, an artifact or --regex PATTERN"),
     };
     let tokenizer = load_tokenizer(src.opts.tokenizer.as_deref())?;
-    let _watchdog = Watchdog::start(source.display(), src.opts.max_seconds, src.opts.max_memory_mb);
     let (bar, mut progress) = lexer_state_bar(quiet);
+    let _watchdog = Watchdog::start(source.display(), src.opts.max_seconds, src.opts.max_memory_mb, Some(bar.clone()));
     let built = build(&source, &src.opts, tokenizer.vocab(), &mut progress);
     bar.finish_and_clear();
     let built = built?;
@@ -619,8 +633,9 @@ fn compile(args: CompileArgs) -> Result<u8> {
     let outputs = output_paths(&args, &sources)?;
     let tokenizer = Arc::new(load_tokenizer(args.opts.tokenizer.as_deref())?);
     if sources.len() == 1 {
-        let _watchdog = Watchdog::start(sources[0].display(), args.opts.max_seconds, args.opts.max_memory_mb);
         let (bar, mut progress) = lexer_state_bar(args.json);
+        let _watchdog =
+            Watchdog::start(sources[0].display(), args.opts.max_seconds, args.opts.max_memory_mb, Some(bar.clone()));
         let zstd = args.zstd.then_some(args.zstd_level);
         let rec = compile_one(&sources[0], &outputs[0], zstd, &args.opts, &tokenizer, &mut progress);
         bar.finish_and_clear();
@@ -646,7 +661,7 @@ fn compile_batch(
         Done(usize, Result<serde_json::Value, String>),
     }
     let n = sources.len();
-    let _watchdog = Watchdog::start("batch compile".into(), f64::INFINITY, args.opts.max_memory_mb);
+    let _watchdog = Watchdog::start("batch compile".into(), f64::INFINITY, args.opts.max_memory_mb, None);
     let queue = Arc::new(Mutex::new((0..n).collect::<std::collections::VecDeque<usize>>()));
     let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |x| x.get())).max(1);
     let (tx, rx) = mpsc::channel::<Event>();

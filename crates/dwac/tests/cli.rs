@@ -211,7 +211,7 @@ fn artifacts_compile_inspect_and_serve_check_bench_mask() {
     let o = dwac(&["inspect", &art, "--json"]);
     assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
     let v = json(&o);
-    assert_eq!(v["format"], "2.0");
+    assert_eq!(v["format"], "3.0");
     assert_eq!(v["vocab_size"], 50257);
     assert_eq!(v["tokenizer"], "gpt2");
     assert!(v["dwa_states"].as_u64().unwrap() > 10 && v["sections"].as_array().unwrap().len() > 30, "{v}");
@@ -296,12 +296,12 @@ fn error_messages_of_every_class() {
         vec!["inspect".into(), "nonexistent.dwa".into()],
         vec![
             "mask".into(),
-            "tests/data/golden/format-2.0.dwa".into(),
+            "tests/data/golden/format-3.0.dwa".into(),
             "--tokenizer".into(),
             "../shared/data/tokenizers/qwen3/tokenizer.json".into(),
         ],
-        vec!["check".into(), "tests/data/golden/format-2.0.dwa".into(), "--text".into(), format!("{fx}/notes.txt")],
-        vec!["compile".into(), "tests/data/golden/format-2.0.dwa".into(), "-o".into(), "/tmp/x.dwa".into()],
+        vec!["check".into(), "tests/data/golden/format-3.0.dwa".into(), "--text".into(), format!("{fx}/notes.txt")],
+        vec!["compile".into(), "tests/data/golden/format-3.0.dwa".into(), "-o".into(), "/tmp/x.dwa".into()],
         vec!["compile".into()],
         vec!["frobnicate".into()],
     ];
@@ -318,9 +318,9 @@ fn error_messages_of_every_class() {
 
 #[test]
 fn inspect_output() {
-    let o = dwac(&["inspect", "tests/data/golden/format-2.0.dwa"]);
+    let o = dwac(&["inspect", "tests/data/golden/format-3.0.dwa"]);
     assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
     insta::assert_snapshot!("inspect_human", String::from_utf8_lossy(&o.stdout));
-    let o = dwac(&["inspect", "tests/data/golden/format-2.0.dwa", "--json"]);
+    let o = dwac(&["inspect", "tests/data/golden/format-3.0.dwa", "--json"]);
     insta::assert_snapshot!("inspect_json", String::from_utf8_lossy(&o.stdout));
 }

@@ -179,6 +179,11 @@ impl<'a> Composer<'a> {
         e
     }
 
+    /// The (trie node, lookahead class) of end `e`.
+    pub fn end_of(&self, e: u32) -> (u32, u32) {
+        self.ends[e as usize]
+    }
+
     fn end_class(&self, e: u32) -> u32 {
         self.ends[e as usize].1
     }
@@ -237,12 +242,40 @@ impl<'a> Composer<'a> {
         need.iter().all(|t| have.binary_search(t).is_ok())
     }
 
+    /// The terminals of set `set` whose run on known segment `k` can do anything: on a
+    /// non-empty segment, those with an action on its top state (the others neither shift,
+    /// reduce nor wait: [`Lr::run`] looks up nothing else first), found by merging the sorted
+    /// set with the state's ACTION row; on an empty one, all (they wait for a peek).
+    fn acting(&self, set: u32, k: &[u32]) -> Vec<u32> {
+        let terms = self.terms.get(set);
+        let Some(&top) = k.last() else { return terms.to_vec() };
+        if k.len() == 1 {
+            // (The row read is the segment's bottom, as `Lr::run` would have read it.)
+            self.lr.bottom_touched.set(true);
+        }
+        let row = self.lr.tables.action_terminals(top);
+        let mut out = Vec::new();
+        let (mut i, mut j) = (0, 0);
+        while i < terms.len() && j < row.len() {
+            match terms[i].cmp(&row[j]) {
+                std::cmp::Ordering::Less => i += 1,
+                std::cmp::Ordering::Greater => j += 1,
+                std::cmp::Ordering::Equal => {
+                    out.push(terms[i]);
+                    i += 1;
+                    j += 1;
+                }
+            }
+        }
+        out
+    }
+
     fn begin_step(&mut self, node: u32, step: Step, k: Vec<u32>, out: &mut Vec<Settled>) {
         let guard_set = match step {
             Step::Shift { guard, .. } | Step::Pass { guard } => guard,
         };
         let mut guard = Vec::new();
-        for &g in self.terms.get(guard_set).to_vec().iter() {
+        for g in self.acting(guard_set, &k) {
             let mut o = Outcome::default();
             self.lr.run(g, k.clone(), &mut o);
             if o.success {
@@ -254,7 +287,7 @@ impl<'a> Composer<'a> {
             Step::Shift { terms, .. } => {
                 let mut main = Vec::new();
                 let mut done = Vec::new();
-                for &t in self.terms.get(terms).to_vec().iter() {
+                for t in self.acting(terms, &k) {
                     let mut o = Outcome::default();
                     self.lr.run(t, k.clone(), &mut o);
                     main.extend(o.waiting.into_iter().map(|w| (t, w)));
@@ -281,7 +314,7 @@ impl<'a> Composer<'a> {
                 let outer = self.lr.bottom_touched.replace(false);
                 let mut sims = Vec::new();
                 let mut accept = false;
-                for &t in self.terms.get(class).to_vec().iter() {
+                for t in self.acting(class, &key.1) {
                     let mut o = Outcome::default();
                     self.lr.run(t, key.1.clone(), &mut o);
                     if o.success {
@@ -342,7 +375,7 @@ impl<'a> Composer<'a> {
     /// a peek of a state without an action for its terminal (or of an unnamed state) dies, so
     /// only the terminals of the state's ACTION row are looked at (a merge of two sorted lists,
     /// not a lookup per simulation: a lookahead class can hold hundreds of terminals).
-    fn live_sims(&self, sims: &[(u32, Wait)], label: Option<u32>, out: &mut Vec<(u32, Wait)>) {
+    pub fn live_sims(&self, sims: &[(u32, Wait)], label: Option<u32>, out: &mut Vec<(u32, Wait)>) {
         out.clear();
         let row: &[u32] = match label {
             Some(p) => self.lr.tables.action_terminals(p),
@@ -443,13 +476,25 @@ impl<'a> Composer<'a> {
     /// What reading `p` tells the simulations of `c` before anything else runs (see
     /// [`Lr::first_use`]): when a read touches nothing else of `p`, its outcome is the same for
     /// every state with this signature.
+    ///
+    /// Only live simulations ([`Composer::live_sims`]) are looked at, each with its terminal
+    /// (a dead peek does nothing whatever the state, so two states that differ only in which
+    /// dead peeks they kill still differ in which simulations are live, hence in the terminals
+    /// listed).
     pub fn first_uses(&self, c: &Config, p: u32, out: &mut Vec<u32>) {
-        let sims: Vec<(u32, Wait)> = match &c.phase {
-            Phase::Step { main, guard, .. } => main.iter().chain(guard).copied().collect(),
-            Phase::Look { sims, .. } => sims.clone(),
+        let mut live = Vec::new();
+        let lists: [&[(u32, Wait)]; 2] = match &c.phase {
+            Phase::Step { main, guard, .. } => [main, guard],
+            Phase::Look { sims, .. } => [sims, &[]],
         };
-        for (t, w) in sims {
-            self.lr.first_use(t, w, p, out);
+        for (i, sims) in lists.into_iter().enumerate() {
+            // (The main and guard lists are told apart by a separator.)
+            out.push(u32::MAX - 2 - i as u32);
+            self.live_sims(sims, Some(p), &mut live);
+            for &(t, w) in &live {
+                out.push(t);
+                self.lr.first_use(t, w, p, out);
+            }
         }
     }
 

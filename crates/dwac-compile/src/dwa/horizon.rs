@@ -19,7 +19,6 @@ use dwac_runtime::tables::DEAD;
 use dwac_runtime::LexerTables;
 
 use super::FastMap;
-use crate::minimize::byte_classes;
 
 /// Block id of [`DEAD`] at every level.
 const DEAD_BLOCK: u32 = u32::MAX;
@@ -45,12 +44,8 @@ impl Horizon {
     pub fn new(lex: &LexerTables, max_depth: u32) -> Horizon {
         let n = lex.num_states as usize;
         let trans = &lex.trans[..];
-        let (class, k) = byte_classes(n, trans);
-        let mut rep = vec![0usize; k];
-        for b in (0..256).rev() {
-            rep[class[b] as usize] = b;
-        }
-        let succ = |x: usize, c: usize| trans[x * 256 + rep[c]];
+        let k = lex.num_classes as usize;
+        let succ = |x: usize, c: usize| trans[x * k + c];
 
         // Level 0: what the walk reads at a state.
         let mut cur = vec![0u32; n];

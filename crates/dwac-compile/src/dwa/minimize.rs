@@ -21,7 +21,7 @@
 
 use std::collections::VecDeque;
 
-use dwac_runtime::dwa::{MaskTables, NONE};
+use dwac_runtime::dwa::{pack_bitmaps, MaskTables, NONE};
 use dwac_runtime::DEAD;
 
 use super::FastMap;
@@ -233,12 +233,13 @@ pub fn compact_sets(t: &mut MaskTables) -> (usize, usize) {
     }
     let kill_set: Vec<u32> = t.kill_set.iter().map(|&s| renumber(s, &mut order)).collect();
     let words = t.words();
+    let per_set = t.blocks_per_set() as u32;
     let (mut off, mut ranges, mut dense_of, mut dense) = (vec![0u32], Vec::new(), Vec::new(), Vec::new());
     for &s in &order {
         match t.dense(s) {
-            Some(bits) => {
-                dense_of.push(dense.len() as u32);
-                dense.extend_from_slice(bits);
+            Some(d) => {
+                dense_of.push(dense.len() as u32 / words as u32 * per_set);
+                dense.extend((0..words).map(|w| d.word(w)));
             }
             None => {
                 dense_of.push(NONE);
@@ -247,7 +248,8 @@ pub fn compact_sets(t: &mut MaskTables) -> (usize, usize) {
         }
         off.push((ranges.len() / 2) as u32);
     }
-    debug_assert!(dense.len() % words.max(1) == 0);
+    // The blocks of the sets kept, interned again (no block of a dropped set is left).
+    let (block_refs, blocks) = pack_bitmaps(dense.chunks(words.max(1)), words);
     t.start_rho = start_rho.into();
     t.undecided = undecided.into();
     t.edge_rho = edge_rho.into();
@@ -256,6 +258,7 @@ pub fn compact_sets(t: &mut MaskTables) -> (usize, usize) {
     t.set_off = off.into();
     t.set_ranges = ranges.into();
     t.set_dense = dense_of.into();
-    t.dense = dense.into();
+    t.block_refs = block_refs.into();
+    t.blocks = blocks.into();
     (before, t.num_sets())
 }

@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 /// Hash map with a fast, fixed-seed hasher (compile-time memo tables; deterministic).
 pub(crate) type FastMap<K, V> = HashMap<K, V, foldhash::fast::FixedState>;
 
-use dwac_runtime::dwa::{MaskTables, NONE};
+use dwac_runtime::dwa::{pack_bitmaps, MaskTables, BLOCK_WORDS, NONE};
 use dwac_runtime::lexer::Inhibitor;
 use dwac_runtime::{GrammarTables, LexerTables, Vocabulary, DEAD};
 
@@ -63,6 +63,10 @@ pub struct MaskOptions {
     /// when their keys are equal (`determinize::StateKey`), instead of building them again (the
     /// minimized tables are the same either way; not part of the grammar fingerprint).
     pub link_states: bool,
+    /// States the assembled Parser DWA may have (before minimization): past it the build stops
+    /// with [`CompileError::Budget`] naming the lexer state it got to and the grammar's lexer and
+    /// LR state counts, rather than growing until memory runs out.
+    pub max_dwa_states: usize,
 }
 
 impl Default for MaskOptions {
@@ -72,6 +76,7 @@ impl Default for MaskOptions {
             work_per_lexer_state: 4_000_000,
             walk_thread: true,
             link_states: true,
+            max_dwa_states: 8_000_000,
         }
     }
 }
@@ -699,6 +704,7 @@ pub fn build_mask_tables_with_progress(
         let (terms, eos, tx) = walk_args.lock().unwrap_or_else(|e| e.into_inner()).take()?;
         Some(walk_states(lex, trie, Arc::clone(&trie_index), terms, eos, tx, &kills))
     };
+    let mut over: Option<String> = None;
     let walk_time = std::thread::scope(|scope| {
         let walking = opts
             .walk_thread
@@ -866,6 +872,16 @@ pub fn build_mask_tables_with_progress(
             let tokens = classes.iter().map(|c| c.tokens.clone()).collect();
             assembled.entry(akey).or_default().push((tokens, out.start[q as usize], out.start_rho[q as usize]));
             stages.lap("assemble");
+            if out.default_target.len() > opts.max_dwa_states {
+                over = Some(format!(
+                    "the Parser DWA grew past {} states (MaskOptions::max_dwa_states) at lexer state {q} of {} \
+                     (the grammar has {} lexer states and {} LR states)",
+                    opts.max_dwa_states, lex.num_states, lex.num_states, tables.lr.num_states
+                ));
+                // (Dropping the receiver stops the walker at its next state.)
+                drop(rx);
+                break;
+            }
         }
         let walk_time = match walking.map(|h| h.join()) {
             Some(Ok(t)) => t,
@@ -875,6 +891,9 @@ pub fn build_mask_tables_with_progress(
         kills.all();
         walk_time.unwrap_or_default()
     });
+    if let Some(why) = over {
+        return Err(CompileError::Budget(why));
+    }
     stages.add("walk", walk_time);
     let (carried, kills, kill_time) = kills.into_sets();
     stages.add("kill", kill_time);
@@ -890,8 +909,26 @@ pub fn build_mask_tables_with_progress(
     }
     out.set_off = sets.off.into();
     out.set_ranges = sets.ranges.into();
-    out.set_dense = sets.dense.into();
-    out.dense = sets.bitmaps.into();
+    // Bitmaps cut into interned blocks (format 3.0), in set order.
+    let per_set = sets.words.div_ceil(BLOCK_WORDS) as u32;
+    let mut k = 0;
+    let set_dense: Vec<u32> = sets
+        .dense
+        .iter()
+        .map(|&d| {
+            if d == NONE {
+                return NONE;
+            }
+            k += 1;
+            (k - 1) * per_set
+        })
+        .collect();
+    let bitmaps =
+        sets.dense.iter().filter(|&&d| d != NONE).map(|&d| &sets.bitmaps[d as usize..d as usize + sets.words]);
+    let (block_refs, blocks) = pack_bitmaps(bitmaps, sets.words);
+    out.set_dense = set_dense.into();
+    out.block_refs = block_refs.into();
+    out.blocks = blocks.into();
     let t_min = Instant::now();
     let (assembled_states, _) = minimize::minimize(&mut out);
     minimize::compact_sets(&mut out);
