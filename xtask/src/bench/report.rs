@@ -109,6 +109,7 @@ pub fn build(runs: &[WorkloadRun], unavailable: &[(String, String)], replays: us
             let mut compile_cpu_ms = Vec::new();
             let (mut open_us, mut open_unchecked_us, mut artifact_bytes) = (Vec::new(), Vec::new(), Vec::new());
             let mut save_ms = Vec::new();
+            let (mut zstd_bytes, mut beyond_vocab, mut compile_jobs) = (Vec::new(), Vec::new(), Vec::new());
             let (mut compiled, mut rejected, mut not_in_mask, mut eos_missing, mut undecided) = (0, 0, 0, 0, 0);
             let mut failures = Vec::new();
             let mut errors = Vec::new();
@@ -136,7 +137,16 @@ pub fn build(runs: &[WorkloadRun], unavailable: &[(String, String)], replays: us
                 }
                 if let Some(b) = r["artifact_bytes"].as_f64() {
                     artifact_bytes.push(b);
+                    if let Some(v) = r["artifact_vocab_bytes"].as_f64() {
+                        beyond_vocab.push(b - v);
+                    }
                 }
+                if let Some(z) = r["artifact_zstd_bytes"].as_f64() {
+                    zstd_bytes.push(z);
+                }
+                compile_jobs.push(json!({"id": r["id"], "compile_ms": r["compile_ms"], "compile_cpu_ms": r["compile_cpu_ms"],
+                    "peak_rss_mb": r["peak_rss_mb"], "artifact_bytes": r["artifact_bytes"],
+                    "artifact_zstd_bytes": r["artifact_zstd_bytes"], "open_us_p50": pct(&sorted(floats(&r["open_us"])), 0.5)}));
                 if let Some(x) = r["ttfm_ms"].as_f64() {
                     ttfm_ms.push(x);
                 }
@@ -205,6 +215,9 @@ pub fn build(runs: &[WorkloadRun], unavailable: &[(String, String)], replays: us
                 "open_us": stats(open_us),
                 "open_unchecked_us": stats(open_unchecked_us),
                 "artifact_bytes": stats(artifact_bytes),
+                "artifact_zstd_bytes": stats(zstd_bytes),
+                "artifact_beyond_vocab_bytes": stats(beyond_vocab),
+                "compile_jobs": compile_jobs,
                 "save_ms": stats(save_ms),
             });
             let mut e = e;
@@ -393,15 +406,18 @@ pub fn markdown(rep: &Report) -> String {
                 s,
                 "\nArtifact open (dwac: `Artifact::open`, mmap + full validation; unchecked: `open_unchecked`) and load (glrmask: `Constraint::load` of `save()`), 20 times per job, µs; artifact bytes per job; save: making the artifact's bytes from the compiled engine (dwac: `artifact_bytes`; glrmask: `save()`), ms per job, not part of `compile ms`:\n"
             );
-            let _ = writeln!(s, "| engine | open p50 | p99 | max | unchecked p50 | p99 | bytes p50 | bytes max | save ms p50 | save ms max |");
-            let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+            let _ = writeln!(
+                s,
+                "| engine | open p50 | p99 | max | unchecked p50 | p99 | bytes p50 | bytes max | beyond vocab p50 | zstd p50 | zstd max | save ms p50 | save ms max |"
+            );
+            let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
             for (n, e) in &engines {
                 if !e["open_us"]["p50"].is_number() {
                     continue;
                 }
                 let _ = writeln!(
                     s,
-                    "| {n} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                    "| {n} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                     cell(&e["open_us"]["p50"]),
                     cell(&e["open_us"]["p99"]),
                     cell(&e["open_us"]["max"]),
@@ -409,9 +425,47 @@ pub fn markdown(rep: &Report) -> String {
                     cell(&e["open_unchecked_us"]["p99"]),
                     cell(&e["artifact_bytes"]["p50"]),
                     cell(&e["artifact_bytes"]["max"]),
+                    cell(&e["artifact_beyond_vocab_bytes"]["p50"]),
+                    cell(&e["artifact_zstd_bytes"]["p50"]),
+                    cell(&e["artifact_zstd_bytes"]["max"]),
                     cell(&e["save_ms"]["p50"]),
                     cell(&e["save_ms"]["max"]),
                 );
+            }
+        }
+        if w["name"].as_str().is_some_and(|n| n.starts_with("large")) {
+            // Per schema: compile wall and CPU time, peak memory, artifact bytes (raw, zstd) and
+            // open time of every engine.
+            let _ = writeln!(s, "\nPer schema (compile ms wall / CPU, peak RSS MB, artifact bytes raw / zstd, open µs p50):\n");
+            let _ = writeln!(s, "| schema | engine | compile ms | CPU ms | RSS MB | bytes | zstd | open µs |");
+            let _ = writeln!(s, "|---|---|---:|---:|---:|---:|---:|---:|");
+            let ids: Vec<Value> = engines
+                .values()
+                .flat_map(|e| e["compile_jobs"].as_array().cloned().unwrap_or_default())
+                .map(|j| j["id"].clone())
+                .fold(Vec::new(), |mut v, id| {
+                    if !v.contains(&id) {
+                        v.push(id);
+                    }
+                    v
+                });
+            for id in &ids {
+                for (n, e) in &engines {
+                    let Some(j) = e["compile_jobs"].as_array().and_then(|a| a.iter().find(|j| j["id"] == *id)) else {
+                        continue;
+                    };
+                    let _ = writeln!(
+                        s,
+                        "| {} | {n} | {} | {} | {} | {} | {} | {} |",
+                        id.as_str().unwrap_or(""),
+                        cell(&j["compile_ms"]),
+                        cell(&j["compile_cpu_ms"]),
+                        cell(&j["peak_rss_mb"]),
+                        cell(&j["artifact_bytes"]),
+                        cell(&j["artifact_zstd_bytes"]),
+                        cell(&j["open_us_p50"]),
+                    );
+                }
             }
         }
         if let Some(ratios) = w["ratios_peer_over_dwac"].as_object().filter(|x| !x.is_empty()) {
