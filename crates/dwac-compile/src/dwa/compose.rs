@@ -179,11 +179,6 @@ impl<'a> Composer<'a> {
         e
     }
 
-    /// The (trie node, lookahead class) of end `e`.
-    pub fn end_of(&self, e: u32) -> (u32, u32) {
-        self.ends[e as usize]
-    }
-
     fn end_class(&self, e: u32) -> u32 {
         self.ends[e as usize].1
     }
@@ -375,7 +370,7 @@ impl<'a> Composer<'a> {
     /// a peek of a state without an action for its terminal (or of an unnamed state) dies, so
     /// only the terminals of the state's ACTION row are looked at (a merge of two sorted lists,
     /// not a lookup per simulation: a lookahead class can hold hundreds of terminals).
-    pub fn live_sims(&self, sims: &[(u32, Wait)], label: Option<u32>, out: &mut Vec<(u32, Wait)>) {
+    fn live_sims(&self, sims: &[(u32, Wait)], label: Option<u32>, out: &mut Vec<(u32, Wait)>) {
         out.clear();
         let row: &[u32] = match label {
             Some(p) => self.lr.tables.action_terminals(p),

@@ -18,7 +18,6 @@ use dwac_runtime::DEAD;
 use super::compose::Step;
 use super::compose::{Composer, Config, Labels, Phase, Plan, Settled, NO_PLAN};
 use super::sets::SetPool;
-use super::templates::Wait;
 use super::terminal_dwa::TokenClass;
 
 /// Marks an accepting settled entry (the end id is in the low bits).
@@ -67,22 +66,6 @@ pub struct TooLarge;
 /// plans below them, the thread's class at the root).
 type SubPlan = (Vec<(u32, u32)>, Vec<(u32, Step, u32)>, u32);
 
-/// The key of a read shared by configurations ([`Determinizer::canon_reads`]): lookahead check
-/// or step, the simulations that can do anything on the state read, the plan below the node,
-/// the label.
-type CanonRead = (bool, Vec<(u32, Wait)>, u32, u32);
-
-/// An outcome of a read relative to the configuration's node (steps down from it, interned in
-/// [`Determinizer::paths`]) or its own end.
-#[derive(Clone)]
-enum Rel {
-    AcceptOwn,
-    LookOwn(Vec<(u32, Wait)>),
-    Accept { path: u32, la: u32 },
-    Look { path: u32, la: u32, sims: Vec<(u32, Wait)> },
-    Step { path: u32, main: Vec<(u32, Wait)>, done: Vec<Vec<u32>>, guard: Vec<(u32, Wait)> },
-}
-
 /// Memory bounds of the memos kept across lexer states: past any of them, they are all dropped
 /// before the next lexer state's automaton is built.
 const MAX_CONFIGS: usize = 1 << 18;
@@ -107,14 +90,6 @@ pub struct Determinizer<'a> {
     labels: FastMap<u32, Option<Rc<[u32]>>>,
     /// Interned plans below nodes; id 0 is [`NO_PLAN`].
     sub_plans: FastMap<SubPlan, u32>,
-    /// Reads shared between configurations, relative to their node ([`CanonRead`], [`Rel`]).
-    canon_reads: FastMap<CanonRead, Rc<[Rel]>>,
-    /// The walker's trie of step sequences: (parent, step) per node, and children by step.
-    parents: Vec<(u32, Step)>,
-    children: FastMap<(u32, Step), u32>,
-    /// Step paths below a node, interned.
-    paths: FastMap<Vec<Step>, u32>,
-    path_list: Vec<Vec<Step>>,
     /// Configurations without their trie node (or end), interned for [`StateKey`]s; kept for
     /// the whole build (never dropped with the memos, since the tables' keys name them).
     canon: FastMap<Config, u32>,
@@ -139,11 +114,6 @@ impl<'a> Determinizer<'a> {
             shared_reads: FastMap::default(),
             labels: FastMap::default(),
             sub_plans: FastMap::default(),
-            canon_reads: FastMap::default(),
-            parents: Vec::new(),
-            children: FastMap::default(),
-            paths: FastMap::default(),
-            path_list: Vec::new(),
             canon: FastMap::default(),
             relsigs: FastMap::default(),
             linked: 0,
@@ -179,138 +149,6 @@ impl<'a> Determinizer<'a> {
         v.into()
     }
 
-    /// The key of [`Determinizer::canon_reads`] for reading `label` in `config` (`None` for a
-    /// step holding shifted stacks or guards, which is not shared that way).
-    fn canon_read_key(&self, config: &Config, label: Option<u32>, below: u32) -> Option<CanonRead> {
-        let mut live = Vec::new();
-        let look = match &config.phase {
-            Phase::Step { main, done, guard, .. } if done.is_empty() && guard.is_empty() => {
-                self.comp.live_sims(main, label, &mut live);
-                false
-            }
-            Phase::Look { sims, .. } => {
-                self.comp.live_sims(sims, label, &mut live);
-                true
-            }
-            Phase::Step { .. } => return None,
-        };
-        Some((look, live, below, label.unwrap_or(DEFAULT)))
-    }
-
-    /// The steps from trie node `from` down to its descendant `to`, interned.
-    fn path(&mut self, from: u32, to: u32) -> Option<u32> {
-        let mut steps = Vec::new();
-        let mut m = to;
-        while m != from {
-            if m == 0 {
-                return None;
-            }
-            let (parent, step) = *self.parents.get(m as usize)?;
-            steps.push(step);
-            m = parent;
-        }
-        steps.reverse();
-        let next = self.paths.len() as u32;
-        Some(*self.paths.entry(steps.clone()).or_insert_with(|| {
-            self.path_list.push(steps);
-            next
-        }))
-    }
-
-    /// The descendant of `from` at the end of `path`.
-    fn node_at(&self, from: u32, path: u32) -> Option<u32> {
-        let mut n = from;
-        for &step in &self.path_list[path as usize] {
-            n = *self.children.get(&(n, step))?;
-        }
-        Some(n)
-    }
-
-    /// `out`, the outcomes of a read of `config`, relative to its node (or end).
-    fn relative(&mut self, config: &Config, out: &[Settled]) -> Option<Rc<[Rel]>> {
-        let mut rel = Vec::with_capacity(out.len());
-        match &config.phase {
-            Phase::Look { .. } => {
-                for s in out {
-                    rel.push(match s {
-                        Settled::Accept(_) => Rel::AcceptOwn,
-                        Settled::Config(Config { phase: Phase::Look { sims, .. } }) => Rel::LookOwn(sims.clone()),
-                        Settled::Config(_) => return None,
-                    });
-                }
-            }
-            Phase::Step { node, .. } => {
-                let node = *node;
-                for s in out {
-                    rel.push(match s {
-                        Settled::Accept(e) => {
-                            let (en, la) = self.comp.end_of(*e);
-                            Rel::Accept { path: self.path(node, en)?, la }
-                        }
-                        Settled::Config(Config { phase: Phase::Look { end, sims } }) => {
-                            let (en, la) = self.comp.end_of(*end);
-                            Rel::Look { path: self.path(node, en)?, la, sims: sims.clone() }
-                        }
-                        Settled::Config(Config { phase: Phase::Step { node: n2, main, done, guard } }) => Rel::Step {
-                            path: self.path(node, *n2)?,
-                            main: main.clone(),
-                            done: done.clone(),
-                            guard: guard.clone(),
-                        },
-                    });
-                }
-            }
-        }
-        Some(rel.into())
-    }
-
-    /// The outcomes `rel` of a read made relative by [`Determinizer::relative`], for `config`.
-    fn absolute(&mut self, config: &Config, rel: &[Rel]) -> Option<Vec<Settled>> {
-        let mut out = Vec::with_capacity(rel.len());
-        match &config.phase {
-            Phase::Look { end, .. } => {
-                for r in rel {
-                    out.push(match r {
-                        Rel::AcceptOwn => Settled::Accept(*end),
-                        Rel::LookOwn(sims) => {
-                            Settled::Config(Config { phase: Phase::Look { end: *end, sims: sims.clone() } })
-                        }
-                        _ => return None,
-                    });
-                }
-            }
-            Phase::Step { node, .. } => {
-                let node = *node;
-                for r in rel {
-                    out.push(match r {
-                        Rel::Accept { path, la } => {
-                            let n = self.node_at(node, *path)?;
-                            Settled::Accept(self.comp.end(n, *la))
-                        }
-                        Rel::Look { path, la, sims } => {
-                            let n = self.node_at(node, *path)?;
-                            let end = self.comp.end(n, *la);
-                            Settled::Config(Config { phase: Phase::Look { end, sims: sims.clone() } })
-                        }
-                        Rel::Step { path, main, done, guard } => {
-                            let n = self.node_at(node, *path)?;
-                            Settled::Config(Config {
-                                phase: Phase::Step {
-                                    node: n,
-                                    main: main.clone(),
-                                    done: done.clone(),
-                                    guard: guard.clone(),
-                                },
-                            })
-                        }
-                        _ => return None,
-                    });
-                }
-            }
-        }
-        Some(out)
-    }
-
     fn read_ids(&mut self, c: u32, label: Option<u32>) -> Rc<[u64]> {
         // (A lookahead check reads no plan.)
         let below = match &self.configs[c as usize].phase {
@@ -322,18 +160,6 @@ impl<'a> Determinizer<'a> {
             return r.clone();
         }
         let config = self.configs[c as usize].clone();
-        // A read depends on the configuration only through its simulations that can do
-        // anything on this state and the plan below its node: configurations that differ in
-        // their node (lexer states whose lexings differ before it) or in simulations the state
-        // kills share it, relative to their node.
-        let canon_key = self.canon_read_key(&config, label, below);
-        if let Some(rel) = canon_key.as_ref().and_then(|k| self.canon_reads.get(k)).cloned() {
-            if let Some(out) = self.absolute(&config, &rel) {
-                let ids = self.ids(out);
-                self.reads.insert(key, ids.clone());
-                return ids;
-            }
-        }
         // A read whose outcome depends on the state read only through its first lookup is shared
         // by all states with the same first-lookup signature.
         let signature = label.map(|p| {
@@ -353,13 +179,6 @@ impl<'a> Determinizer<'a> {
             || out
                 .iter()
                 .any(|s| matches!(s, Settled::Config(Config { phase: Phase::Step { done, .. } }) if !done.is_empty()));
-        if let Some(k) = canon_key {
-            if let Some(rel) = self.relative(&config, &out) {
-                if self.canon_reads.len() < MAX_READS {
-                    self.canon_reads.insert(k, rel);
-                }
-            }
-        }
         let ids = self.ids(out);
         if let (Some(sig), false) = (signature, touched) {
             self.shared_reads.insert(sig, ids.clone());
@@ -519,14 +338,7 @@ impl<'a> Determinizer<'a> {
             self.reads.clear();
             self.shared_reads.clear();
             self.sub_plans.clear();
-            self.canon_reads.clear();
             self.comp.forget();
-        }
-        for (i, &(parent, step)) in nodes.iter().enumerate().skip(self.parents.len()) {
-            if i > 0 {
-                self.children.insert((parent, step), i as u32);
-            }
-            self.parents.push((parent, step));
         }
         let mut sets = SetPool::new();
         // The lexing trie of this state, and which classes lie below each node / end there.
