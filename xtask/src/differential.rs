@@ -10,7 +10,9 @@
 //! `Artifact::from_bytes`), so the masks compared are the ones a server reads from the
 //! artifact's zero-copy tables.
 //!
-//! With `--schemas N` it runs the MaskBench schemas instead (each compiled on its own, over its
+//! With `--large DIR` it runs the large schemas of DIR that have valid instances
+//! (`schemas/large`: the tool-calling ones) the same way. With `--schemas N` it runs the
+//! MaskBench schemas instead (each compiled on its own, over its
 //! valid instances; `--schemas 0` for all of them), and with `--schema-list FILE` only those
 //! it names.
 
@@ -36,6 +38,9 @@ pub struct Args {
     pub schemas: Option<usize>,
     /// Only the schemas named in this file (see `main.rs`).
     pub schema_list: Option<String>,
+    /// Run the large schemas of this folder that have valid instances (`schemas/large`, made by
+    /// `cargo xtask large-schemas`) instead.
+    pub large: Option<String>,
 }
 
 /// The engine a server would get: `engine` written as an artifact and opened again.
@@ -48,7 +53,8 @@ fn via_artifact(engine: &Engine, tok: &dwac_vocab::Tokenizer) -> Result<Arc<Engi
 }
 
 pub fn run(args: Args) -> Result<()> {
-    if let Some(n) = args.schemas {
+    if args.large.is_some() || args.schemas.is_some() {
+        let n = args.schemas.unwrap_or(0);
         return run_schemas(&args, (n > 0).then_some(n));
     }
     let mut reports = Vec::new();
@@ -131,9 +137,29 @@ pub fn run(args: Args) -> Result<()> {
 /// Every MaskBench schema (Glaiveai2K + Github_easy) compiled for each tokenizer, over its valid
 /// instances (keys in schema order, `json.dumps` spacing, as `schema-bench` judges them).
 /// Schemas the compiler refuses are counted, not compared.
+/// The large schemas of `dir` with valid instances, as MaskBench-like entries (texts in the
+/// schema's property order).
+fn large_schemas(dir: &str) -> Result<Vec<crate::schema_bench::Schema>> {
+    let dir = dwac_tests::repo_root().join(dir);
+    let mut out = Vec::new();
+    for (name, schema, instances) in crate::large_schemas::load(&dir)? {
+        if instances.is_empty() {
+            continue;
+        }
+        let texts: Vec<String> =
+            instances.iter().map(|i| json_dumps(&dwac_grammar::schema::order_instance(&schema, i))).collect();
+        let valid = vec![true; texts.len()];
+        out.push(crate::schema_bench::Schema { name, split: "large", schema, texts, valid });
+    }
+    Ok(out)
+}
+
 fn run_schemas(args: &Args, per_split: Option<usize>) -> Result<()> {
     use dwac_grammar::schema::{compile_schema, SchemaOptions};
-    let (mut schemas, _) = crate::schema_bench::load(per_split, None)?;
+    let (mut schemas, _) = match &args.large {
+        Some(dir) => (large_schemas(dir)?, 0),
+        None => crate::schema_bench::load(per_split, None)?,
+    };
     if let Some(file) = &args.schema_list {
         let text = std::fs::read_to_string(file).with_context(|| format!("reading {file}"))?;
         let names: Vec<&str> =

@@ -177,6 +177,9 @@ enum Cmd {
         /// `o21456` or `Github_easy---o21456`; `#` starts a comment).
         #[arg(long)]
         schema_list: Option<String>,
+        /// Run the large schemas of this folder that have valid instances (e.g. `schemas/large`).
+        #[arg(long)]
+        large: Option<String>,
     },
     /// Large JSON Schemas assembled from real parts (`tools-N.json`: an `anyOf` of N Glaive
     /// function calls; `k8s-N.json`: a `$defs` graph of N object definitions of the Kubernetes
@@ -287,8 +290,8 @@ fn main() -> Result<()> {
             large_schemas::run(large_schemas::Args { out, tools, k8s })
         }
         Cmd::SchemaWorker { tokenizer } => schema_bench::worker(&tokenizer),
-        Cmd::Differential { grammar, tokenizers, limit, json, schemas, schema_list } => {
-            differential::run(differential::Args { grammar, tokenizers, limit, json, schemas, schema_list })
+        Cmd::Differential { grammar, tokenizers, limit, json, schemas, schema_list, large } => {
+            differential::run(differential::Args { grammar, tokenizers, limit, json, schemas, schema_list, large })
         }
     }
 }

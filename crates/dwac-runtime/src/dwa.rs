@@ -18,8 +18,11 @@ use crate::tables::{TableError, DEAD};
 /// "No set" / "no state" in the tables.
 pub const NONE: u32 = u32::MAX;
 
-/// Words (`u32`) of a bitmap block (1,024 tokens).
-pub const BLOCK_WORDS: usize = 32;
+/// Words (`u32`) of a bitmap block (8,192 tokens): large enough that the per-block step of a
+/// mask walk's OR costs little next to the words it ORs (measured on JSON with qwen3, mask p99.9
+/// +2% over flat bitmaps, against +9% with 1,024-token blocks), small enough that sets differing
+/// in a few tokens share most blocks.
+pub const BLOCK_WORDS: usize = 256;
 
 /// A bitmap set's blocks ([`MaskTables::dense`]).
 #[derive(Clone, Copy)]
@@ -29,7 +32,109 @@ pub struct Dense<'a> {
     words: usize,
 }
 
+/// All zeros: what a block that cannot be read reads as (validation rules it out).
+static ZERO_BLOCK: [u32; BLOCK_WORDS] = [0; BLOCK_WORDS];
+
 impl<'a> Dense<'a> {
+    /// Block `r` as a fixed-size array (so loops over it have a known trip count).
+    #[inline(always)]
+    fn block(&self, r: u32) -> &'a [u32; BLOCK_WORDS] {
+        let at = r as usize * BLOCK_WORDS;
+        self.blocks.get(at..at + BLOCK_WORDS).and_then(|b| b.try_into().ok()).unwrap_or(&ZERO_BLOCK)
+    }
+
+    /// Apply `f(out block, bitmap block or None if zero)` over `out` (`words` words) block by
+    /// block: whole blocks as fixed-size arrays, the last partial one as a slice.
+    #[inline(always)]
+    fn zip_blocks(
+        &self,
+        out: &mut [u32],
+        mut full: impl FnMut(&mut [u32; BLOCK_WORDS], Option<&[u32; BLOCK_WORDS]>),
+        mut part: impl FnMut(&mut [u32], Option<&[u32]>),
+    ) {
+        let mut chunks = out.chunks_exact_mut(BLOCK_WORDS);
+        let mut refs = self.refs.iter();
+        for (o, &r) in (&mut chunks).zip(&mut refs) {
+            let o: &mut [u32; BLOCK_WORDS] = o.try_into().expect("chunks_exact_mut gives whole blocks");
+            full(o, (r != 0).then(|| self.block(r)));
+        }
+        let rest = chunks.into_remainder();
+        if !rest.is_empty() {
+            let r = refs.next().copied().unwrap_or(0);
+            let n = rest.len();
+            part(rest, (r != 0).then(|| &self.block(r)[..n]));
+        }
+    }
+
+    /// OR the bitmap into `out` (`words` words).
+    #[inline]
+    pub fn or_into(&self, out: &mut [u32]) {
+        self.zip_blocks(
+            out,
+            |o, b| {
+                if let Some(b) = b {
+                    for i in 0..BLOCK_WORDS {
+                        o[i] |= b[i];
+                    }
+                }
+            },
+            |o, b| {
+                if let Some(b) = b {
+                    o.iter_mut().zip(b).for_each(|(o, b)| *o |= b);
+                }
+            },
+        );
+    }
+
+    /// Copy the bitmap into `out` (`words` words).
+    #[inline]
+    pub fn copy_into(&self, out: &mut [u32]) {
+        self.zip_blocks(
+            out,
+            |o, b| match b {
+                Some(b) => *o = *b,
+                None => o.fill(0),
+            },
+            |o, b| match b {
+                Some(b) => o.copy_from_slice(b),
+                None => o.fill(0),
+            },
+        );
+    }
+
+    /// Clear the bitmap's tokens from `out` (`words` words).
+    #[inline]
+    pub fn clear_from(&self, out: &mut [u32]) {
+        self.zip_blocks(
+            out,
+            |o, b| {
+                if let Some(b) = b {
+                    for i in 0..BLOCK_WORDS {
+                        o[i] &= !b[i];
+                    }
+                }
+            },
+            |o, b| {
+                if let Some(b) = b {
+                    o.iter_mut().zip(b).for_each(|(o, b)| *o &= !b);
+                }
+            },
+        );
+    }
+
+    /// `out = acc & !self` (`fresh`) or `out |= acc & !self`, word by word.
+    #[inline]
+    pub fn and_not_into(&self, acc: &[u32], out: &mut [u32], fresh: bool) {
+        for ((o, a), &r) in out.chunks_mut(BLOCK_WORDS).zip(acc.chunks(BLOCK_WORDS)).zip(self.refs) {
+            match (r, fresh) {
+                (0, true) => o.copy_from_slice(a),
+                (0, false) => o.iter_mut().zip(a).for_each(|(o, a)| *o |= a),
+                (r, true) => o.iter_mut().zip(a).zip(self.block(r)).for_each(|((o, a), b)| *o = a & !b),
+                (r, false) => o.iter_mut().zip(a).zip(self.block(r)).for_each(|((o, a), b)| *o |= a & !b),
+            }
+        }
+    }
+
     /// Call `f(word offset, block words)` for every block that is not all zeros, in order (the
     /// last block is cut at the bitmap's end).
     #[inline]
@@ -40,21 +145,6 @@ impl<'a> Dense<'a> {
                 let n = BLOCK_WORDS.min(self.words - w0);
                 let b = r as usize * BLOCK_WORDS;
                 f(w0, &self.blocks[b..b + n]);
-            }
-        }
-    }
-
-    /// Call `f(word offset, block words or None for zeros)` for every block, in order.
-    #[inline]
-    pub fn for_each(&self, mut f: impl FnMut(usize, Option<&'a [u32]>)) {
-        for (j, &r) in self.refs.iter().enumerate() {
-            let w0 = j * BLOCK_WORDS;
-            if r == 0 {
-                f(w0, None);
-            } else {
-                let n = BLOCK_WORDS.min(self.words - w0);
-                let b = r as usize * BLOCK_WORDS;
-                f(w0, Some(&self.blocks[b..b + n]));
             }
         }
     }

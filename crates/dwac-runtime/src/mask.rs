@@ -14,7 +14,7 @@
 
 use std::sync::Arc;
 
-use crate::dwa::{MaskTables, BLOCK_WORDS, NONE};
+use crate::dwa::{MaskTables, NONE};
 use crate::gss::NodeRef;
 use crate::tables::DEAD;
 
@@ -131,13 +131,9 @@ fn or_set(t: &MaskTables, out: &mut [u32], set: u32, c: &mut MaskCounters, fresh
     if let Some(d) = t.dense(set) {
         c.dense_sets += 1;
         if std::mem::replace(fresh, false) {
-            let n = out.len();
-            d.for_each(|w0, block| match block {
-                Some(b) => out[w0..w0 + b.len()].copy_from_slice(b),
-                None => out[w0..(w0 + BLOCK_WORDS).min(n)].iter_mut().for_each(|o| *o = 0),
-            });
+            d.copy_into(out);
         } else {
-            d.for_each_block(|w0, b| out[w0..w0 + b.len()].iter_mut().zip(b).for_each(|(o, b)| *o |= b));
+            d.or_into(out);
         }
         return;
     }
@@ -239,9 +235,7 @@ where
                     // One bitmap is taken out while ORing into `out`; any other beforehand.
                     Some(bits) => {
                         if let Some(prev) = dense.replace(bits) {
-                            prev.for_each_block(|w0, b| {
-                                acc[w0..w0 + b.len()].iter_mut().zip(b).for_each(|(a, b)| *a &= !b)
-                            });
+                            prev.clear_from(acc);
                         }
                     }
                     None => {
@@ -253,20 +247,7 @@ where
             }
             let first_write = std::mem::replace(&mut fresh, false);
             match (dense, first_write) {
-                (Some(k), true) => k.for_each(|w0, block| {
-                    let (o, a) = (&mut out[w0..(w0 + BLOCK_WORDS).min(words)], &acc[w0..(w0 + BLOCK_WORDS).min(words)]);
-                    match block {
-                        Some(b) => o.iter_mut().zip(a).zip(b).for_each(|((o, a), b)| *o = a & !b),
-                        None => o.copy_from_slice(a),
-                    }
-                }),
-                (Some(k), false) => k.for_each(|w0, block| {
-                    let (o, a) = (&mut out[w0..(w0 + BLOCK_WORDS).min(words)], &acc[w0..(w0 + BLOCK_WORDS).min(words)]);
-                    match block {
-                        Some(b) => o.iter_mut().zip(a).zip(b).for_each(|((o, a), b)| *o |= a & !b),
-                        None => o.iter_mut().zip(a).for_each(|(o, a)| *o |= a),
-                    }
-                }),
+                (Some(k), fresh) => k.and_not_into(acc, out, fresh),
                 (None, true) => out.copy_from_slice(acc),
                 (None, false) => out.iter_mut().zip(acc.iter()).for_each(|(o, a)| *o |= a),
             }

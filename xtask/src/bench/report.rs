@@ -436,7 +436,10 @@ pub fn markdown(rep: &Report) -> String {
         if w["name"].as_str().is_some_and(|n| n.starts_with("large")) {
             // Per schema: compile wall and CPU time, peak memory, artifact bytes (raw, zstd) and
             // open time of every engine.
-            let _ = writeln!(s, "\nPer schema (compile ms wall / CPU, peak RSS MB, artifact bytes raw / zstd, open µs p50):\n");
+            let _ = writeln!(
+                s,
+                "\nPer schema (compile ms wall / CPU, peak RSS MB, artifact bytes raw / zstd, open µs p50):\n"
+            );
             let _ = writeln!(s, "| schema | engine | compile ms | CPU ms | RSS MB | bytes | zstd | open µs |");
             let _ = writeln!(s, "|---|---|---:|---:|---:|---:|---:|---:|");
             let ids: Vec<Value> = engines
