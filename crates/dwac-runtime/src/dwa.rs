@@ -66,24 +66,30 @@ impl<'a> Dense<'a> {
         }
     }
 
-    /// OR the bitmap into `out` (`words` words).
-    #[inline]
-    pub fn or_into(&self, out: &mut [u32]) {
+    /// `op(out word, bitmap word)` for every word of a block that is not all zeros.
+    #[inline(always)]
+    fn apply(&self, out: &mut [u32], op: impl Fn(&mut u32, u32) + Copy) {
         self.zip_blocks(
             out,
             |o, b| {
                 if let Some(b) = b {
                     for i in 0..BLOCK_WORDS {
-                        o[i] |= b[i];
+                        op(&mut o[i], b[i]);
                     }
                 }
             },
             |o, b| {
                 if let Some(b) = b {
-                    o.iter_mut().zip(b).for_each(|(o, b)| *o |= b);
+                    o.iter_mut().zip(b).for_each(|(o, &b)| op(o, b));
                 }
             },
         );
+    }
+
+    /// OR the bitmap into `out` (`words` words).
+    #[inline]
+    pub fn or_into(&self, out: &mut [u32]) {
+        self.apply(out, |o, b| *o |= b);
     }
 
     /// Copy the bitmap into `out` (`words` words).
@@ -105,21 +111,7 @@ impl<'a> Dense<'a> {
     /// Clear the bitmap's tokens from `out` (`words` words).
     #[inline]
     pub fn clear_from(&self, out: &mut [u32]) {
-        self.zip_blocks(
-            out,
-            |o, b| {
-                if let Some(b) = b {
-                    for i in 0..BLOCK_WORDS {
-                        o[i] &= !b[i];
-                    }
-                }
-            },
-            |o, b| {
-                if let Some(b) = b {
-                    o.iter_mut().zip(b).for_each(|(o, b)| *o &= !b);
-                }
-            },
-        );
+        self.apply(out, |o, b| *o &= !b);
     }
 
     /// `out = acc & !self` (`fresh`) or `out |= acc & !self`, word by word.

@@ -248,21 +248,7 @@ impl<'a> Composer<'a> {
             // (The row read is the segment's bottom, as `Lr::run` would have read it.)
             self.lr.bottom_touched.set(true);
         }
-        let row = self.lr.tables.action_terminals(top);
-        let mut out = Vec::new();
-        let (mut i, mut j) = (0, 0);
-        while i < terms.len() && j < row.len() {
-            match terms[i].cmp(&row[j]) {
-                std::cmp::Ordering::Less => i += 1,
-                std::cmp::Ordering::Greater => j += 1,
-                std::cmp::Ordering::Equal => {
-                    out.push(terms[i]);
-                    i += 1;
-                    j += 1;
-                }
-            }
-        }
-        out
+        super::sets::intersect_sorted(terms, self.lr.tables.action_terminals(top))
     }
 
     fn begin_step(&mut self, node: u32, step: Step, k: Vec<u32>, out: &mut Vec<Settled>) {

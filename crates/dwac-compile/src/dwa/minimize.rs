@@ -168,37 +168,24 @@ pub fn minimize(t: &mut MaskTables) -> (usize, usize) {
         }
     }
     let map = |c: u32| if c == DEAD { DEAD } else { new_id[c as usize] };
-    let mut out = MaskTables { edge_off: vec![0].into(), ..MaskTables::default() };
-    {
-        let (mut off, mut label, mut target, mut rho) = (vec![0u32], Vec::new(), Vec::new(), Vec::new());
-        let (mut dt, mut dr) = (Vec::with_capacity(order.len()), Vec::with_capacity(order.len()));
-        for &c in &order {
-            let (d, r, edges) = row(t, rep[c as usize], &class);
-            for (l, x, o) in edges {
-                label.push(l);
-                target.push(map(x));
-                rho.push(o);
-            }
-            off.push(label.len() as u32);
-            dt.push(map(d));
-            dr.push(r);
+    let (mut off, mut label, mut target, mut rho) = (vec![0u32], Vec::new(), Vec::new(), Vec::new());
+    let (mut dt, mut dr) = (Vec::with_capacity(order.len()), Vec::with_capacity(order.len()));
+    for &c in &order {
+        let (d, r, edges) = row(t, rep[c as usize], &class);
+        for (l, x, o) in edges {
+            label.push(l);
+            target.push(map(x));
+            rho.push(o);
         }
-        out.edge_off = off.into();
-        out.edge_label = label.into();
-        out.edge_target = target.into();
-        out.edge_rho = rho.into();
-        out.default_target = dt.into();
-        out.default_rho = dr.into();
+        off.push(label.len() as u32);
+        dt.push(map(d));
+        dr.push(r);
     }
     let start: Vec<u32> =
         t.start.iter().map(|&s| if s == NONE { NONE } else { new_id[class[s as usize] as usize] }).collect();
-    t.start = start.into();
-    t.edge_off = out.edge_off;
-    t.edge_label = out.edge_label;
-    t.edge_target = out.edge_target;
-    t.edge_rho = out.edge_rho;
-    t.default_target = out.default_target;
-    t.default_rho = out.default_rho;
+    (t.start, t.edge_off, t.edge_label) = (start.into(), off.into(), label.into());
+    (t.edge_target, t.edge_rho) = (target.into(), rho.into());
+    (t.default_target, t.default_rho) = (dt.into(), dr.into());
     (before, t.num_states())
 }
 

@@ -97,20 +97,7 @@ impl SetPool {
         if let Some(&u) = self.intersections.get(&key) {
             return u;
         }
-        let (x, y) = (self.get(a), self.get(b));
-        let mut out = Vec::new();
-        let (mut i, mut j) = (0, 0);
-        while i < x.len() && j < y.len() {
-            match x[i].cmp(&y[j]) {
-                std::cmp::Ordering::Less => i += 1,
-                std::cmp::Ordering::Greater => j += 1,
-                std::cmp::Ordering::Equal => {
-                    out.push(x[i]);
-                    i += 1;
-                    j += 1;
-                }
-            }
-        }
+        let out = intersect_sorted(self.get(a), self.get(b));
         let u = self.intern_sorted(out.into_boxed_slice());
         self.intersections.insert(key, u);
         u
@@ -139,6 +126,24 @@ impl SetPool {
     pub fn is_empty(&self) -> bool {
         self.sets.is_empty()
     }
+}
+
+/// The common elements of two sorted lists, sorted (a merge).
+pub fn intersect_sorted(x: &[u32], y: &[u32]) -> Vec<u32> {
+    let mut out = Vec::new();
+    let (mut i, mut j) = (0, 0);
+    while i < x.len() && j < y.len() {
+        match x[i].cmp(&y[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                out.push(x[i]);
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]
