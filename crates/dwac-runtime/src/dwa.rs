@@ -154,20 +154,40 @@ impl<'a> Dense<'a> {
 /// order (`ceil(words / BLOCK_WORDS)` each) and the `blocks` (block 0 all zeros), as
 /// [`MaskTables`] stores them.
 pub fn pack_bitmaps<'b>(bitmaps: impl IntoIterator<Item = &'b [u32]>, words: usize) -> (Vec<u32>, Vec<u32>) {
-    let mut index: std::collections::HashMap<[u32; BLOCK_WORDS], u32> = std::collections::HashMap::new();
+    // Blocks by a multiply-xor hash of their words (a general-purpose hash of 1 KiB keys costs
+    // more than the rest of the packing), compared in full on a hit.
+    // (Four independent lanes: a single multiply chain is latency-bound.)
+    let hash = |b: &[u32]| {
+        let mut lanes = [1u64, 2, 3, 4];
+        for c in b.chunks_exact(8) {
+            for j in 0..4 {
+                let w = c[2 * j] as u64 | (c[2 * j + 1] as u64) << 32;
+                lanes[j] = (lanes[j] ^ w).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29);
+            }
+        }
+        lanes.iter().fold(0u64, |h, &l| (h ^ l).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(31))
+    };
+    let mut index: std::collections::HashMap<u64, Vec<u32>> = std::collections::HashMap::new();
     let mut blocks = vec![0u32; BLOCK_WORDS];
-    index.insert([0; BLOCK_WORDS], 0);
+    index.entry(hash(&blocks)).or_default().push(0);
     let mut refs = Vec::new();
+    let mut block = [0u32; BLOCK_WORDS];
     for bits in bitmaps {
         for w0 in (0..words).step_by(BLOCK_WORDS) {
-            let mut block = [0u32; BLOCK_WORDS];
             let n = BLOCK_WORDS.min(words - w0);
             block[..n].copy_from_slice(&bits[w0..w0 + n]);
-            let next = index.len() as u32;
-            let id = *index.entry(block).or_insert_with(|| {
-                blocks.extend_from_slice(&block);
-                next
-            });
+            block[n..].fill(0);
+            let ids = index.entry(hash(&block)).or_default();
+            let at = |id: u32| &blocks[id as usize * BLOCK_WORDS..(id as usize + 1) * BLOCK_WORDS];
+            let id = match ids.iter().copied().find(|&id| at(id) == block) {
+                Some(id) => id,
+                None => {
+                    let id = (blocks.len() / BLOCK_WORDS) as u32;
+                    blocks.extend_from_slice(&block);
+                    ids.push(id);
+                    id
+                }
+            };
             refs.push(id);
         }
     }

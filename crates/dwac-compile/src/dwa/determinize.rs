@@ -201,9 +201,6 @@ impl<'a> Determinizer<'a> {
         l
     }
 
-    /// The DWA for a thread of lookahead class `thread` whose tokens form `classes`; `nodes` is
-    /// the walker's trie of step sequences ([`super::terminal_dwa::Walker::nodes`]), at least up
-    /// to the nodes the classes name.
     /// The canonical id of configuration `c` without its trie node (or end), and the node.
     fn canon_of(&mut self, c: u32) -> (u32, Option<u32>) {
         let (canon, node) = match &self.configs[c as usize].phase {
@@ -324,6 +321,10 @@ impl<'a> Determinizer<'a> {
         Ok(id)
     }
 
+    /// The DWA for a thread of lookahead class `thread` whose tokens form `classes`; `nodes` is
+    /// the walker's trie of step sequences ([`super::terminal_dwa::Walker::nodes`]), at least up
+    /// to the nodes the classes name. `asm` gives the token sets of class unions and the states
+    /// already assembled (for [`StateKey`] links).
     pub fn build(
         &mut self,
         classes: &[TokenClass],

@@ -192,8 +192,11 @@ pub fn minimize(t: &mut MaskTables) -> (usize, usize) {
 /// Keep only the token sets the tables refer to, renumbered in the order they are first
 /// referred to (start outputs, UNDECIDED sets, then state by state each edge's output and the
 /// DEFAULT output, then the kill sets), so that equal automata have equal set tables however
-/// the sets were interned while building. Returns the number of sets before and after.
-pub fn compact_sets(t: &mut MaskTables) -> (usize, usize) {
+/// the sets were interned while building, and cut the bitmaps kept into interned blocks
+/// (format 3.0). `bitmap(s)` is set `s`'s bitmap (`words` words) if it is a bitmap set: `t`'s
+/// `set_dense`, `block_refs` and `blocks` are not read. Returns the number of sets before and
+/// after.
+pub fn compact_sets<'b>(t: &mut MaskTables, bitmap: impl Fn(u32) -> Option<&'b [u32]>) -> (usize, usize) {
     let before = t.num_sets();
     let mut new_id = vec![NONE; before];
     let mut order: Vec<u32> = Vec::new();
@@ -223,10 +226,10 @@ pub fn compact_sets(t: &mut MaskTables) -> (usize, usize) {
     let per_set = t.blocks_per_set() as u32;
     let (mut off, mut ranges, mut dense_of, mut dense) = (vec![0u32], Vec::new(), Vec::new(), Vec::new());
     for &s in &order {
-        match t.dense(s) {
-            Some(d) => {
-                dense_of.push(dense.len() as u32 / words as u32 * per_set);
-                dense.extend((0..words).map(|w| d.word(w)));
+        match bitmap(s) {
+            Some(bits) => {
+                dense_of.push(dense.len() as u32 * per_set);
+                dense.push(bits);
             }
             None => {
                 dense_of.push(NONE);
@@ -236,7 +239,7 @@ pub fn compact_sets(t: &mut MaskTables) -> (usize, usize) {
         off.push((ranges.len() / 2) as u32);
     }
     // The blocks of the sets kept, interned again (no block of a dropped set is left).
-    let (block_refs, blocks) = pack_bitmaps(dense.chunks(words.max(1)), words);
+    let (block_refs, blocks) = pack_bitmaps(dense, words);
     t.start_rho = start_rho.into();
     t.undecided = undecided.into();
     t.edge_rho = edge_rho.into();

@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 /// Hash map with a fast, fixed-seed hasher (compile-time memo tables; deterministic).
 pub(crate) type FastMap<K, V> = HashMap<K, V, foldhash::fast::FixedState>;
 
-use dwac_runtime::dwa::{pack_bitmaps, MaskTables, BLOCK_WORDS, NONE};
+use dwac_runtime::dwa::{MaskTables, NONE};
 use dwac_runtime::lexer::Inhibitor;
 use dwac_runtime::{GrammarTables, LexerTables, Vocabulary, DEAD};
 
@@ -909,29 +909,15 @@ pub fn build_mask_tables_with_progress(
     }
     out.set_off = sets.off.into();
     out.set_ranges = sets.ranges.into();
-    // Bitmaps cut into interned blocks (format 3.0), in set order.
-    let per_set = sets.words.div_ceil(BLOCK_WORDS) as u32;
-    let mut k = 0;
-    let set_dense: Vec<u32> = sets
-        .dense
-        .iter()
-        .map(|&d| {
-            if d == NONE {
-                return NONE;
-            }
-            k += 1;
-            (k - 1) * per_set
-        })
-        .collect();
-    let bitmaps =
-        sets.dense.iter().filter(|&&d| d != NONE).map(|&d| &sets.bitmaps[d as usize..d as usize + sets.words]);
-    let (block_refs, blocks) = pack_bitmaps(bitmaps, sets.words);
-    out.set_dense = set_dense.into();
-    out.block_refs = block_refs.into();
-    out.blocks = blocks.into();
     let t_min = Instant::now();
     let (assembled_states, _) = minimize::minimize(&mut out);
-    minimize::compact_sets(&mut out);
+    // The sets the minimized automaton refers to, renumbered; bitmaps cut into interned blocks.
+    let words = sets.words;
+    let bitmap = |s: u32| {
+        let d = sets.dense[s as usize];
+        (d != NONE).then(|| &sets.bitmaps[d as usize..d as usize + words])
+    };
+    minimize::compact_sets(&mut out, bitmap);
     stages.add("minimize", t_min.elapsed());
     stats.dwa_states_assembled = assembled_states;
     stats.dwa_states_linked = det.linked;
