@@ -458,7 +458,7 @@ impl<'a> Composer<'a> {
     /// [`Lr::first_use`]): when a read touches nothing else of `p`, its outcome is the same for
     /// every state with this signature.
     ///
-    /// Only live simulations ([`Composer::live_sims`]) are looked at, each with its terminal
+    /// Only live simulations (`Composer::live_sims`) are looked at, each with its terminal
     /// (a dead peek does nothing whatever the state, so two states that differ only in which
     /// dead peeks they kill still differ in which simulations are live, hence in the terminals
     /// listed).
