@@ -548,7 +548,15 @@ fn finish(
         })
         .collect();
     let priority = terminals.iter().map(|t| t.priority).collect();
-    let (byte_class, num_classes, trans) = LexerTables::classify(m, &mtrans);
+    // Stored by byte class: one column per class of bytes every state treats alike.
+    let (class, k) = crate::minimize::byte_classes(m, &mtrans);
+    let mut reps = vec![0usize; k];
+    for b in (0..256).rev() {
+        reps[class[b] as usize] = b;
+    }
+    let trans: Vec<u32> =
+        (0..m).flat_map(|q| reps.iter().map(move |&b| (q, b))).map(|(q, b)| mtrans[q * 256 + b]).collect();
+    let (byte_class, num_classes): (Vec<u8>, u32) = (class.iter().map(|&c| c as u8).collect(), k as u32);
     Ok(LexerTables {
         num_states: m as u32,
         num_terminals: nt as u32,

@@ -140,14 +140,6 @@ impl<'a> Dense<'a> {
             }
         }
     }
-
-    /// Word `w` of the bitmap.
-    pub fn word(&self, w: usize) -> u32 {
-        match self.refs[w / BLOCK_WORDS] {
-            0 => 0,
-            r => self.blocks[r as usize * BLOCK_WORDS + w % BLOCK_WORDS],
-        }
-    }
 }
 
 /// Cut bitmaps (each `words` words) into interned blocks: the `block_refs` of each bitmap in

@@ -100,7 +100,7 @@ pub struct LexerTables {
     /// where none of the higher-priority ones can be shifted; equal priorities fork.
     pub priority: Array<i32>,
     /// Further successors of `q0` (other lexer components): on byte `b`,
-    /// `fork[fork_off[b]..fork_off[b+1]]`, besides `trans[q0*256+b]`. `fork_off` has 257 entries.
+    /// `fork[fork_off[b]..fork_off[b+1]]`, besides `step(q0, b)`. `fork_off` has 257 entries.
     pub fork_off: Array<u32>,
     pub fork: Array<u32>,
 }
@@ -109,30 +109,6 @@ impl LexerTables {
     #[inline]
     pub fn step(&self, q: u32, b: u8) -> u32 {
         self.trans[q as usize * self.num_classes as usize + self.byte_class[b as usize] as usize]
-    }
-
-    /// The transition table of `n` states by byte (`rows[q * 256 + b]`) as classes of bytes
-    /// every state treats alike: (byte class per byte, number of classes, rows by class).
-    pub fn classify(n: usize, rows: &[u32]) -> (Vec<u8>, u32, Vec<u32>) {
-        let mut index: std::collections::HashMap<Vec<u32>, u8> = std::collections::HashMap::new();
-        let mut byte_class = vec![0u8; 256];
-        let mut reps = Vec::new();
-        for b in 0..256 {
-            let column: Vec<u32> = (0..n).map(|q| rows[q * 256 + b]).collect();
-            let next = index.len();
-            byte_class[b] = *index.entry(column).or_insert_with(|| {
-                reps.push(b);
-                next as u8
-            });
-        }
-        let k = reps.len();
-        let mut trans = vec![DEAD; n * k];
-        for q in 0..n {
-            for (c, &b) in reps.iter().enumerate() {
-                trans[q * k + c] = rows[q * 256 + b];
-            }
-        }
-        (byte_class, k as u32, trans)
     }
 
     /// Every successor of `q` on byte `b`: `δ(q,b)` and, from `q0`, the forks into the other
