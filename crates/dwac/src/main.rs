@@ -367,13 +367,12 @@ impl Watchdog {
         let done = Arc::new(AtomicBool::new(false));
         let flag = done.clone();
         let t0 = Instant::now();
-        let whence = move || {
-            match bar.as_ref().and_then(|b| b.length().map(|n| (b.position(), n))) {
+        let whence = move || match bar.as_ref().and_then(|b| b.length().map(|n| (b.position(), n))) {
             Some((at, n)) if n > 0 => format!(
-                " while building the Parser DWA, at lexer state {at} of {n} (the DWA is built per lexer state:                  a schema with many keys, enums or long strings has many)"
+                " while building the Parser DWA, at lexer state {at} of {n} (the DWA is built per \
+                 lexer state: a schema with many keys, enums or long strings has many)"
             ),
             _ => String::new(),
-        }
         };
         std::thread::spawn(move || {
             while !flag.load(Ordering::Relaxed) {

@@ -580,8 +580,8 @@ pub fn build_mask_tables_with_progress(
             if out.default_target.len() > opts.max_dwa_states {
                 over = Some(format!(
                     "the Parser DWA grew past {} states (MaskOptions::max_dwa_states) at lexer state {q} of {} \
-                     (the grammar has {} lexer states and {} LR states)",
-                    opts.max_dwa_states, lex.num_states, lex.num_states, tables.lr.num_states
+                     (the grammar has {} LR states)",
+                    opts.max_dwa_states, lex.num_states, tables.lr.num_states
                 ));
                 // (Dropping the receiver stops the walker at its next state.)
                 drop(rx);
