@@ -49,11 +49,14 @@ pub struct Plan {
     /// The lookahead class of the thread itself: an end at the root whose class covers it is
     /// allowed without reading (`ALWAYS`: every live stack of the thread satisfies its own class).
     pub thread: u32,
-    /// Per node with children or ends: the id of the plan below it (its ends, and its children
-    /// with their steps and the plans below them; at the root, the thread's class too), interned
-    /// across lexer states ([`NO_PLAN`]: nothing below). What a configuration at a node does
-    /// depends on the plan only through it, so the memos of expansions and reads are kept
-    /// across lexer states under it.
+    /// Per node with children or ends: the id of the plan below it (its ends' lookahead classes,
+    /// and its children's steps with the plans below them; at the root, the thread's class too),
+    /// interned across lexer states ([`NO_PLAN`]: nothing below). It names no node or end: two
+    /// nodes with the same one, in one lexer state or two, have the same subtree up to renaming,
+    /// children taken in step order and ends in class order (the order `children` and `ends`
+    /// keep). What a configuration at a node does depends on the plan only through it, so the
+    /// memos of expansions and reads are kept across lexer states under it, and an expansion is
+    /// shared between nodes ([`Composer::expand`]).
     pub below: FastMap<u32, u32>,
 }
 
@@ -105,10 +108,14 @@ pub struct Composer<'a> {
     plan: std::rc::Rc<Plan>,
     ends: Vec<(u32, u32)>,
     end_ids: FastMap<(u32, u32), u32>,
-    /// Expansions from a known segment whose bottom (a state read) they never looked at, keyed by
-    /// (node, plan below it, segment above the bottom): the same for every state read, and for
-    /// every lexer state with that plan below the node.
-    expansions: FastMap<(u32, u32, Vec<u32>), Vec<Settled>>,
+    /// Expansions keyed by (plan below the node, whether the key is the whole known segment,
+    /// the segment or the part of it above its bottom), with the nodes and ends of the outcomes
+    /// named by their place in the node's subtree ([`Subtree`]): the same for every node, in any
+    /// lexer state, with that plan below it, and, for an expansion that never looked at the
+    /// segment's bottom (a state read), for every state read there.
+    expansions: FastMap<(u32, bool, Vec<u32>), Vec<Settled>>,
+    /// The subtrees of the current plan's nodes, as far as asked for.
+    subtrees: FastMap<u32, std::rc::Rc<Subtree>>,
     /// Lookahead checks by (class, known segment): `None` if some terminal of the class can be
     /// shifted, else the simulations left waiting; and whether the check looked at the
     /// segment's bottom beyond a first lookup ([`Lr::bottom_touched`]).
@@ -119,6 +126,62 @@ pub struct Composer<'a> {
     pub work: u64,
     pub budget: u64,
     pub exhausted: bool,
+}
+
+/// The nodes and ends below a node (itself included) in the plan's canonical order (depth first,
+/// children in step order, each node's ends in class order): nodes with the same plan below them
+/// ([`Plan::below`]) have subtrees that correspond place by place.
+struct Subtree {
+    nodes: Vec<u32>,
+    ends: Vec<u32>,
+    node_place: FastMap<u32, u32>,
+    end_place: FastMap<u32, u32>,
+}
+
+impl Subtree {
+    fn of(plan: &Plan, root: u32) -> Subtree {
+        let mut t = Subtree {
+            nodes: Vec::new(),
+            ends: Vec::new(),
+            node_place: FastMap::default(),
+            end_place: FastMap::default(),
+        };
+        let mut stack = vec![root];
+        while let Some(n) = stack.pop() {
+            t.node_place.insert(n, t.nodes.len() as u32);
+            t.nodes.push(n);
+            for &(e, _) in plan.ends.get(&n).map_or(&[][..], |v| v) {
+                t.end_place.insert(e, t.ends.len() as u32);
+                t.ends.push(e);
+            }
+            // (Pushed in reverse: popped in step order.)
+            stack.extend(plan.children.get(&n).map_or(&[][..], |v| v).iter().rev().map(|&(c, _)| c));
+        }
+        t
+    }
+
+    /// An outcome with its node or end replaced: `f(node)` for a node, `g(end)` for an end.
+    fn rename(s: &Settled, f: impl Fn(u32) -> u32, g: impl Fn(u32) -> u32) -> Settled {
+        match s {
+            Settled::Accept(e) => Settled::Accept(g(*e)),
+            Settled::Config(Config { phase: Phase::Step { node, main, done, guard } }) => Settled::Config(Config {
+                phase: Phase::Step { node: f(*node), main: main.clone(), done: done.clone(), guard: guard.clone() },
+            }),
+            Settled::Config(Config { phase: Phase::Look { end, sims } }) => {
+                Settled::Config(Config { phase: Phase::Look { end: g(*end), sims: sims.clone() } })
+            }
+        }
+    }
+
+    /// Absolute ids → places in this subtree.
+    fn to_places(&self, s: &Settled) -> Settled {
+        Self::rename(s, |n| self.node_place[&n], |e| self.end_place[&e])
+    }
+
+    /// Places in this subtree → absolute ids.
+    fn to_ids(&self, s: &Settled) -> Settled {
+        Self::rename(s, |n| self.nodes[n as usize], |e| self.ends[e as usize])
+    }
 }
 
 /// Lookahead checks memoized at most (a memory bound; past it, checks are recomputed).
@@ -139,6 +202,7 @@ impl<'a> Composer<'a> {
             ends: Vec::new(),
             end_ids: FastMap::default(),
             expansions: FastMap::default(),
+            subtrees: FastMap::default(),
             looks: FastMap::default(),
             work: 0,
             budget: u64::MAX,
@@ -149,6 +213,7 @@ impl<'a> Composer<'a> {
     /// Use `plan` for the lexings of the next lexer state.
     pub fn set_plan(&mut self, plan: Plan) {
         self.plan = std::rc::Rc::new(plan);
+        self.subtrees.clear();
         self.work = 0;
         self.exhausted = false;
     }
@@ -184,12 +249,23 @@ impl<'a> Composer<'a> {
     }
 
     /// Continue every lexing through trie node `node` from known segment `k`.
+    ///
+    /// Memoized under the plan below `node` (so across nodes and lexer states, outcomes named by
+    /// their place in the subtree): an expansion is a function of that plan and `k`. Below the
+    /// bottom of `k` is a state read for some configuration: an expansion that did not look at
+    /// it is memoized without it, and is the same whichever state that was.
     pub fn expand(&mut self, node: u32, k: Vec<u32>, out: &mut Vec<Settled>) {
-        // Below the bottom of `k` is a state read for some configuration: if this expansion does
-        // not look at it, its outcome is the same whichever state that was.
-        let key = (k.len() >= 2).then(|| (node, self.plan.below(node), k[1..].to_vec()));
-        if let Some(r) = key.as_ref().and_then(|key| self.expansions.get(key)) {
-            out.extend(r.iter().cloned());
+        let below = self.plan.below(node);
+        let above = (k.len() >= 2).then(|| (below, false, k[1..].to_vec()));
+        let whole = (below, true, k.clone());
+        let sub = self.subtree(node);
+        if let Some(r) = above.as_ref().and_then(|key| self.expansions.get(key)) {
+            out.extend(r.iter().map(|s| sub.to_ids(s)));
+            return;
+        }
+        if let Some(r) = self.expansions.get(&whole) {
+            out.extend(r.iter().map(|s| sub.to_ids(s)));
+            self.lr.bottom_touched.set(true);
             return;
         }
         self.work += 1;
@@ -217,11 +293,22 @@ impl<'a> Composer<'a> {
         let touched = self.lr.bottom_touched.get();
         // Outcomes count as work too: they are what the memo holds.
         self.work += local.len() as u64;
-        if let (Some(key), false) = (key, touched) {
-            self.expansions.insert(key, local.clone());
+        // (An expansion cut short by the work budget is not memoized.)
+        if !self.exhausted {
+            let key = match above {
+                Some(above) if !touched => above,
+                _ => whole,
+            };
+            self.expansions.insert(key, local.iter().map(|s| sub.to_places(s)).collect());
         }
         out.extend(local);
         self.lr.bottom_touched.set(outer || touched);
+    }
+
+    /// The subtree of `node` in the current plan.
+    fn subtree(&mut self, node: u32) -> std::rc::Rc<Subtree> {
+        let plan = &self.plan;
+        std::rc::Rc::clone(self.subtrees.entry(node).or_insert_with(|| std::rc::Rc::new(Subtree::of(plan, node))))
     }
 
     /// Does lookahead class `class` cover the thread's own class (`ALWAYS`)?

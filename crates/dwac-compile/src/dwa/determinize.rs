@@ -62,9 +62,10 @@ pub type StateKey = Box<[(u32, u32, u32)]>;
 /// The budget was exceeded.
 pub struct TooLarge;
 
-/// The interned plans below nodes ([`Plan::below`]): (ends, children with their steps and the
-/// plans below them, the thread's class at the root).
-type SubPlan = (Vec<(u32, u32)>, Vec<(u32, Step, u32)>, u32);
+/// The interned plans below nodes ([`Plan::below`]): (the lookahead classes of the ends, the
+/// children's steps with the plans below them, the thread's class at the root). No node or end
+/// id: nodes with the same one have the same subtree up to renaming.
+type SubPlan = (Vec<u32>, Vec<(Step, u32)>, u32);
 
 /// Memory bounds of the memos kept across lexer states: past any of them, they are all dropped
 /// before the next lexer state's automaton is built.
@@ -366,22 +367,28 @@ impl<'a> Determinizer<'a> {
                 }
             }
         }
+        // (Children in step order and ends in class order: the canonical order of
+        // `Plan::below`, in which nodes with the same plan below them correspond.)
         for (p, cs) in children {
-            plan.children.insert(p, cs.into_iter().map(|c| (c, nodes[c as usize].1)).collect());
+            let mut cs: Vec<(u32, Step)> = cs.into_iter().map(|c| (c, nodes[c as usize].1)).collect();
+            cs.sort_unstable_by_key(|&(_, step)| step);
+            plan.children.insert(p, cs);
         }
         for (n, es) in ends {
-            plan.ends.insert(n, es.into_iter().collect());
+            let mut es: Vec<(u32, u32)> = es.into_iter().collect();
+            es.sort_unstable_by_key(|&(_, la)| la);
+            plan.ends.insert(n, es);
         }
         // The plans below nodes, children first (a child's id is larger than its parent's).
         let mut in_plan: Vec<u32> = plan.children.keys().chain(plan.ends.keys()).copied().collect();
         in_plan.sort_unstable_by(|a, b| b.cmp(a));
         in_plan.dedup();
         for n in in_plan {
-            let ends = plan.ends.get(&n).cloned().unwrap_or_default();
+            let ends = plan.ends.get(&n).map(|es| es.iter().map(|&(_, la)| la).collect()).unwrap_or_default();
             let kids = plan
                 .children
                 .get(&n)
-                .map(|cs| cs.iter().map(|&(c, step)| (c, step, plan.below(c))).collect())
+                .map(|cs| cs.iter().map(|&(c, step)| (step, plan.below(c))).collect())
                 .unwrap_or_default();
             let key = (ends, kids, if n == 0 { thread } else { u32::MAX });
             let next = self.sub_plans.len() as u32 + 1;
