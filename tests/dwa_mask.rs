@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use dwac_runtime::{Engine, Matcher};
+use dwac_runtime::{Engine, MaskScratch, Matcher};
 use dwac_tests::*;
 
 /// Walk `walks` random paths of up to `steps` tokens; returns the number of masks compared.
@@ -27,19 +27,20 @@ fn differential_counting(engine: &Arc<Engine>, walks: usize, steps: usize, seed:
     let mut grouped = 0;
     for w in 0..walks {
         let mut m = Matcher::new(engine.clone());
+        let mut sc = MaskScratch::default();
         let mut trace = Vec::new();
         for _ in 0..steps {
             let mut dwa = vec![0u32; m.mask_words()];
-            m.fill_mask(&mut dwa).unwrap();
-            let counters = m.mask_counters();
+            m.fill_mask_with(&mut sc, &mut dwa).unwrap();
+            let counters = sc.counters();
             if counters.kill_groups >= 2 {
                 grouped += 1;
                 assert_eq!(counters.rounds, 1);
-                let mut one_per_round = m.clone();
-                one_per_round.set_mask_groups_per_round(1);
+                let mut one_per_round = MaskScratch::default();
+                one_per_round.set_groups_per_round(1);
                 let mut by_rounds = vec![0u32; m.mask_words()];
-                one_per_round.fill_mask(&mut by_rounds).unwrap();
-                assert_eq!(one_per_round.mask_counters().rounds, counters.kill_groups);
+                m.fill_mask_with(&mut one_per_round, &mut by_rounds).unwrap();
+                assert_eq!(one_per_round.counters().rounds, counters.kill_groups);
                 assert!(by_rounds == dwa, "walk {w}: the mask by rounds differs after {trace:?}");
             }
             let mut reference = vec![0u32; m.mask_words()];
@@ -66,7 +67,7 @@ fn differential_counting(engine: &Arc<Engine>, walks: usize, steps: usize, seed:
                     .collect();
                 panic!("walk {w} after {:?}: masks differ:\n{}", String::from_utf8_lossy(&trace), diff.join("\n"));
             }
-            assert_eq!(m.mask_fallbacks(), 0, "fill_mask fell back to the reference after {trace:?}");
+            assert_eq!(sc.fallbacks(), 0, "fill_mask fell back to the reference after {trace:?}");
             let allowed: Vec<u32> = (0..n)
                 .filter(|&v| reference[(v / 32) as usize] >> (v % 32) & 1 == 1 && !engine.vocab().is_eos(v))
                 .collect();
@@ -490,20 +491,21 @@ fn deep_nesting_and_long_runs() {
         trace.push(if d % 2 == 0 { id("]") } else { id("}") });
     }
     let mut m = Matcher::new(Arc::clone(&engine));
+    let mut sc = MaskScratch::default();
     let (mut dwa, mut reference) = (vec![0u32; m.mask_words()], vec![0u32; m.mask_words()]);
     let mut compared = 0;
     for (step, &t) in trace.iter().enumerate() {
-        m.fill_mask(&mut dwa).unwrap();
+        m.fill_mask_with(&mut sc, &mut dwa).unwrap();
         m.fill_reference_mask(&mut reference).unwrap();
         assert_eq!(dwa, reference, "step {step}");
         compared += 1;
         assert!(dwa[(t / 32) as usize] >> (t % 32) & 1 == 1, "step {step}: trace token not allowed");
         m.commit(t).unwrap();
     }
-    m.fill_mask(&mut dwa).unwrap();
+    m.fill_mask_with(&mut sc, &mut dwa).unwrap();
     m.fill_reference_mask(&mut reference).unwrap();
     assert_eq!(dwa, reference, "end");
-    assert_eq!(m.mask_fallbacks(), 0);
+    assert_eq!(sc.fallbacks(), 0);
     assert!(m.is_accepting());
     assert_eq!(compared, 6001);
 }
@@ -542,11 +544,12 @@ fn right_recursion_beyond_the_normalization_budget() {
     trace.extend(std::iter::repeat_n(id(",1"), 1000));
     trace.extend([id(", "), id("[-"), id("1"), id("]")]);
     let mut m = Matcher::new(Arc::clone(&engine));
+    let mut sc = MaskScratch::default();
     let (mut dwa, mut reference) = (vec![0u32; m.mask_words()], vec![0u32; m.mask_words()]);
     let mut deepest_reads = 0;
     for (step, &t) in trace.iter().enumerate() {
-        m.fill_mask(&mut dwa).unwrap();
-        deepest_reads = deepest_reads.max(m.mask_counters().reads);
+        m.fill_mask_with(&mut sc, &mut dwa).unwrap();
+        deepest_reads = deepest_reads.max(sc.counters().reads);
         m.fill_reference_mask(&mut reference).unwrap();
         assert_eq!(dwa, reference, "step {step}");
         m.commit(t).unwrap();

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-use dwac_runtime::{Engine, Matcher};
+use dwac_runtime::{Engine, MaskScratch, Matcher};
 
 /// What a differential run compared.
 #[derive(Clone, Debug, Default)]
@@ -48,8 +48,9 @@ pub fn differential(
     let mut reference = dwa.clone();
     for (i, ids) in traces.iter().enumerate() {
         let mut m = Matcher::new(Arc::clone(engine));
+        let mut sc = MaskScratch::default();
         for (k, id) in ids.iter().map(Some).chain(std::iter::once(None)).enumerate() {
-            if m.fill_mask(&mut dwa).is_err() {
+            if m.fill_mask_with(&mut sc, &mut dwa).is_err() {
                 break;
             }
             let key = m.configuration_key(64);
@@ -92,7 +93,7 @@ pub fn differential(
                 break;
             }
         }
-        r.fallbacks += m.mask_fallbacks();
+        r.fallbacks += sc.fallbacks();
         r.traces += 1;
         progress(&r);
     }

@@ -499,6 +499,7 @@ impl Artifact {
     /// Validate and open an artifact held in `backing`. With `verify`, checksums are checked
     /// and the tables validated (FORMAT.md §5, steps 1–9); without it, steps 1–6 minus the
     /// checksums.
+    #[doc(hidden)]
     pub fn from_backing(backing: Backing, verify: bool) -> Result<Artifact, ArtifactError> {
         let bytes = backing.bytes();
         // 1. Magic, size, endianness, version.
@@ -731,10 +732,14 @@ impl Artifact {
         &self.engine
     }
 
+    /// The header (format version, fingerprints).
+    #[doc(hidden)]
     pub fn header(&self) -> &Header {
         &self.header
     }
 
+    /// The section table.
+    #[doc(hidden)]
     pub fn sections(&self) -> &[SectionEntry] {
         &self.sections
     }
@@ -749,6 +754,7 @@ impl Artifact {
         self.backing.bytes().len()
     }
 
+    /// Is the artifact empty? (Never, once opened: kept for `len`'s sake.)
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -28,7 +28,7 @@ pub struct ThreadView<'a> {
 }
 
 /// An item's seed: [`ALL`] (every token), or a set of thread groups (bit `i`: group `i` of the
-/// round, [`MaskScratch`]), the seed being the union of theirs.
+/// round, [`WalkScratch`]), the seed being the union of theirs.
 const ALL: u64 = 0;
 
 /// Thread groups one round of the walk tells apart (the bits of a seed).
@@ -58,7 +58,7 @@ pub struct MaskCounters {
 
 /// Reusable buffers: no allocation once they have grown to the workload.
 #[derive(Default)]
-pub struct MaskScratch {
+pub struct WalkScratch {
     pub counters: MaskCounters,
     pending: Vec<Item>,
     batch: Vec<Item>,
@@ -76,11 +76,11 @@ pub struct MaskScratch {
     pub(crate) groups_per_round: usize,
 }
 
-impl MaskScratch {
+impl WalkScratch {
     /// Buffers sized for `words`-word masks, so that typical masks (up to two thread groups with
     /// kill sets, tens of walk items) allocate nothing.
-    pub fn with_capacity(words: usize) -> MaskScratch {
-        MaskScratch {
+    pub fn with_capacity(words: usize) -> WalkScratch {
+        WalkScratch {
             counters: MaskCounters::default(),
             pending: Vec::with_capacity(64),
             batch: Vec::with_capacity(64),
@@ -158,7 +158,7 @@ fn or_set(t: &MaskTables, out: &mut [u32], set: u32, c: &mut MaskCounters, fresh
 /// groups meet, the merged walk outputs into each of their accumulators. Up to 64 groups are
 /// walked at a time (a seed is a bit set of groups); more take further rounds of the walk over
 /// their threads (the mask is the union over threads).
-pub fn fill<'a, I>(t: &MaskTables, threads: I, sc: &mut MaskScratch, out: &mut [u32])
+pub fn fill<'a, I>(t: &MaskTables, threads: I, sc: &mut WalkScratch, out: &mut [u32])
 where
     I: IntoIterator<Item = ThreadView<'a>>,
     I::IntoIter: Clone,
@@ -260,7 +260,7 @@ where
 
 /// OR set `set` into the output of `seed`: `out` for [`ALL`], else each of its groups'
 /// accumulators.
-fn output(t: &MaskTables, set: u32, seed: u64, out: &mut [u32], fresh: &mut bool, sc: &mut MaskScratch, words: usize) {
+fn output(t: &MaskTables, set: u32, seed: u64, out: &mut [u32], fresh: &mut bool, sc: &mut WalkScratch, words: usize) {
     if set == NONE {
         return;
     }
@@ -280,7 +280,7 @@ fn output(t: &MaskTables, set: u32, seed: u64, out: &mut [u32], fresh: &mut bool
 }
 
 /// The walk of the pending items, by decreasing GSS level.
-fn walk(t: &MaskTables, sc: &mut MaskScratch, out: &mut [u32], fresh: &mut bool, words: usize) {
+fn walk(t: &MaskTables, sc: &mut WalkScratch, out: &mut [u32], fresh: &mut bool, words: usize) {
     while !sc.pending.is_empty() {
         // The items of the highest level: no other pending item can reach their nodes.
         let level = sc.pending.iter().map(|i| i.node.level).max().unwrap_or(0);
@@ -478,7 +478,7 @@ mod tests {
                 }
             }
             for per_round in [0, 1, 2] {
-                let mut sc = MaskScratch::with_capacity(words);
+                let mut sc = WalkScratch::with_capacity(words);
                 sc.groups_per_round = per_round;
                 let mut out = vec![0xdead_beefu32; words];
                 let views = threads.iter().map(|(q, kills, heads)| ThreadView { q: *q, kills, heads });

@@ -7,7 +7,7 @@ use crate::dwa::MaskTables;
 use crate::glr::Closure;
 use crate::gss::{push_unique, Node, NodeRef};
 use crate::lexer::Inhibitor;
-use crate::mask::{self, MaskScratch, ThreadView};
+use crate::mask::{self, MaskCounters, ThreadView, WalkScratch};
 use crate::prio;
 use crate::tables::{GrammarTables, TableError, Vocabulary};
 use crate::trie::Trie;
@@ -26,11 +26,13 @@ pub struct Engine {
 }
 
 impl Engine {
+    #[doc(hidden)]
     /// Validate the tables (every index they hold is in range) and bundle them with `vocab`.
     pub fn new(tables: GrammarTables, vocab: Vocabulary) -> Result<Engine, TableError> {
         Engine::with_mask(tables, vocab, None)
     }
 
+    #[doc(hidden)]
     /// As [`Engine::new`], with the Parser DWA for `fill_mask` (validated against the tables).
     pub fn with_mask(tables: GrammarTables, vocab: Vocabulary, mask: Option<MaskTables>) -> Result<Engine, TableError> {
         tables.validate()?;
@@ -43,6 +45,7 @@ impl Engine {
         Ok(Engine { tables, vocab, trie: std::sync::OnceLock::new(), mask, mixed_priorities })
     }
 
+    #[doc(hidden)]
     /// As [`Engine::with_mask`] without validating the tables: for tables already validated
     /// (an artifact verified at deploy time). Reads stay bounds-checked, so invalid tables can
     /// make later calls panic but never read out of bounds.
@@ -52,15 +55,19 @@ impl Engine {
         Engine { tables, vocab, trie: std::sync::OnceLock::new(), mask, mixed_priorities }
     }
 
+    #[doc(hidden)]
     /// The Parser DWA, if this engine has one.
     pub fn mask_tables(&self) -> Option<&MaskTables> {
         self.mask.as_ref()
     }
 
+    /// The grammar's lexer and LR tables.
+    #[doc(hidden)]
     pub fn tables(&self) -> &GrammarTables {
         &self.tables
     }
 
+    /// The vocabulary: every token's exact bytes, which ids are special, the end tokens.
     pub fn vocab(&self) -> &Vocabulary {
         &self.vocab
     }
@@ -70,17 +77,36 @@ impl Engine {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CommitError {
     /// The token id is not in the vocabulary.
-    TokenOutOfRange { token: u32, vocab_size: u32 },
+    TokenOutOfRange {
+        /// The id given.
+        token: u32,
+        /// The vocabulary's size (ids are below it).
+        vocab_size: u32,
+    },
     /// A special token without bytes that the grammar does not allow (not an end token).
-    SpecialToken { token: u32 },
-    /// The bytes leave no live branch. `offset` is the absolute byte position (from the
-    /// start of the output) of the first byte after which no branch was live, `byte` that byte
-    /// (`None` for an end token committed where the grammar cannot end).
-    Rejected { token: Option<u32>, offset: u32, byte: Option<u8> },
+    SpecialToken {
+        /// The id given.
+        token: u32,
+    },
+    /// The bytes leave no live branch.
+    Rejected {
+        /// The token committed (`None` for raw bytes).
+        token: Option<u32>,
+        /// The absolute byte position (from the start of the output) of the first byte after
+        /// which no branch was live.
+        offset: u32,
+        /// That byte (`None` for an end token committed where the grammar cannot end).
+        byte: Option<u8>,
+    },
     /// The matcher already accepted an end token.
     Terminated,
     /// `rollback(n)` asked for more steps than were committed.
-    RollbackTooFar { requested: usize, available: usize },
+    RollbackTooFar {
+        /// Steps asked for.
+        requested: usize,
+        /// Steps that can be undone.
+        available: usize,
+    },
 }
 
 impl std::fmt::Display for CommitError {
@@ -202,8 +228,13 @@ impl History {
     }
 }
 
-/// Parser state for one sequence. `Clone` is O(1) in the history and O(#threads) pointer
-/// copies otherwise: a cheap fork for speculative decoding and beam search.
+/// Parser state for one sequence: lexer threads over a graph-structured stack, and the states
+/// [`rollback`](Self::rollback) can return to. A matcher holds parse state only, no buffers:
+/// `Clone` (a fork, for speculative decoding and beam search) is O(1) in the history and
+/// O(#threads) pointer copies otherwise, and allocates nothing per vocabulary token. Mask work
+/// uses a [`MaskScratch`], owned by the caller ([`fill_mask_with`](Self::fill_mask_with)) or
+/// kept by the runtime per thread ([`fill_mask`](Self::fill_mask)), so the masks of different
+/// matchers can be filled on many threads at once.
 #[derive(Clone, Debug)]
 pub struct Matcher {
     engine: Arc<Engine>,
@@ -211,51 +242,81 @@ pub struct Matcher {
     history: History,
     /// How many steps `rollback` can undo (`usize::MAX`: all of them).
     max_rollback: usize,
-    scratch: MaskBuffers,
 }
 
-/// Buffers `fill_mask` reuses, sized when the matcher is made or cloned so the mask path does not
-/// allocate (a clone gets buffers of its own).
+/// Working memory of a mask fill: accumulators of up to a vocabulary's width and small lists.
+/// One per thread that fills masks; reusing it means the mask path allocates nothing once it has
+/// grown to the workload. It holds no parse state: any matcher of any engine may use any
+/// scratch (it grows to the widest vocabulary it has served).
 #[derive(Default)]
-struct MaskBuffers {
-    walk: MaskScratch,
+pub struct MaskScratch {
+    walk: WalkScratch,
     kills: Vec<u32>,
     kill_ranges: Vec<(usize, usize)>,
     /// Masks computed by the reference because the tables did not cover a thread.
     fallbacks: u64,
-    words: usize,
 }
 
-impl MaskBuffers {
-    fn new(engine: &Engine) -> MaskBuffers {
-        let words = if engine.mask.is_some() { engine.vocab.len().div_ceil(32) } else { 0 };
-        MaskBuffers {
-            walk: MaskScratch::with_capacity(words),
+impl MaskScratch {
+    /// A scratch sized for masks of `words` 32-bit words (it grows if it has to).
+    pub fn with_words(words: usize) -> MaskScratch {
+        MaskScratch {
+            walk: WalkScratch::with_capacity(words),
             kills: Vec::with_capacity(16),
             kill_ranges: Vec::with_capacity(16),
             fallbacks: 0,
-            words,
         }
+    }
+
+    /// What the last mask filled with this scratch did (stack reads, sets ORed, UNDECIDED tokens
+    /// decided by committing them).
+    pub fn counters(&self) -> MaskCounters {
+        self.walk.counters
+    }
+
+    /// Masks filled with this scratch that had to be computed by the reference mask (a matcher
+    /// without a Parser DWA, or a thread the DWA does not cover; see [`Matcher::fill_mask`]).
+    pub fn fallbacks(&self) -> u64 {
+        self.fallbacks
+    }
+
+    /// Walk at most `n` groups of threads with carried kill sets per round of a mask fill
+    /// (default and most 64; the mask is the same), so that tests reach the rounds that only
+    /// masks of more than 64 such groups need otherwise.
+    #[doc(hidden)]
+    pub fn set_groups_per_round(&mut self, n: usize) {
+        self.walk.groups_per_round = n;
     }
 }
 
-impl Clone for MaskBuffers {
-    fn clone(&self) -> Self {
-        MaskBuffers {
-            walk: MaskScratch::with_capacity(self.words),
-            kills: Vec::with_capacity(16),
-            kill_ranges: Vec::with_capacity(16),
-            fallbacks: self.fallbacks,
-            words: self.words,
-        }
-    }
-}
-
-impl std::fmt::Debug for MaskBuffers {
+impl std::fmt::Debug for MaskScratch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MaskBuffers").field("fallbacks", &self.fallbacks).finish_non_exhaustive()
+        f.debug_struct("MaskScratch").field("fallbacks", &self.fallbacks).finish_non_exhaustive()
     }
 }
+
+thread_local! {
+    /// The scratch [`Matcher::fill_mask`] uses on this thread.
+    static SCRATCH: std::cell::RefCell<MaskScratch> = std::cell::RefCell::new(MaskScratch::default());
+}
+
+/// Why [`Matcher::commit_tokens`] stopped: the tokens before `accepted` were committed, token
+/// `accepted` was refused with `error` (and not committed), the rest were not tried.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommitTokensError {
+    /// Tokens committed (the index of the refused one).
+    pub accepted: usize,
+    /// Why that token was refused.
+    pub error: CommitError,
+}
+
+impl std::fmt::Display for CommitTokensError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "token {} of the run refused: {}", self.accepted, self.error)
+    }
+}
+
+impl std::error::Error for CommitTokensError {}
 
 fn add_thread(out: &mut Vec<Thread>, q: u32, inh: &[Inhibitor], heads: &[NodeRef]) {
     if let Some(t) = out.iter_mut().find(|t| t.q == q && t.inh == inh) {
@@ -289,21 +350,29 @@ struct Scratch {
 }
 
 impl Matcher {
+    /// A matcher at the start of the grammar, able to roll back any number of commits (see
+    /// [`with_max_rollback`](Self::with_max_rollback) for a bounded history).
     pub fn new(engine: Arc<Engine>) -> Matcher {
         let lex_start = engine.tables.lexer.start;
         let root = Node::new(0, 0, Vec::new());
         let threads = vec![Thread { q: lex_start, inh: Vec::new(), heads: vec![root] }];
-        let mut m = Matcher {
+        Matcher {
             engine,
             cur: Config { threads: Arc::new(threads), pos: 0, terminated: false },
             history: History::default(),
             max_rollback: usize::MAX,
-            scratch: MaskBuffers::default(),
-        };
-        m.scratch = MaskBuffers::new(&m.engine);
-        m
+        }
     }
 
+    /// Back to the start of the grammar, as [`Matcher::new`] made it (the rollback bound is
+    /// kept; the history is released).
+    pub fn reset(&mut self) {
+        let fresh = Matcher::new(Arc::clone(&self.engine));
+        self.cur = fresh.cur;
+        self.history = History::default();
+    }
+
+    /// The engine this matcher runs on.
     pub fn engine(&self) -> &Arc<Engine> {
         &self.engine
     }
@@ -335,20 +404,29 @@ impl Matcher {
         }
     }
 
+    /// How many commits [`rollback`](Self::rollback) can always undo (`usize::MAX`: all).
     pub fn max_rollback(&self) -> usize {
         self.max_rollback
     }
 
+    #[doc(hidden)]
     /// Lexer threads and total GSS heads (diagnostics).
     pub fn stats(&self) -> (usize, usize) {
         (self.cur.threads.len(), self.cur.threads.iter().map(|t| t.heads.len()).sum())
     }
 
+    /// Has an end token been committed? Then the output is complete: every further commit is
+    /// refused ([`CommitError::Terminated`]) and the mask is empty. Only
+    /// [`rollback`](Self::rollback) or [`reset`](Self::reset) leave this state.
     pub fn is_terminated(&self) -> bool {
         self.cur.terminated
     }
 
-    /// Could the output end here (an end token would be allowed)?
+    /// May the output end here? True iff the text committed so far is a complete sentence of the
+    /// grammar (an end token is in the mask) and no end token has been committed yet. A server
+    /// that stops on its own (a length limit, a stop string) checks this to know whether the
+    /// output is valid; a matcher can be accepting and still allow more tokens (`{"a": 1}` may
+    /// be followed by whitespace).
     pub fn is_accepting(&self) -> bool {
         !self.cur.terminated && self.accepts_eof(&self.cur.threads, &mut Scratch::default())
     }
@@ -609,6 +687,30 @@ impl Matcher {
         self.commit_inner(bytes, Some(token))
     }
 
+    /// Commit a run of tokens (e.g. the accepted prefix of a speculative draft): each in turn,
+    /// stopping at the first refused one, which is not committed (the matcher is then as after
+    /// the tokens before it). `Ok(())` when all were committed; each commit can be undone by
+    /// [`rollback`](Self::rollback) on its own.
+    pub fn commit_tokens(&mut self, tokens: &[u32]) -> Result<(), CommitTokensError> {
+        for (i, &t) in tokens.iter().enumerate() {
+            self.commit(t).map_err(|error| CommitTokensError { accepted: i, error })?;
+        }
+        Ok(())
+    }
+
+    /// The length of the longest prefix of `tokens` that could be committed in turn, without
+    /// changing the matcher (speculative decoding checks every draft with this). Tokens after
+    /// an end token are never accepted.
+    pub fn validate_tokens(&self, tokens: &[u32]) -> usize {
+        let mut m = Matcher { max_rollback: 0, history: History::default(), ..self.clone() };
+        for (i, &t) in tokens.iter().enumerate() {
+            if m.commit(t).is_err() {
+                return i;
+            }
+        }
+        tokens.len()
+    }
+
     /// Undo the last `n` commits (tokens or byte strings).
     pub fn rollback(&mut self, n: usize) -> Result<(), CommitError> {
         let available = self.history_len();
@@ -653,23 +755,37 @@ impl Matcher {
     /// equal to [`fill_reference_mask`](Self::fill_reference_mask) by construction, which the
     /// differential tests check. Without a DWA, or where it does not cover a thread (a lexer
     /// state or carried inhibitor no token boundary produces, e.g. after raw `commit_bytes`),
-    /// the reference mask is computed instead (counted by [`mask_fallbacks`](Self::mask_fallbacks)).
-    pub fn fill_mask(&mut self, out: &mut [u32]) -> Result<(), MaskError> {
+    /// the reference mask is computed instead (counted by [`MaskScratch::fallbacks`]).
+    ///
+    /// `out` needs at least [`mask_words`](Self::mask_words) words and may be wider (a model
+    /// with more logit rows than tokenizer ids: padded embeddings); every bit past the
+    /// vocabulary is cleared. Uses this thread's [`MaskScratch`], kept by the runtime; see
+    /// [`fill_mask_with`](Self::fill_mask_with) to pass one.
+    pub fn fill_mask(&self, out: &mut [u32]) -> Result<(), MaskError> {
+        SCRATCH.with(|sc| match sc.try_borrow_mut() {
+            Ok(mut sc) => self.fill_mask_with(&mut sc, out),
+            // (Only if a fill on this thread were re-entered; none is.)
+            Err(_) => self.fill_mask_with(&mut MaskScratch::default(), out),
+        })
+    }
+
+    /// [`fill_mask`](Self::fill_mask) with the caller's scratch.
+    pub fn fill_mask_with(&self, sc: &mut MaskScratch, out: &mut [u32]) -> Result<(), MaskError> {
         let need = self.mask_words();
         if out.len() < need {
             return Err(MaskError::BufferTooSmall { need, got: out.len() });
         }
-        let out = &mut out[..need];
-        let engine = Arc::clone(&self.engine);
-        let Some(t) = engine.mask.as_ref() else {
-            self.scratch.fallbacks += 1;
+        // (Past the vocabulary: nothing is allowed.)
+        let (out, past) = out.split_at_mut(need);
+        past.iter_mut().for_each(|w| *w = 0);
+        let Some(t) = self.engine.mask.as_ref() else {
+            sc.fallbacks += 1;
             return self.fill_reference_mask(out);
         };
         if self.cur.terminated {
             out.iter_mut().for_each(|w| *w = 0);
             return Ok(());
         }
-        let sc = &mut self.scratch;
         sc.kills.clear();
         sc.kill_ranges.clear();
         for th in self.cur.threads.iter() {
@@ -706,31 +822,13 @@ impl Matcher {
                 }
                 undecided += 1;
             });
-            self.scratch.walk.counters.undecided += undecided;
+            sc.walk.counters.undecided += undecided;
         }
         Ok(())
     }
 
-    /// What the last [`fill_mask`](Self::fill_mask) did (stack reads, sets ORed).
-    pub fn mask_counters(&self) -> crate::mask::MaskCounters {
-        self.scratch.walk.counters
-    }
-
-    /// Walk at most `n` groups of threads with carried kill sets per round of
-    /// [`fill_mask`](Self::fill_mask) (default and most 64; the mask is the same), so that
-    /// tests reach the rounds that only masks of more than 64 such groups need otherwise.
-    #[doc(hidden)]
-    pub fn set_mask_groups_per_round(&mut self, n: usize) {
-        self.scratch.walk.groups_per_round = n;
-    }
-
-    /// Masks that [`fill_mask`](Self::fill_mask) had to compute with the reference (see there).
-    pub fn mask_fallbacks(&self) -> u64 {
-        self.scratch.fallbacks
-    }
-
     /// The mask as a list of allowed token ids (see [`fill_mask`](Self::fill_mask)).
-    pub fn allowed(&mut self) -> Vec<u32> {
+    pub fn allowed(&self) -> Vec<u32> {
         let mut m = vec![0u32; self.mask_words()];
         if self.fill_mask(&mut m).is_err() {
             return Vec::new();
@@ -828,6 +926,7 @@ impl Matcher {
         Ok(())
     }
 
+    #[doc(hidden)]
     /// The reference mask again, computed with the vocabulary trie: for every token exactly the
     /// byte steps `commit` takes and its final lookahead pruning, but each prefix shared by several
     /// tokens is stepped once, and the first bytes are spread over `threads` OS threads. Equal to
@@ -896,6 +995,7 @@ impl Matcher {
         Ok(())
     }
 
+    #[doc(hidden)]
     /// A canonical description of the configuration: per thread (sorted) its lexer state, carried
     /// inhibitors and the set of its stacks as LR-state sequences, top first. Masks (and every
     /// future of the matcher) depend on nothing else, so equal keys mean equal masks: corpus runs
@@ -946,7 +1046,13 @@ impl Matcher {
 /// Why a mask could not be written.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum MaskError {
-    BufferTooSmall { need: usize, got: usize },
+    /// The output buffer has fewer words than the vocabulary needs.
+    BufferTooSmall {
+        /// Words needed (`ceil(vocabulary size / 32)`, or rows × row width for a batch).
+        need: usize,
+        /// Words given.
+        got: usize,
+    },
 }
 
 impl std::fmt::Display for MaskError {

@@ -17,7 +17,7 @@ use dwac_compile::{
 use dwac_grammar::schema::{Draft, SchemaOptions, Whitespace};
 use dwac_grammar::GrammarError;
 use dwac_runtime::artifact::{hex, kind_info, Artifact};
-use dwac_runtime::{CommitError, Engine, Matcher};
+use dwac_runtime::{CommitError, Engine, MaskScratch, Matcher};
 
 /// The compiler allocates many small, short-lived values (configurations, class lists, memo
 /// keys) and the tokenizer load many small strings: mimalloc takes markedly fewer instructions
@@ -1098,8 +1098,12 @@ fn mask(args: MaskArgs) -> Result<u8> {
     if let Err(e) = m.commit_bytes(args.prefix.as_bytes()) {
         bail!("the prefix is rejected by the grammar: {e}");
     }
-    let allowed = m.allowed();
-    let source = if m.mask_fallbacks() > 0 { "reference" } else { "dwa" };
+    let mut sc = MaskScratch::default();
+    let mut bits = vec![0u32; m.mask_words()];
+    m.fill_mask_with(&mut sc, &mut bits)?;
+    let allowed: Vec<u32> =
+        (0..l.engine.vocab().len() as u32).filter(|&v| bits[(v / 32) as usize] >> (v % 32) & 1 == 1).collect();
+    let source = if sc.fallbacks() > 0 { "reference" } else { "dwa" };
     let vocab = l.engine.vocab();
     let eos_allowed = vocab.eos.iter().any(|e| allowed.binary_search(e).is_ok());
     if args.json {

@@ -36,7 +36,7 @@ use dwac_compile::artifact::{artifact_bytes, write_atomically, SourceInfo, Token
 use dwac_compile::{compile_engine, CompileError, CompileStats, EngineOptions};
 use dwac_grammar::schema::{compile_schema, SchemaOptions};
 use dwac_runtime::Artifact;
-use dwac_runtime::{Engine, Matcher};
+use dwac_runtime::{Engine, MaskScratch, Matcher};
 use dwac_vocab::Tokenizer;
 use serde_json::{json, Value};
 
@@ -71,14 +71,16 @@ fn bit(buf: &[u32], t: u32) -> bool {
 
 fn run_pass(engine: &Arc<Engine>, traces: &[Vec<u32>], eos: &[u32], buf: &mut [u32]) -> Pass {
     let mut p = Pass::default();
+    // (One scratch for the pass, as a server thread keeps one.)
+    let mut sc = MaskScratch::default();
     'traces: for trace in traces {
         let (m0, c0) = (p.mask_us.len(), p.commit_us.len());
         let mut m = Matcher::new(Arc::clone(engine));
         for &tok in trace {
             let t0 = Instant::now();
-            let r = m.fill_mask(buf);
+            let r = m.fill_mask_with(&mut sc, buf);
             p.mask_us.push(t0.elapsed().as_secs_f64() * 1e6);
-            p.undecided += u64::from(m.mask_counters().undecided);
+            p.undecided += u64::from(sc.counters().undecided);
             if let Err(e) = r {
                 p.errors.push(format!("mask: {e}"));
             }
@@ -97,9 +99,9 @@ fn run_pass(engine: &Arc<Engine>, traces: &[Vec<u32>], eos: &[u32], buf: &mut [u
             }
         }
         let t0 = Instant::now();
-        let r = m.fill_mask(buf);
+        let r = m.fill_mask_with(&mut sc, buf);
         p.mask_us.push(t0.elapsed().as_secs_f64() * 1e6);
-        p.undecided += u64::from(m.mask_counters().undecided);
+        p.undecided += u64::from(sc.counters().undecided);
         if let Err(e) = r {
             p.errors.push(format!("final mask: {e}"));
         }
