@@ -1,0 +1,72 @@
+//! A C program (`tests/c/smoke.c`) compiled with `cc` against `include/dwac.h` and the static
+//! library, run over a real artifact (`artifacts/json.dwa.zst`, GPT-2): its masks and outcomes
+//! must be the Rust matcher's.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+
+use dwac_runtime::{Artifact, Matcher};
+
+/// The static library cargo built beside this test (`target/<profile>/libdwac.a`).
+fn static_lib() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().and_then(Path::parent).unwrap();
+    let lib = dir.join("libdwac.a");
+    assert!(lib.exists(), "{} not built", lib.display());
+    lib
+}
+
+#[test]
+fn c_program_fills_masks_and_commits_like_rust() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let artifact = root.join("artifacts/json.dwa.zst");
+    let tok = dwac_vocab::Tokenizer::default_embedded().unwrap();
+    let run = tok
+        .encode("{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": [1, 2.5, null]}}")
+        .unwrap();
+    // What the Rust matcher says at every step.
+    let engine = Arc::clone(Artifact::open(&artifact).unwrap().engine());
+    let mut m = Matcher::new(engine);
+    // A token refused after the run's first one (a raw newline inside a string, or a closer).
+    let mut first = m.clone();
+    first.commit(run[0]).unwrap();
+    let bad = ["\n", "]", "}"]
+        .iter()
+        .map(|s| tok.encode(s).unwrap()[0])
+        .find(|&t| !first.is_allowed(t))
+        .expect("a refused token");
+    let mut want = Vec::new();
+    for (i, &t) in run.iter().chain([&u32::MAX]).enumerate() {
+        want.push(format!("mask {i} {}", m.allowed().len()));
+        if t != u32::MAX {
+            m.commit(t).unwrap();
+        }
+    }
+    want.push(format!("accepting {} terminated 0", m.is_accepting() as u8));
+
+    let out_dir = tempfile::tempdir().unwrap();
+    let exe = out_dir.path().join("smoke");
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let status = Command::new(&cc)
+        .args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-O1"])
+        .arg("-I")
+        .arg(root.join("include"))
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/smoke.c"))
+        .arg(static_lib())
+        .args(["-lpthread", "-ldl", "-lm", "-o"])
+        .arg(&exe)
+        .status()
+        .unwrap_or_else(|e| panic!("cannot run {cc}: {e}"));
+    assert!(status.success(), "the C program did not compile");
+    let tokens: Vec<String> = run.iter().map(|t| t.to_string()).collect();
+    let out = Command::new(&exe).arg(&artifact).arg(tokens.join(",")).arg(bad.to_string()).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "the C program failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let got: Vec<&str> = stdout.lines().filter(|l| l.starts_with("mask ") || l.starts_with("accepting ")).collect();
+    assert_eq!(got, want, "the C program's masks differ from the Rust matcher's");
+    assert!(stdout.contains(&format!("version {}", env!("CARGO_PKG_VERSION"))));
+    assert!(stdout.lines().any(|l| l.starts_with("rejected token ")), "{stdout}");
+    assert!(stdout.lines().any(|l| l.starts_with("missing /nonexistent/x.dwa: ")), "{stdout}");
+    assert!(stdout.trim_end().ends_with("ok"));
+}
