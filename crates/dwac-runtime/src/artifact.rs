@@ -749,6 +749,11 @@ impl Artifact {
         std::str::from_utf8(&self.meta).unwrap_or("")
     }
 
+    /// The artifact's bytes (decompressed, as validated): what a `.dwa` file of it holds.
+    pub fn as_bytes(&self) -> &[u8] {
+        self.backing.bytes()
+    }
+
     /// Size of the (decompressed) artifact in bytes.
     pub fn len(&self) -> usize {
         self.backing.bytes().len()

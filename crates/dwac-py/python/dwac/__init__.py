@@ -1,0 +1,237 @@
+"""dwac: exact grammar- and JSON-Schema-constrained decoding.
+
+Compile a grammar once (``Grammar.from_json_schema``, ``from_lark``, ``from_gbnf``,
+``from_regex``; or ``Grammar.open`` a precompiled artifact), then per sequence a ``Matcher``:
+
+    tok = dwac.Tokenizer.from_file("tokenizer.json")
+    grammar = dwac.Grammar.from_json_schema({"type": "object"}, tok)
+    m = dwac.Matcher(grammar)
+    bitmask = dwac.allocate_token_bitmask(1, n_logits)
+    m.fill_next_token_bitmask(bitmask)            # before sampling
+    dwac.apply_token_bitmask_inplace(logits, bitmask)
+    m.accept_token(token)                         # after sampling
+
+Bitmasks are int32 arrays of shape ``[batch, ceil(vocab_size / 32)]``, bit ``v % 32`` of word
+``v // 32`` set iff token ``v`` is allowed: the layout vLLM, SGLang, XGrammar and llguidance
+use. Masks are written in place into numpy arrays or CPU torch tensors (no copy).
+"""
+
+from __future__ import annotations
+
+import json as _json
+from typing import Any, Optional, Sequence, Union
+
+import numpy as _np
+
+from . import _dwac
+from ._dwac import DwacError, Tokenizer, Matcher, __version__  # noqa: F401
+
+__all__ = [
+    "DwacError",
+    "Tokenizer",
+    "Grammar",
+    "Matcher",
+    "allocate_token_bitmask",
+    "apply_token_bitmask_inplace",
+    "fill_next_token_bitmask",
+    "fill_next_token_bitmask_batch",
+    "tokenizer_from_hf",
+    "allocate_token_bitmask_torch",
+]
+
+
+def tokenizer_from_hf(tokenizer: Any, eos_token_ids: Optional[Sequence[int]] = None) -> Tokenizer:
+    """A ``Tokenizer`` from a Hugging Face tokenizer object: a ``tokenizers.Tokenizer`` or a
+    ``transformers`` fast tokenizer (its ``backend_tokenizer``). The end tokens are taken from
+    ``eos_token_ids``, else from the transformers tokenizer's ``eos_token_id``."""
+    backend = getattr(tokenizer, "backend_tokenizer", tokenizer)
+    if not hasattr(backend, "to_str"):
+        raise DwacError(
+            f"cannot read a vocabulary from {type(tokenizer).__name__}: "
+            "pass a tokenizers.Tokenizer or a transformers fast tokenizer"
+        )
+    if eos_token_ids is None:
+        eos = getattr(tokenizer, "eos_token_id", None)
+        eos_token_ids = [eos] if isinstance(eos, int) else (list(eos) if eos else [])
+    name = getattr(tokenizer, "name_or_path", None) or "tokenizer"
+    return Tokenizer.from_json(backend.to_str(), str(name), list(eos_token_ids))
+
+
+def _tokenizer(tokenizer: Any) -> Tokenizer:
+    if tokenizer is None:
+        return Tokenizer.default()
+    if isinstance(tokenizer, Tokenizer):
+        return tokenizer
+    if isinstance(tokenizer, str) or hasattr(tokenizer, "__fspath__"):
+        return Tokenizer.from_file(tokenizer)
+    return tokenizer_from_hf(tokenizer)
+
+
+class Grammar:
+    """A compiled grammar (an opened, verified artifact). Immutable; share it across threads."""
+
+    __slots__ = ("_g", "tokenizer")
+
+    def __init__(self, inner: "_dwac.Grammar", tokenizer: Optional[Tokenizer] = None):
+        self._g = inner
+        self.tokenizer = tokenizer
+
+    @classmethod
+    def from_json_schema(
+        cls,
+        schema: Union[str, dict, bool],
+        tokenizer: Any = None,
+        *,
+        whitespace: str = "flexible",
+        lenient: bool = False,
+        draft: Optional[str] = None,
+    ) -> "Grammar":
+        """Compile a JSON Schema (text or a parsed ``dict``). ``whitespace``: ``"flexible"``
+        (any RFC 8259 whitespace between tokens) or ``"compact"`` (none). ``lenient``: drop
+        keywords that cannot be honoured exactly (listed in ``warnings``) instead of raising.
+        ``draft``: the dialect when ``$schema`` names none. Releases the GIL."""
+        if whitespace not in ("flexible", "compact"):
+            raise DwacError(f"whitespace must be 'flexible' or 'compact', not {whitespace!r}")
+        text = schema if isinstance(schema, str) else _json.dumps(schema)
+        tok = _tokenizer(tokenizer)
+        g = _dwac.Grammar.compile("json_schema", text, tok, whitespace == "compact", lenient, draft)
+        return cls(g, tok)
+
+    @classmethod
+    def from_lark(cls, source: str, tokenizer: Any = None) -> "Grammar":
+        """Compile a Lark grammar (text). Errors carry line:column."""
+        tok = _tokenizer(tokenizer)
+        return cls(_dwac.Grammar.compile("lark", source, tok), tok)
+
+    @classmethod
+    def from_gbnf(cls, source: str, tokenizer: Any = None) -> "Grammar":
+        """Compile a GBNF grammar (llama.cpp's format, text)."""
+        tok = _tokenizer(tokenizer)
+        return cls(_dwac.Grammar.compile("gbnf", source, tok), tok)
+
+    @classmethod
+    def from_regex(cls, pattern: str, tokenizer: Any = None) -> "Grammar":
+        """Compile a regular expression (the whole output must match it)."""
+        tok = _tokenizer(tokenizer)
+        return cls(_dwac.Grammar.compile("regex", pattern, tok), tok)
+
+    @classmethod
+    def open(cls, path: Any, tokenizer: Any = None) -> "Grammar":
+        """Map and verify an artifact (``.dwa`` or ``.dwa.zst``). With ``tokenizer``, the
+        artifact must have been compiled for it (refused by name otherwise)."""
+        tok = None if tokenizer is None else _tokenizer(tokenizer)
+        return cls(_dwac.Grammar.open(str(path), tok), tok)
+
+    def save(self, path: Any) -> None:
+        """Write the artifact (atomically); ``Grammar.open`` reads it back."""
+        self._g.save(str(path))
+
+    @property
+    def vocab_size(self) -> int:
+        """Number of token ids of the vocabulary the grammar was compiled for."""
+        return self._g.vocab_size
+
+    @property
+    def metadata(self) -> dict:
+        """The artifact's metadata: source, options, tokenizer, statistics."""
+        return _json.loads(self._g.metadata)
+
+    @property
+    def warnings(self) -> list:
+        """Warnings of the compile (keywords dropped by ``lenient``, formats not enforced)."""
+        return self._g.warnings
+
+    def matcher(self, max_rollback: Optional[int] = None) -> Matcher:
+        """A new ``Matcher`` at the start of this grammar."""
+        return _dwac.Matcher(self._g, max_rollback)
+
+    def __repr__(self) -> str:
+        return repr(self._g)
+
+
+def _as_numpy(bitmask):
+    """A numpy view of ``bitmask`` sharing its memory (a CPU torch tensor's ``.numpy()``)."""
+    if isinstance(bitmask, _np.ndarray):
+        return bitmask
+    mod = type(bitmask).__module__
+    if mod.startswith("torch"):
+        if bitmask.device.type != "cpu":
+            raise ValueError(f"bitmask must be on the CPU (got {bitmask.device}); copy it to the GPU after filling")
+        return bitmask.numpy()
+    raise ValueError(f"bitmask must be a numpy array or a torch CPU tensor, got {type(bitmask).__name__}")
+
+
+def allocate_token_bitmask(batch_size: int, vocab_size: int):
+    """A numpy int32 bitmask ``[batch_size, ceil(vocab_size / 32)]`` with every token allowed
+    (all bits set). ``vocab_size`` is the model's number of logits (it may exceed the
+    tokenizer's: bits past the vocabulary are cleared when a mask is filled)."""
+    return _np.full((batch_size, (vocab_size + 31) // 32), -1, dtype=_np.int32)
+
+
+def allocate_token_bitmask_torch(batch_size: int, vocab_size: int):
+    """As ``allocate_token_bitmask``, as a CPU torch tensor (torch must be installed)."""
+    import torch
+
+    return torch.full((batch_size, (vocab_size + 31) // 32), -1, dtype=torch.int32)
+
+
+def fill_next_token_bitmask(matcher: Matcher, bitmask, index: int = 0) -> None:
+    """``matcher.fill_next_token_bitmask(bitmask, index)``."""
+    matcher.fill_next_token_bitmask(bitmask, index)
+
+
+def fill_next_token_bitmask_batch(matchers: Sequence[Matcher], bitmask, indices: Optional[Sequence[int]] = None) -> None:
+    """Fill the masks of ``matchers`` into rows ``indices`` (default ``0..n``) of ``bitmask``,
+    in parallel with the GIL released."""
+    _dwac.fill_next_token_bitmask_batch(list(matchers), _as_numpy(bitmask), None if indices is None else list(indices))
+
+
+def _unpack(bitmask_row, n: int):
+    """Booleans ``[n]`` from one row of int32 words (bit ``v % 32`` of word ``v // 32``)."""
+    words = _np.ascontiguousarray(bitmask_row, dtype=_np.int32).view(_np.uint8)
+    bits = _np.unpackbits(words, axis=-1, bitorder="little")
+    if bits.shape[-1] < n:
+        pad = _np.zeros(bits.shape[:-1] + (n - bits.shape[-1],), dtype=bits.dtype)
+        bits = _np.concatenate([bits, pad], axis=-1)
+    return bits[..., :n].astype(bool)
+
+
+def apply_token_bitmask_inplace(logits, bitmask, indices: Optional[Sequence[int]] = None) -> None:
+    """Set the logits of disallowed tokens to ``-inf``, in place. ``logits``: ``[vocab]`` or
+    ``[batch, vocab]`` (numpy float, or a torch tensor on any device); ``bitmask`` as filled.
+    Logits past the bitmask's width are disallowed. ``indices``: the logits rows to mask
+    (default: all, one bitmask row each)."""
+    mod = type(logits).__module__
+    if mod.startswith("torch"):
+        import torch
+
+        mask_np = _as_numpy(bitmask) if not isinstance(bitmask, _np.ndarray) else bitmask
+        n = logits.shape[-1]
+        allowed = torch.from_numpy(_unpack(mask_np.reshape(-1, mask_np.shape[-1]), n)).to(logits.device)
+        if logits.dim() == 1:
+            logits.masked_fill_(~allowed[0], float("-inf"))
+        else:
+            rows = range(logits.shape[0]) if indices is None else indices
+            for j, r in enumerate(rows):
+                logits[r].masked_fill_(~allowed[j if indices is not None else r], float("-inf"))
+        return
+    if not isinstance(logits, _np.ndarray):
+        raise ValueError(f"logits must be a numpy array or a torch tensor, got {type(logits).__name__}")
+    bitmask = _as_numpy(bitmask)
+    n = logits.shape[-1]
+    allowed = _unpack(bitmask.reshape(-1, bitmask.shape[-1]), n)
+    if logits.ndim == 1:
+        logits[~allowed[0]] = -_np.inf
+    else:
+        rows = range(logits.shape[0]) if indices is None else indices
+        for j, r in enumerate(rows):
+            logits[r][~allowed[j if indices is not None else r]] = -_np.inf
+
+
+def _allow_only(bitmask, row: int, token_ids: Sequence[int]) -> None:
+    """Row ``row`` of ``bitmask`` allows exactly ``token_ids`` (those within its width)."""
+    words = bitmask[row].view(_np.uint32)
+    words[:] = 0
+    for t in token_ids:
+        if 0 <= t < words.shape[0] * 32:
+            words[t // 32] |= _np.uint32(1 << (t % 32))

@@ -1,0 +1,2 @@
+"""Drop-in logits processors: ``dwac.integrations.transformers`` and
+``dwac.integrations.llama_cpp``."""

@@ -1,0 +1,476 @@
+//! `dwac._dwac`: the Python bindings (PyO3, abi3). The package `dwac` (`python/dwac`) wraps
+//! this module; see its docstrings and `python/dwac/_dwac.pyi` for the API.
+//!
+//! Every call that can fail raises `dwac.DwacError` (a `ValueError`) with the CLI's one-line
+//! message; nothing panics into Python (a panic in the runtime would be a bug, and PyO3 turns
+//! it into `PanicException`). Compilation, mask filling and batch filling release the GIL.
+
+use std::sync::Arc;
+
+use numpy::{PyArray1, PyArray2, PyArrayMethods, PyUntypedArrayMethods};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use dwac_compile::artifact::{artifact_bytes, write_atomically, SourceInfo, TokenizerInfo};
+use dwac_compile::{compile_engine_with, parse_source_with, regex_grammar, CompileError, EngineOptions, SourceKind};
+use dwac_grammar::schema::{Draft, SchemaOptions, Whitespace};
+use dwac_grammar::GrammarError;
+use dwac_runtime::{Artifact, Matcher as RMatcher};
+
+pyo3::create_exception!(_dwac, DwacError, PyValueError, "An error from dwac: a bad grammar or schema (with its location), a corrupt or mismatched artifact, a refused token, a bad buffer.");
+
+fn err(msg: impl Into<String>) -> PyErr {
+    DwacError::new_err(msg.into())
+}
+
+/// A tokenizer's vocabulary: every token's exact bytes, the special tokens, the end tokens.
+#[pyclass(module = "dwac._dwac", frozen)]
+struct Tokenizer {
+    inner: Arc<dwac_vocab::Tokenizer>,
+}
+
+#[pymethods]
+impl Tokenizer {
+    /// Load a Hugging Face `tokenizer.json` (its `tokenizer_config.json` beside it, if any,
+    /// names the end token).
+    #[staticmethod]
+    fn from_file(path: std::path::PathBuf) -> PyResult<Tokenizer> {
+        let t = dwac_vocab::Tokenizer::from_file(&path).map_err(|e| err(format!("{}: {e}", path.display())))?;
+        Ok(Tokenizer { inner: Arc::new(t) })
+    }
+
+    /// From the text of a `tokenizer.json` (e.g. `tokenizers.Tokenizer.to_str()`); `eos` names
+    /// the end tokens when the JSON alone does not.
+    #[staticmethod]
+    #[pyo3(signature = (json, name = "tokenizer", eos = None))]
+    fn from_json(json: &str, name: &str, eos: Option<Vec<u32>>) -> PyResult<Tokenizer> {
+        let mut t =
+            dwac_vocab::Tokenizer::from_json_bytes(json.as_bytes(), None, name).map_err(|e| err(e.to_string()))?;
+        if let Some(eos) = eos.filter(|e| !e.is_empty()) {
+            t = t.with_eos(&eos).map_err(|e| err(e.to_string()))?;
+        }
+        Ok(Tokenizer { inner: Arc::new(t) })
+    }
+
+    /// The embedded default tokenizer (GPT-2).
+    #[staticmethod]
+    fn default() -> PyResult<Tokenizer> {
+        let t = dwac_vocab::Tokenizer::default_embedded().map_err(|e| err(e.to_string()))?;
+        Ok(Tokenizer { inner: Arc::new(t) })
+    }
+
+    /// The tokenizer's name (its model family, or the name given).
+    #[getter]
+    fn name(&self) -> String {
+        self.inner.name().to_string()
+    }
+
+    /// Number of token ids (masks have at least this many bits).
+    #[getter]
+    fn vocab_size(&self) -> usize {
+        self.inner.vocab().len()
+    }
+
+    /// The end-of-sequence token ids.
+    #[getter]
+    fn eos_token_ids(&self) -> Vec<u32> {
+        self.inner.vocab().eos.to_vec()
+    }
+
+    /// The vocabulary's fingerprint (hex): artifacts record it.
+    #[getter]
+    fn fingerprint(&self) -> String {
+        self.inner.fingerprint_hex()
+    }
+
+    /// Token ids of `text` (the tokenizer's own pre-tokenization and merges).
+    fn encode(&self, text: &str) -> PyResult<Vec<u32>> {
+        self.inner.encode(text).map_err(|e| err(e.to_string()))
+    }
+
+    /// The exact bytes of token `id` (empty for special tokens).
+    fn token_bytes<'py>(&self, py: Python<'py>, id: u32) -> PyResult<Bound<'py, PyBytes>> {
+        let b = self.inner.vocab().token_bytes(id).ok_or_else(|| err(format!("token {id} is out of range")))?;
+        Ok(PyBytes::new(py, b))
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Tokenizer(name={:?}, vocab_size={})", self.inner.name(), self.inner.vocab().len())
+    }
+}
+
+/// `file:line:col: message` (and the source line) for a located diagnostic.
+fn located(what: &str, e: &CompileError) -> String {
+    let at = |g: &GrammarError| {
+        if g.line == 0 {
+            format!("{what}: {}", g.message)
+        } else {
+            format!("{what}:{}:{}: {}\n{}", g.line, g.column, g.message, g.snippet)
+        }
+    };
+    match e {
+        CompileError::Grammar(g) => at(g),
+        CompileError::EmptyLanguage(g) if what == "schema" => {
+            format!("schema: no JSON value satisfies this schema ({})", g.message)
+        }
+        CompileError::EmptyLanguage(g) => at(g),
+        other => format!("{what}: {other}"),
+    }
+}
+
+/// A compiled grammar: an opened, validated artifact. Immutable; share it among threads and
+/// matchers.
+#[pyclass(module = "dwac._dwac", frozen)]
+struct Grammar {
+    artifact: Artifact,
+    warnings: Vec<String>,
+}
+
+#[pymethods]
+impl Grammar {
+    /// Compile `source` of kind `kind` (`"json_schema"`, `"lark"`, `"gbnf"` or `"regex"`) for
+    /// `tokenizer`. JSON Schema options as the CLI's: `compact` (no whitespace between
+    /// tokens), `lenient` (drop keywords that cannot be honoured exactly, listed in
+    /// `warnings`), `draft` (`"draft4"`, `"draft6"`, `"draft7"`, `"2019-09"`, `"2020-12"`).
+    /// Releases the GIL.
+    #[staticmethod]
+    #[pyo3(signature = (kind, source, tokenizer, compact = false, lenient = false, draft = None))]
+    fn compile(
+        py: Python<'_>,
+        kind: &str,
+        source: String,
+        tokenizer: &Tokenizer,
+        compact: bool,
+        lenient: bool,
+        draft: Option<&str>,
+    ) -> PyResult<Grammar> {
+        let default_draft = match draft {
+            None => None,
+            Some("draft4") => Some(Draft::Draft4),
+            Some("draft6") => Some(Draft::Draft6),
+            Some("draft7") => Some(Draft::Draft7),
+            Some("2019-09") => Some(Draft::Draft2019),
+            Some("2020-12") => Some(Draft::Draft2020),
+            Some(d) => return Err(err(format!("unknown draft {d:?} (draft4, draft6, draft7, 2019-09, 2020-12)"))),
+        };
+        let schema = SchemaOptions {
+            whitespace: if compact { Whitespace::Compact } else { Whitespace::Flexible },
+            lenient,
+            default_draft,
+        };
+        let (what, kind_name, parsed) = match kind {
+            "json_schema" | "json" => ("schema", SourceKind::JsonSchema, Some(SourceKind::JsonSchema)),
+            "lark" => ("grammar", SourceKind::Lark, Some(SourceKind::Lark)),
+            "gbnf" => ("grammar", SourceKind::Gbnf, Some(SourceKind::Gbnf)),
+            "regex" => ("regex", SourceKind::Lark, None),
+            k => return Err(err(format!("unknown grammar kind {k:?} (json_schema, lark, gbnf, regex)"))),
+        };
+        let tok = Arc::clone(&tokenizer.inner);
+        py.detach(move || {
+            let (grammar, mut warnings, info) = match parsed {
+                Some(k) => {
+                    let (g, w) = parse_source_with(k, &source, &schema).map_err(|e| located(what, &e))?;
+                    let info = SourceInfo { name: what.into(), kind: SourceInfo::kind_name(kind_name), text: source };
+                    (g, w.into_iter().map(|w| format!("{what}: {w}")).collect::<Vec<_>>(), info)
+                }
+                None => {
+                    let g = regex_grammar(&source);
+                    (g, Vec::new(), SourceInfo { name: "regex".into(), kind: "regex", text: source })
+                }
+            };
+            let (engine, stats) = compile_engine_with(&grammar, tok.vocab().clone(), &EngineOptions::default())
+                .map_err(|e| located(what, &e))?;
+            warnings.extend(stats.warnings.iter().map(|w| format!("{what}: {}", w.0.message)));
+            let ti = TokenizerInfo { name: tok.name().to_string(), fingerprint: tok.fingerprint() };
+            let bytes = artifact_bytes(&engine, &info, &ti, &stats, &schema, &EngineOptions::default());
+            let artifact = Artifact::from_bytes(&bytes).map_err(|e| format!("{what}: {e}"))?;
+            Ok::<_, String>(Grammar { artifact, warnings })
+        })
+        .map_err(err)
+    }
+
+    /// Map and verify an artifact file (`.dwa` or `.dwa.zst`). With `tokenizer`, the artifact
+    /// must have been compiled for it (refused by name otherwise).
+    #[staticmethod]
+    #[pyo3(signature = (path, tokenizer = None))]
+    fn open(py: Python<'_>, path: std::path::PathBuf, tokenizer: Option<&Tokenizer>) -> PyResult<Grammar> {
+        let tok = tokenizer.map(|t| Arc::clone(&t.inner));
+        py.detach(move || {
+            let artifact = Artifact::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            if let Some(t) = tok {
+                artifact
+                    .check_tokenizer(&t.fingerprint(), t.vocab())
+                    .map_err(|e| format!("{}: {e} (the tokenizer given is {:?})", path.display(), t.name()))?;
+            }
+            Ok::<_, String>(Grammar { artifact, warnings: Vec::new() })
+        })
+        .map_err(err)
+    }
+
+    /// Write the artifact (atomically) to `path`; it opens with `Grammar.open`.
+    fn save(&self, py: Python<'_>, path: std::path::PathBuf) -> PyResult<()> {
+        let bytes = self.artifact.as_bytes();
+        py.detach(|| write_atomically(&path, bytes)).map_err(|e| err(format!("{}: {e}", path.display())))
+    }
+
+    /// Number of token ids of the vocabulary the grammar was compiled for.
+    #[getter]
+    fn vocab_size(&self) -> usize {
+        self.artifact.engine().vocab().len()
+    }
+
+    /// The artifact's metadata (JSON text: source, options, tokenizer, statistics).
+    #[getter]
+    fn metadata(&self) -> String {
+        self.artifact.metadata().to_string()
+    }
+
+    /// Warnings of the compile (e.g. keywords dropped by `lenient`, formats not enforced).
+    #[getter]
+    fn warnings(&self) -> Vec<String> {
+        self.warnings.clone()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Grammar(vocab_size={}, bytes={})", self.vocab_size(), self.artifact.len())
+    }
+}
+
+/// One sequence's parse state. See the package docs for the method contract.
+#[pyclass(module = "dwac._dwac")]
+struct Matcher {
+    inner: RMatcher,
+}
+
+/// The rows of `bitmask` (a 2-D C-contiguous int32 numpy array, or a CPU torch tensor, whose
+/// `.numpy()` shares its memory) as `u32` words.
+fn bitmask_rows<'py>(bitmask: &Bound<'py, PyAny>) -> PyResult<(Bound<'py, PyArray2<i32>>, usize, usize)> {
+    let module = bitmask.get_type().module().map(|m| m.to_string()).unwrap_or_default();
+    let bitmask = &if module.starts_with("torch") {
+        let device = bitmask.getattr("device")?.getattr("type")?.extract::<String>()?;
+        if device != "cpu" {
+            return Err(PyValueError::new_err(format!(
+                "bitmask must be a CPU tensor (got device {device:?}); fill it on the CPU, then copy it"
+            )));
+        }
+        bitmask.call_method0("numpy")?
+    } else {
+        bitmask.clone()
+    };
+    let arr: Bound<'py, PyArray2<i32>> = match bitmask.extract() {
+        Ok(a) => a,
+        Err(_) => {
+            let ok1 = bitmask.extract::<Bound<'py, PyArray1<i32>>>().is_ok();
+            let what = if ok1 {
+                "a 1-D array; use shape (batch, words), e.g. allocate_token_bitmask(1, vocab_size)".to_string()
+            } else {
+                let ty = bitmask.get_type().name().map(|n| n.to_string()).unwrap_or_default();
+                let dtype = bitmask.getattr("dtype").map(|d| d.to_string()).unwrap_or_else(|_| "?".into());
+                format!("{ty} with dtype {dtype}")
+            };
+            return Err(PyValueError::new_err(format!("bitmask must be a 2-D numpy int32 array, got {what}")));
+        }
+    };
+    if !arr.is_c_contiguous() {
+        return Err(PyValueError::new_err("bitmask must be C-contiguous"));
+    }
+    let shape = arr.shape();
+    Ok((arr.clone(), shape[0], shape[1]))
+}
+
+/// `f` on the bitmask's words as `&mut [u32]` (checked writable and aligned), with the GIL
+/// released.
+///
+/// Not through rust-numpy's borrow tracking: servers fill different rows of one bitmask from
+/// several threads at once, which its exclusive borrows would refuse. The callers write only
+/// the rows they are given; two threads writing the same row is the caller's race on its own
+/// array, as with any numpy buffer written without the GIL.
+fn with_words<R>(arr: &Bound<'_, PyArray2<i32>>, f: impl FnOnce(&mut [u32]) -> R + Send) -> PyResult<R>
+where
+    R: Send,
+{
+    let writeable: bool = arr.getattr("flags")?.getattr("writeable")?.extract()?;
+    if !writeable {
+        return Err(PyValueError::new_err("bitmask is not writable (a read-only array)"));
+    }
+    // SAFETY: checked C-contiguous (by the caller) and writeable; the array object stays alive
+    // (we hold a reference) while `f` runs.
+    let slice = unsafe { arr.as_slice_mut() }.map_err(|_| PyValueError::new_err("bitmask must be C-contiguous"))?;
+    if !slice.as_ptr().cast::<u32>().is_aligned() {
+        return Err(PyValueError::new_err("bitmask is not aligned for int32"));
+    }
+    // SAFETY: i32 and u32 have the same size and alignment.
+    let words: &mut [u32] = unsafe { std::slice::from_raw_parts_mut(slice.as_mut_ptr().cast(), slice.len()) };
+    let py = arr.py();
+    Ok(py.detach(move || f(words)))
+}
+
+#[pymethods]
+impl Matcher {
+    /// A matcher at the start of `grammar`. `max_rollback` bounds how many commits `rollback`
+    /// can undo (default: all).
+    #[new]
+    #[pyo3(signature = (grammar, max_rollback = None))]
+    fn new(grammar: &Bound<'_, PyAny>, max_rollback: Option<usize>) -> PyResult<Matcher> {
+        // (The package's `dwac.Grammar` wraps the native one as `_g`.)
+        let native = match grammar.extract::<PyRef<'_, Grammar>>() {
+            Ok(g) => g,
+            Err(_) => grammar
+                .getattr("_g")
+                .and_then(|g| g.extract::<PyRef<'_, Grammar>>().map_err(Into::into))
+                .map_err(|_| PyValueError::new_err("Matcher(grammar): grammar must be a dwac.Grammar"))?,
+        };
+        let engine = Arc::clone(native.artifact.engine());
+        let inner = match max_rollback {
+            Some(n) => RMatcher::with_max_rollback(engine, n),
+            None => RMatcher::new(engine),
+        };
+        Ok(Matcher { inner })
+    }
+
+    /// Write the allowed next tokens into row `index` of `bitmask` (int32, shape `[batch,
+    /// words]`, `words >= ceil(vocab_size / 32)`; bit `v % 32` of word `v / 32` set iff token
+    /// `v` is allowed; bits past the vocabulary cleared). Releases the GIL.
+    #[pyo3(signature = (bitmask, index = 0))]
+    fn fill_next_token_bitmask(&self, bitmask: &Bound<'_, PyAny>, index: usize) -> PyResult<()> {
+        let (arr, rows, cols) = bitmask_rows(bitmask)?;
+        if index >= rows {
+            return Err(PyValueError::new_err(format!("index {index} is out of range for a bitmask of {rows} rows")));
+        }
+        let m = &self.inner;
+        with_words(&arr, |w| m.fill_mask(&mut w[index * cols..(index + 1) * cols]))?
+            .map_err(|e| PyValueError::new_err(e.to_string()))
+    }
+
+    /// Commit `token`; `False` (and no change) if the grammar refuses it.
+    fn accept_token(&mut self, token: u32) -> bool {
+        self.inner.commit(token).is_ok()
+    }
+
+    /// Commit `token`, raising `DwacError` with the reason if the grammar refuses it.
+    fn commit(&mut self, token: u32) -> PyResult<()> {
+        self.inner.commit(token).map_err(|e| err(e.to_string()))
+    }
+
+    /// Commit tokens in turn up to the first refused one; returns how many were committed.
+    fn accept_tokens(&mut self, tokens: Vec<u32>) -> usize {
+        match self.inner.commit_tokens(&tokens) {
+            Ok(()) => tokens.len(),
+            Err(e) => e.accepted,
+        }
+    }
+
+    /// Commit raw bytes (e.g. a forced prefix), raising `DwacError` if refused.
+    fn accept_bytes(&mut self, data: &[u8]) -> PyResult<()> {
+        self.inner.commit_bytes(data).map_err(|e| err(e.to_string()))
+    }
+
+    /// The length of the longest prefix of `tokens` that could be committed in turn, without
+    /// changing the matcher (speculative decoding).
+    fn validate_tokens(&self, tokens: Vec<u32>) -> usize {
+        self.inner.validate_tokens(&tokens)
+    }
+
+    /// Undo the last `n` commits (`DwacError` if fewer can be undone).
+    #[pyo3(signature = (n = 1))]
+    fn rollback(&mut self, n: usize) -> PyResult<()> {
+        self.inner.rollback(n).map_err(|e| err(e.to_string()))
+    }
+
+    /// Back to the start of the grammar.
+    fn reset(&mut self) {
+        self.inner.reset()
+    }
+
+    /// An independent copy (O(1)) for beam search or speculation.
+    fn fork(&self) -> Matcher {
+        Matcher { inner: self.inner.clone() }
+    }
+
+    /// Has an end token been committed (the output is complete; nothing more is allowed)?
+    fn is_terminated(&self) -> bool {
+        self.inner.is_terminated()
+    }
+
+    /// May the output end here (an end token is allowed)?
+    fn is_accepting(&self) -> bool {
+        self.inner.is_accepting()
+    }
+
+    /// The tokens the grammar forces from here (at most `limit`), for jump-forward decoding.
+    #[pyo3(signature = (limit = 64))]
+    fn forced_tokens(&self, py: Python<'_>, limit: usize) -> PyResult<Vec<u32>> {
+        let m = &self.inner;
+        py.detach(|| m.forced_tokens(limit)).map_err(|e| err(e.to_string()))
+    }
+
+    /// The bytes every continuation starts with (at most `limit`).
+    #[pyo3(signature = (limit = 256))]
+    fn forced_bytes<'py>(&self, py: Python<'py>, limit: usize) -> PyResult<Bound<'py, PyBytes>> {
+        let m = &self.inner;
+        let b = py.detach(|| m.forced_bytes(limit)).map_err(|e| err(e.to_string()))?;
+        Ok(PyBytes::new(py, &b))
+    }
+
+    /// Allowed next token ids as a list (slow; for tests and debugging).
+    fn allowed_tokens(&self) -> Vec<u32> {
+        self.inner.allowed()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Matcher(position={}, accepting={}, terminated={})",
+            self.inner.position(),
+            self.inner.is_accepting(),
+            self.inner.is_terminated()
+        )
+    }
+}
+
+/// Fill the masks of `matchers` into the rows of `bitmask` (row `indices[i]` for matcher `i`;
+/// default: row `i`), across threads with the GIL released.
+#[pyfunction]
+#[pyo3(signature = (matchers, bitmask, indices = None))]
+fn fill_next_token_bitmask_batch(
+    matchers: Vec<PyRef<'_, Matcher>>,
+    bitmask: &Bound<'_, PyAny>,
+    indices: Option<Vec<usize>>,
+) -> PyResult<()> {
+    let (arr, rows, cols) = bitmask_rows(bitmask)?;
+    let indices = indices.unwrap_or_else(|| (0..matchers.len()).collect());
+    if indices.len() != matchers.len() {
+        return Err(PyValueError::new_err(format!("{} indices for {} matchers", indices.len(), matchers.len())));
+    }
+    let mut seen = vec![false; rows];
+    for &i in &indices {
+        if i >= rows || std::mem::replace(&mut seen[i], true) {
+            return Err(PyValueError::new_err(format!("row index {i} is out of range or repeated ({rows} rows)")));
+        }
+    }
+    // (Matchers are cloned, O(1) each, so no Python object is touched without the GIL.)
+    let ms: Vec<RMatcher> = matchers.iter().map(|m| m.inner.clone()).collect();
+    with_words(&arr, move |words| {
+        use rayon::prelude::*;
+        let mut slots: Vec<Option<&mut [u32]>> = words.chunks_mut(cols).map(Some).collect();
+        let mut jobs: Vec<(&RMatcher, &mut [u32])> = Vec::with_capacity(ms.len());
+        for (m, &i) in ms.iter().zip(&indices) {
+            if let Some(row) = slots[i].take() {
+                jobs.push((m, row));
+            }
+        }
+        jobs.into_par_iter().try_for_each(|(m, row)| m.fill_mask(row))
+    })?
+    .map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+#[pymodule]
+fn _dwac(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("DwacError", m.py().get_type::<DwacError>())?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_class::<Tokenizer>()?;
+    m.add_class::<Grammar>()?;
+    m.add_class::<Matcher>()?;
+    m.add_function(wrap_pyfunction!(fill_next_token_bitmask_batch, m)?)?;
+    Ok(())
+}

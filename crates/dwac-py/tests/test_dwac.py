@@ -1,0 +1,259 @@
+"""The Python package against the Rust runtime on real inputs: compile/open/save round trips,
+masks on real schemas and instances, fork/rollback/validate, batch and threaded fills, bad
+inputs, bitmask helpers and the logits processors."""
+
+import json
+import os
+import pathlib
+import threading
+
+import numpy as np
+import pytest
+
+import dwac
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+SHARED = ROOT.parent / "shared" / "data"
+
+
+def bits(row, n):
+    """Allowed token ids of one bitmask row."""
+    b = np.unpackbits(np.ascontiguousarray(row).view(np.uint8), bitorder="little")
+    return [int(i) for i in np.flatnonzero(b[:n])]
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return dwac.Tokenizer.default()
+
+
+@pytest.fixture(scope="module")
+def tools(tok):
+    """A real function-calling schema (ten Glaive tools) and valid calls of it."""
+    schema = json.loads((ROOT / "schemas/large/tools-10.json").read_text())
+    lines = (ROOT / "schemas/large/tools-10.instances.jsonl").read_text().splitlines()
+    docs = [json.loads(l) for l in lines if l.strip()]
+    docs = [d if isinstance(d, str) else json.dumps(d.get("instance", d)) for d in docs][:12]
+    return dwac.Grammar.from_json_schema(schema, tok), docs
+
+
+def test_masks_equal_the_runtime_and_accept_real_instances(tok, tools):
+    grammar, docs = tools
+    n = tok.vocab_size
+    bitmask = dwac.allocate_token_bitmask(1, n + 64)  # padded logits
+    steps = 0
+    for doc in docs:
+        m = dwac.Matcher(grammar)
+        for t in tok.encode(doc):
+            m.fill_next_token_bitmask(bitmask)
+            allowed = bits(bitmask[0], n + 64)
+            assert allowed == m.allowed_tokens(), "the numpy mask differs from the runtime's"
+            assert t in allowed
+            assert m.accept_token(t)
+            steps += 1
+        assert m.is_accepting()
+        eos = tok.eos_token_ids[0]
+        assert m.accept_token(eos) and m.is_terminated() and not m.is_accepting()
+        m.fill_next_token_bitmask(bitmask)
+        assert not bitmask.any(), "a terminated matcher allows nothing"
+    assert steps > 200
+
+
+def test_round_trips_and_tokenizer_check(tok, tmp_path):
+    g = dwac.Grammar.from_json_schema('{"type": "array", "items": {"type": "integer"}}', tok, whitespace="compact")
+    path = tmp_path / "ints.dwa"
+    g.save(path)
+    h = dwac.Grammar.open(path, tok)
+    assert h.metadata["tokenizer"]["name"] == "gpt2"
+    assert h.metadata["options"]["schema.whitespace"] == "Compact"
+    a, b = dwac.Matcher(g), dwac.Matcher(h)
+    ids = tok.encode("[1,22,333]")
+    for t in ids:
+        assert a.allowed_tokens() == b.allowed_tokens()
+        assert a.accept_token(t) and b.accept_token(t)
+    assert not a.accept_token(tok.encode(" ")[0]), "compact whitespace allows a space"
+    qwen = SHARED / "tokenizers/qwen3/tokenizer.json"
+    if qwen.exists():
+        other = dwac.Tokenizer.from_file(qwen)
+        with pytest.raises(dwac.DwacError, match="qwen3"):
+            dwac.Grammar.open(path, other)
+    for make, src, text in [
+        (dwac.Grammar.from_lark, 'start: "a" B\nB: /[0-9]+/\n', "a42"),
+        (dwac.Grammar.from_gbnf, 'root ::= "a" [0-9]+\n', "a42"),
+        (dwac.Grammar.from_regex, "a[0-9]+", "a42"),
+    ]:
+        m = dwac.Matcher(make(src, tok))
+        assert m.accept_tokens(tok.encode(text)) == len(tok.encode(text)) and m.is_accepting()
+
+
+def test_fork_rollback_validate_reset(tok, tools):
+    grammar, docs = tools
+    ids = tok.encode(docs[0])
+    m = dwac.Matcher(grammar)
+    half = len(ids) // 2
+    assert m.accept_tokens(ids[:half]) == half
+    before = m.allowed_tokens()
+    f = m.fork()
+    assert f.accept_tokens(ids[half:]) == len(ids) - half and f.is_accepting()
+    assert m.allowed_tokens() == before, "the fork changed the original"
+    assert m.validate_tokens(ids[half:]) == len(ids) - half
+    assert m.validate_tokens(ids[half:] + [ids[0]] * 3) == len(ids) - half
+    assert m.allowed_tokens() == before, "validate_tokens changed the matcher"
+    f.rollback(len(ids) - half)
+    assert f.allowed_tokens() == before
+    with pytest.raises(dwac.DwacError, match="roll back"):
+        f.rollback(10_000)
+    m.reset()
+    assert m.allowed_tokens() == dwac.Matcher(grammar).allowed_tokens()
+    with pytest.raises(dwac.DwacError, match="rejected"):
+        dwac.Matcher(grammar).commit(tok.encode("]")[0])
+
+
+def test_forced_tokens_and_bytes(tok):
+    m = dwac.Matcher(dwac.Grammar.from_regex("get_weather\\((city|zip)=[0-9]+\\)", tok))
+    forced = bytes(m.forced_bytes(64))
+    assert forced == b"get_weather(", forced
+    # (`g`, `ge`, `get`… are all allowed: no single token is forced.)
+    assert m.forced_tokens(64) == []
+    m.accept_bytes(forced)
+    assert [tok.token_bytes(t) for t in m.forced_tokens(64)] == [], "after the forced bytes there is a choice"
+    allowed = {tok.token_bytes(t) for t in m.allowed_tokens()}
+    assert {b"c", b"z", b"city", b"zip"} & allowed and all(b"city=".startswith(a) or b"zip=".startswith(a) for a in allowed)
+    # Where exactly one token is allowed it is forced: the end token after a complete value.
+    g = dwac.Grammar.from_json_schema({"type": "array", "maxItems": 0}, tok, whitespace="compact")
+    m = dwac.Matcher(g)
+    m.accept_bytes(b"[]")
+    assert m.forced_tokens(8) == tok.eos_token_ids[:1]
+    # A JSON key may be spelled with escapes: after `{"` nothing is forced.
+    g = dwac.Grammar.from_json_schema({"type": "object", "properties": {"name": {"const": "x"}}, "required": ["name"], "additionalProperties": False}, tok, whitespace="compact")
+    assert bytes(dwac.Matcher(g).forced_bytes(64)) == b'{"'
+
+
+def test_batch_fill_equals_one_by_one_and_threads(tok, tools):
+    grammar, docs = tools
+    matchers = []
+    for doc in docs[:6]:
+        m = dwac.Matcher(grammar)
+        for t in tok.encode(doc)[:7]:
+            m.accept_token(t)
+            matchers.append(m.fork())
+    n = tok.vocab_size
+    one = dwac.allocate_token_bitmask(len(matchers), n)
+    for i, m in enumerate(matchers):
+        m.fill_next_token_bitmask(one, i)
+    batch = dwac.allocate_token_bitmask(len(matchers), n)
+    dwac.fill_next_token_bitmask_batch(matchers, batch)
+    assert np.array_equal(one, batch)
+    # Rows in another order.
+    rev = dwac.allocate_token_bitmask(len(matchers), n)
+    dwac.fill_next_token_bitmask_batch(matchers, rev, list(reversed(range(len(matchers)))))
+    assert np.array_equal(rev[::-1], one)
+    with pytest.raises(ValueError, match="repeated"):
+        dwac.fill_next_token_bitmask_batch(matchers[:2], batch, [0, 0])
+    # Python threads filling different matchers at once (the GIL is released while filling).
+    out = dwac.allocate_token_bitmask(len(matchers), n)
+    errors = []
+
+    def work(k):
+        try:
+            for i in range(k, len(matchers), 4):
+                matchers[i].fill_next_token_bitmask(out, i)
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and np.array_equal(out, one)
+
+
+def test_bad_arrays_raise_value_error(tok, tools):
+    grammar, _ = tools
+    m = dwac.Matcher(grammar)
+    words = (tok.vocab_size + 31) // 32
+    cases = [
+        np.zeros((1, words), dtype=np.float64),
+        np.zeros(words, dtype=np.int32),
+        np.zeros((1, words - 1), dtype=np.int32),
+        np.zeros((2, 2 * words), dtype=np.int32)[:, ::2],
+        [0] * words,
+    ]
+    for bad in cases:
+        with pytest.raises(ValueError):
+            m.fill_next_token_bitmask(bad)
+    ro = np.zeros((1, words), dtype=np.int32)
+    ro.setflags(write=False)
+    with pytest.raises(ValueError, match="writable"):
+        m.fill_next_token_bitmask(ro)
+    with pytest.raises(ValueError, match="out of range"):
+        m.fill_next_token_bitmask(np.zeros((1, words), dtype=np.int32), index=1)
+
+
+def test_bad_schemas_and_grammars_raise_with_location(tok):
+    with pytest.raises(dwac.DwacError, match=r"/properties/a"):
+        dwac.Grammar.from_json_schema({"type": "object", "properties": {"a": {"type": "string", "pattern": "(?<=x)y"}}}, tok)
+    with pytest.raises(dwac.DwacError, match=r"uniqueItems.*/properties/b"):
+        dwac.Grammar.from_json_schema({"type": "object", "properties": {"b": {"type": "array", "uniqueItems": True}}}, tok)
+    g = dwac.Grammar.from_json_schema({"type": "object", "properties": {"b": {"type": "array", "uniqueItems": True}}}, tok, lenient=True)
+    assert any("uniqueItems" in w for w in g.warnings), g.warnings
+    with pytest.raises(dwac.DwacError, match=r"grammar:2:"):
+        dwac.Grammar.from_lark('start: "a"\nb: (\n', tok)
+    with pytest.raises(dwac.DwacError):
+        dwac.Grammar.from_json_schema("{not json", tok)
+    with pytest.raises(dwac.DwacError):
+        dwac.Grammar.from_json_schema({}, tok, draft="draft99")
+    with pytest.raises(dwac.DwacError):
+        dwac.Grammar.open("/nonexistent/x.dwa")
+
+
+def test_apply_token_bitmask_inplace(tok):
+    n = 100
+    bitmask = np.zeros((2, 4), dtype=np.int32)
+    bitmask.view(np.uint32)[0, 0] = 0b1011
+    bitmask.view(np.uint32)[1, 3] = np.uint32(1 << 31)
+    logits = np.zeros((2, n + 5), dtype=np.float32)
+    dwac.apply_token_bitmask_inplace(logits, bitmask)
+    assert list(np.flatnonzero(np.isfinite(logits[0]))) == [0, 1, 3]
+    assert not np.isfinite(logits[1]).any(), "token 127 is past the logits; nothing else is allowed"
+    one = np.zeros(n, dtype=np.float32)
+    dwac.apply_token_bitmask_inplace(one, bitmask[:1])
+    assert list(np.flatnonzero(np.isfinite(one))) == [0, 1, 3]
+
+
+def test_llama_cpp_processor_constrains_a_fake_model(tok):
+    from dwac.integrations.llama_cpp import DwacLogitsProcessor
+
+    g = dwac.Grammar.from_json_schema({"type": "array", "items": {"type": "boolean"}, "maxItems": 3}, tok, whitespace="compact")
+    proc = DwacLogitsProcessor(g)
+    prompt = tok.encode("Give me booleans: ")
+    ids = list(prompt)
+    rng = np.random.default_rng(7)
+    for _ in range(60):
+        scores = rng.standard_normal(tok.vocab_size).astype(np.float32)
+        out = proc(np.array(ids, dtype=np.intc), scores)
+        t = int(np.argmax(out))
+        assert np.isfinite(out[t])
+        ids.append(t)
+        if t in tok.eos_token_ids:
+            break
+    text = b"".join(tok.token_bytes(t) for t in ids[len(prompt):] if t not in tok.eos_token_ids)
+    value = json.loads(text)
+    assert isinstance(value, list) and len(value) <= 3 and all(isinstance(v, bool) for v in value)
+    assert ids[-1] in tok.eos_token_ids and proc.matcher.is_accepting()
+
+
+def test_transformers_processor_if_torch_is_installed(tok):
+    torch = pytest.importorskip("torch")
+    from dwac.integrations.transformers import DwacLogitsProcessor
+
+    g = dwac.Grammar.from_regex("(yes|no)", tok)
+    proc = DwacLogitsProcessor(g)
+    ids = torch.tensor([tok.encode("Answer: "), tok.encode("Reply: ")[:2] + [0]], dtype=torch.long)
+    for _ in range(5):
+        scores = torch.randn(2, tok.vocab_size + 30)
+        scores = proc(ids, scores)
+        nxt = scores.argmax(-1)
+        assert torch.isfinite(scores.gather(1, nxt[:, None])).all()
+        ids = torch.cat([ids, nxt[:, None]], 1)
