@@ -8,11 +8,23 @@ use std::sync::Arc;
 
 use dwac_runtime::{Artifact, Matcher};
 
-/// The static library cargo built beside this test (`target/<profile>/libdwac.a`).
+/// The static library, built by cargo into this test's target directory and profile (`cargo
+/// test` builds only the rlib the test links; a C program needs `libdwac.a`).
 fn static_lib() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().and_then(Path::parent).unwrap();
-    let lib = dir.join("libdwac.a");
+    let profile_dir = exe.parent().and_then(Path::parent).unwrap();
+    let target_dir = profile_dir.parent().unwrap();
+    let release = profile_dir.file_name().is_some_and(|n| n == "release");
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "--quiet", "-p", "dwac-capi", "--lib"])
+        .args(release.then_some("--release"))
+        .arg("--target-dir")
+        .arg(target_dir)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .status()
+        .expect("cannot run cargo");
+    assert!(status.success(), "cargo could not build libdwac.a");
+    let lib = profile_dir.join("libdwac.a");
     assert!(lib.exists(), "{} not built", lib.display());
     lib
 }
