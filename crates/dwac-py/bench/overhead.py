@@ -1,0 +1,196 @@
+#!/usr/bin/env python3
+"""Python call overhead and batch fill, dwac next to llguidance (and XGrammar when importable),
+on the same MaskBench traces in one process.
+
+Usage: python bench/overhead.py --tokenizer ../shared/data/tokenizers/qwen3/tokenizer.json
+           [--schemas 25] [--batch 64,256,1024] [--threads 1,2] [--out overhead.json]
+
+Per step, from Python: `fill_next_token_bitmask(bitmask)` then `accept_token(id)` (llguidance:
+`llguidance.numpy.fill_next_token_bitmask` then `consume_token`), timed with perf_counter_ns
+around each call, so each number includes the interpreter's call overhead. Traces: the valid
+MaskBench instances of the first N schemas of Glaiveai2K and of Github_easy that every engine
+compiles, serialized like `json.dumps` (", " and ": "), tokenized by dwac's tokenizer; the
+same ids go to every engine. Batch: B matchers (traces cycled), every batch step filled in one
+call (dwac: `fill_next_token_bitmask_batch`, rayon with RAYON_NUM_THREADS threads; llguidance:
+`fill_next_token_bitmask_par` on an `LLExecutor(num_threads)`), then each matcher commits its
+next token (untimed); a thread count runs in a subprocess of its own (rayon's pool is sized
+once per process). Needs numpy, dwac and llguidance installed (xgrammar optional)."""
+
+import argparse
+import gc
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+MASKBENCH = ROOT.parent / "shared/data/jsonschemabench/maskbench/data"
+
+
+def pct(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(p / 100 * len(xs)))] if xs else float("nan")
+
+
+def summary(us):
+    return {k: round(pct(us, p), 2) for k, p in [("p50", 50), ("p90", 90), ("p99", 99), ("p99.9", 99.9), ("max", 100)]}
+
+
+def load(n):
+    out = []
+    for split in ("Glaiveai2K", "Github_easy"):
+        files = sorted(MASKBENCH.glob(f"{split}---*.json"))[:n]
+        for f in files:
+            d = json.loads(f.read_text())
+            docs = [json.dumps(t["data"]) for t in d["tests"] if t.get("valid")]
+            if docs:
+                out.append((f.stem, d["schema"], docs))
+    return out
+
+
+def engines(tok_path):
+    import dwac
+    import llguidance
+    import llguidance.numpy as lln
+
+    dtok = dwac.Tokenizer.from_file(tok_path)
+    ltok = llguidance.LLTokenizer(pathlib.Path(tok_path).read_text(), eos_token=dtok.eos_token_ids[0])
+
+    class Dwac:
+        name = "dwac"
+
+        def compile(self, schema):
+            return dwac.Grammar.from_json_schema(schema, dtok)
+
+        def matcher(self, g):
+            return dwac.Matcher(g)
+
+        def fill(self, m, bm, i=0):
+            m.fill_next_token_bitmask(bm, i)
+
+        def accept(self, m, t):
+            return m.accept_token(t)
+
+        def batch(self, ms, bm, threads):
+            dwac.fill_next_token_bitmask_batch(ms, bm)
+
+    class LLG:
+        name = "llguidance"
+
+        def compile(self, schema):
+            g = llguidance.LLMatcher.grammar_from_json_schema(schema, defaults={"whitespace_flexible": True})
+            m = llguidance.LLMatcher(ltok, g, log_level=0)
+            if m.is_error():
+                raise ValueError(m.get_error())
+            return g
+
+        def matcher(self, g):
+            return llguidance.LLMatcher(ltok, g, log_level=0)
+
+        def fill(self, m, bm, i=0):
+            lln.fill_next_token_bitmask(m, bm, i)
+
+        def accept(self, m, t):
+            return m.consume_token(t)
+
+        def batch(self, ms, bm, threads):
+            if not hasattr(self, "ex") or self.threads != threads:
+                self.ex, self.threads = llguidance.LLExecutor(num_threads=threads), threads
+            lln.fill_next_token_bitmask_par(self.ex, [(m, i) for i, m in enumerate(ms)], bm)
+
+    return dtok, [Dwac(), LLG()]
+
+
+def steps(args):
+    dtok, engs = engines(args.tokenizer)
+    n = dtok.vocab_size
+    jobs = []
+    for name, schema, docs in load(args.schemas):
+        try:
+            gs = [e.compile(schema) for e in engs]
+        except Exception:
+            continue
+        jobs.append((name, gs, [dtok.encode(d) for d in docs]))
+    res = {"schemas": len(jobs), "tokenizer": dtok.name}
+    bm = np.full((1, (n + 31) // 32), -1, dtype=np.int32)
+    for k, e in enumerate(engs):
+        fill, acc, both, rejected = [], [], [], 0
+        gc.disable()
+        for _, gs, traces in jobs:
+            for tr in traces:
+                m = e.matcher(gs[k])
+                for t in tr:
+                    t0 = time.perf_counter_ns()
+                    e.fill(m, bm)
+                    t1 = time.perf_counter_ns()
+                    ok = e.accept(m, t)
+                    t2 = time.perf_counter_ns()
+                    fill.append((t1 - t0) / 1e3)
+                    acc.append((t2 - t1) / 1e3)
+                    both.append((t2 - t0) / 1e3)
+                    if not ok:
+                        rejected += 1
+                        break
+        gc.enable()
+        res[e.name] = {"steps": len(both), "rejected_traces": rejected, "fill_us": summary(fill), "accept_us": summary(acc), "step_us": summary(both)}
+    return res
+
+
+def batch(args, threads):
+    dtok, engs = engines(args.tokenizer)
+    n = dtok.vocab_size
+    jobs = []
+    for name, schema, docs in load(args.schemas):
+        try:
+            gs = [e.compile(schema) for e in engs]
+        except Exception:
+            continue
+        jobs.extend((gs, dtok.encode(d)) for d in docs)
+    out = {}
+    for B in [int(b) for b in args.batch.split(",")]:
+        sel = [jobs[i % len(jobs)] for i in range(B)]
+        length = min(40, min(len(tr) for _, tr in sel))
+        bm = np.zeros((B, (n + 31) // 32), dtype=np.int32)
+        for k, e in enumerate(engs):
+            ms = [e.matcher(gs[k]) for gs, _ in sel]
+            times = []
+            for s in range(length):
+                t0 = time.perf_counter_ns()
+                e.batch(ms, bm, threads)
+                times.append((time.perf_counter_ns() - t0) / 1e6)
+                for m, (_, tr) in zip(ms, sel):
+                    e.accept(m, tr[s])
+            out.setdefault(f"B={B}", {})[e.name] = {"ms_per_batch_step": summary(times), "steps": length}
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tokenizer", required=True)
+    ap.add_argument("--schemas", type=int, default=25)
+    ap.add_argument("--batch", default="64,256,1024")
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--out")
+    ap.add_argument("--batch-only-threads", type=int)
+    args = ap.parse_args()
+    if args.batch_only_threads:
+        print(json.dumps(batch(args, args.batch_only_threads)))
+        return
+    report = {"steps": steps(args), "batch": {}}
+    for th in [int(t) for t in args.threads.split(",")]:
+        env = dict(os.environ, RAYON_NUM_THREADS=str(th))
+        cmd = [sys.executable, __file__, "--tokenizer", args.tokenizer, "--schemas", str(args.schemas), "--batch", args.batch, "--batch-only-threads", str(th)]
+        r = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
+        report["batch"][f"threads={th}"] = json.loads(r.stdout.strip().splitlines()[-1])
+    text = json.dumps(report, indent=1)
+    print(text)
+    if args.out:
+        pathlib.Path(args.out).write_text(text)
+
+
+if __name__ == "__main__":
+    main()
