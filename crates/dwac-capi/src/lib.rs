@@ -145,6 +145,21 @@ fn null_arg(what: &str) -> DwacError {
     DwacError::new(DwacStatus::InvalidArgument, format!("{what} is null"))
 }
 
+/// Hand `value` out as a new handle in `*out`.
+///
+/// # Safety
+/// `out` is null or valid for writes.
+unsafe fn hand_out<T: 'static>(
+    out: *mut *mut T,
+    value: impl FnOnce() -> Result<T, DwacError>,
+) -> Result<(), DwacError> {
+    if out.is_null() {
+        return Err(null_arg("out"));
+    }
+    *out = register(Box::new(value()?));
+    Ok(())
+}
+
 /// The library's version, e.g. `"0.1.0"` (a static string).
 #[no_mangle]
 pub extern "C" fn dwac_version() -> *const c_char {
@@ -167,13 +182,11 @@ pub unsafe extern "C" fn dwac_artifact_open(
         if path.is_null() {
             return Err(null_arg("path"));
         }
-        if out.is_null() {
-            return Err(null_arg("out"));
-        }
         let path = CStr::from_ptr(path).to_string_lossy().into_owned();
-        let a = Artifact::open(&path).map_err(|e| DwacError::new(DwacStatus::Artifact, format!("{path}: {e}")))?;
-        *out = register(Box::new(DwacArtifact { inner: a }));
-        Ok(())
+        hand_out(out, || {
+            let a = Artifact::open(&path).map_err(|e| DwacError::new(DwacStatus::Artifact, format!("{path}: {e}")))?;
+            Ok(DwacArtifact { inner: a })
+        })
     })
 }
 
@@ -194,13 +207,11 @@ pub unsafe extern "C" fn dwac_artifact_from_bytes(
         if data.is_null() && len > 0 {
             return Err(null_arg("data"));
         }
-        if out.is_null() {
-            return Err(null_arg("out"));
-        }
         let bytes = if len == 0 { &[][..] } else { std::slice::from_raw_parts(data, len) };
-        let a = Artifact::from_bytes(bytes).map_err(|e| DwacError::new(DwacStatus::Artifact, e.to_string()))?;
-        *out = register(Box::new(DwacArtifact { inner: a }));
-        Ok(())
+        hand_out(out, || {
+            let a = Artifact::from_bytes(bytes).map_err(|e| DwacError::new(DwacStatus::Artifact, e.to_string()))?;
+            Ok(DwacArtifact { inner: a })
+        })
     })
 }
 
@@ -245,11 +256,7 @@ pub unsafe extern "C" fn dwac_matcher_new(
 ) -> DwacStatus {
     guard(err, || {
         let a = a.as_ref().ok_or_else(|| null_arg("artifact"))?;
-        if out.is_null() {
-            return Err(null_arg("out"));
-        }
-        *out = register(Box::new(DwacMatcher { inner: Matcher::new(Arc::clone(a.inner.engine())) }));
-        Ok(())
+        hand_out(out, || Ok(DwacMatcher { inner: Matcher::new(Arc::clone(a.inner.engine())) }))
     })
 }
 
@@ -265,11 +272,7 @@ pub unsafe extern "C" fn dwac_matcher_clone(
 ) -> DwacStatus {
     guard(err, || {
         let m = m.as_ref().ok_or_else(|| null_arg("matcher"))?;
-        if out.is_null() {
-            return Err(null_arg("out"));
-        }
-        *out = register(Box::new(DwacMatcher { inner: m.inner.clone() }));
-        Ok(())
+        hand_out(out, || Ok(DwacMatcher { inner: m.inner.clone() }))
     })
 }
 

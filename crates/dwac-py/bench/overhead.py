@@ -105,22 +105,28 @@ def engines(tok_path):
     return dtok, [Dwac(), LLG()]
 
 
-def steps(args):
-    dtok, engs = engines(args.tokenizer)
-    n = dtok.vocab_size
+def compiled(args, dtok, engs):
+    """(grammars per engine, traces) of the schemas every engine compiles."""
     jobs = []
-    for name, schema, docs in load(args.schemas):
+    for _, schema, docs in load(args.schemas):
         try:
             gs = [e.compile(schema) for e in engs]
         except Exception:
             continue
-        jobs.append((name, gs, [dtok.encode(d) for d in docs]))
+        jobs.append((gs, [dtok.encode(d) for d in docs]))
+    return jobs
+
+
+def steps(args):
+    dtok, engs = engines(args.tokenizer)
+    n = dtok.vocab_size
+    jobs = compiled(args, dtok, engs)
     res = {"schemas": len(jobs), "tokenizer": dtok.name}
     bm = np.full((1, (n + 31) // 32), -1, dtype=np.int32)
     for k, e in enumerate(engs):
         fill, acc, both, rejected = [], [], [], 0
         gc.disable()
-        for _, gs, traces in jobs:
+        for gs, traces in jobs:
             for tr in traces:
                 m = e.matcher(gs[k])
                 for t in tr:
@@ -143,13 +149,7 @@ def steps(args):
 def batch(args, threads):
     dtok, engs = engines(args.tokenizer)
     n = dtok.vocab_size
-    jobs = []
-    for name, schema, docs in load(args.schemas):
-        try:
-            gs = [e.compile(schema) for e in engs]
-        except Exception:
-            continue
-        jobs.extend((gs, dtok.encode(d)) for d in docs)
+    jobs = [(gs, tr) for gs, traces in compiled(args, dtok, engs) for tr in traces]
     out = {}
     for B in [int(b) for b in args.batch.split(",")]:
         sel = [jobs[i % len(jobs)] for i in range(B)]
