@@ -19,6 +19,7 @@ mod bench;
 mod differential;
 mod fuzz;
 mod large_schemas;
+mod py_bench;
 mod schema_bench;
 mod schema_suite;
 mod util;
@@ -46,6 +47,18 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
+    /// The Python package's call overhead and batch fill next to llguidance's Python package on
+    /// the same MaskBench traces (own venv; report `<out-dir>/python.md`).
+    PyBench {
+        /// Tokenizer (a name under ../shared/data/tokenizers or a path).
+        #[arg(long, default_value = "qwen3")]
+        tokenizer: String,
+        /// The first N schemas of each split (Glaiveai2K, Github_easy).
+        #[arg(long, default_value_t = 25)]
+        schemas: usize,
+        #[arg(long, default_value = "target/bench")]
+        out_dir: PathBuf,
+    },
     /// Fuzz `Artifact::from_bytes` + random commits and masks (stable Rust, libFuzzer-style
     /// mutations); crash inputs go to tests/data/fuzz-crashes/.
     FuzzArtifact {
@@ -278,6 +291,10 @@ fn main() -> Result<()> {
                 None => self::tokenizer(&tokenizer.display().to_string())?.vocab().eos.to_vec(),
             };
             bench::worker(bench::WorkerArgs { tokenizer, jobs, out, replays, eos, grammar })
+        }
+        Cmd::PyBench { tokenizer, schemas, out_dir } => {
+            let out_dir = if out_dir.is_absolute() { out_dir } else { dwac_tests::repo_root().join(out_dir) };
+            py_bench::run(py_bench::Args { tokenizer, schemas, out_dir })
         }
         Cmd::FuzzArtifact { seconds, seed } => fuzz::run(seconds, seed),
         Cmd::MaskbenchJsonl { out, broken } => maskbench_jsonl(out, broken),
