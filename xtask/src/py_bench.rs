@@ -1,7 +1,9 @@
 //! `cargo xtask py-bench`: the Python package's call overhead and batch fill next to
 //! llguidance's Python package, on the same MaskBench traces (`crates/dwac-py/bench/overhead.py`).
 //!
-//! Makes its own virtual environment (`target/peers/py-bench-venv`), installs maturin, numpy
+//! Uses XGrammar's bench venv (`target/peers/xgrammar-venv`, from `xtask/peers/xgrammar/setup.sh`)
+//! when it exists, so XGrammar is measured too, else a virtual environment of its own
+//! (`target/peers/py-bench-venv`); installs maturin, numpy
 //! and the pinned llguidance from the package registry, builds and installs `dwac` from the
 //! workspace (`maturin develop --release`), runs the script, and writes
 //! `<out-dir>/python.json` and `python.md`.
@@ -30,7 +32,10 @@ fn run_ok(cmd: &mut Command, what: &str) -> Result<()> {
 
 pub fn run(args: Args) -> Result<()> {
     let root = dwac_tests::repo_root();
-    let venv = root.join("target/peers/py-bench-venv");
+    // (XGrammar's pinned venv, made by `xtask/peers/xgrammar/setup.sh` for `cargo xtask bench`,
+    // when it is there: then XGrammar is measured too; else a venv of our own.)
+    let xgr = root.join("target/peers/xgrammar-venv");
+    let venv = if xgr.join("bin/python").exists() { xgr } else { root.join("target/peers/py-bench-venv") };
     let py = venv.join("bin/python");
     if !py.exists() {
         run_ok(Command::new("python3").args(["-m", "venv"]).arg(&venv), "python3 -m venv")?;
@@ -79,13 +84,16 @@ fn report(json: &Path, tokenizer: &str) -> Result<String> {
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(json)?)?;
     let s = &v["steps"];
     let mut md = format!(
-        "# Python call overhead ({tokenizer}, {} MaskBench schemas both engines compile)\n\n\
+        "# Python call overhead ({tokenizer}, {} MaskBench schemas every engine compiles)\n\n\
          Per step from Python, µs (`fill_next_token_bitmask` then `accept_token`; llguidance: \
          `llguidance.numpy.fill_next_token_bitmask` then `consume_token`), interpreter overhead included:\n\n\
          | engine | steps | call | p50 | p90 | p99 | p99.9 | max |\n|---|---:|---|---:|---:|---:|---:|---:|\n",
         s["schemas"]
     );
-    for e in ["dwac", "llguidance"] {
+    for e in ["dwac", "llguidance", "xgrammar"] {
+        if s[e].is_null() {
+            continue;
+        }
         for (call, key) in [("fill", "fill_us"), ("accept", "accept_us"), ("step", "step_us")] {
             let x = &s[e][key];
             md += &format!(

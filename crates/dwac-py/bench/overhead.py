@@ -10,9 +10,12 @@ Per step, from Python: `fill_next_token_bitmask(bitmask)` then `accept_token(id)
 around each call, so each number includes the interpreter's call overhead. Traces: the valid
 MaskBench instances of the first N schemas of Glaiveai2K and of Github_easy that every engine
 compiles, serialized like `json.dumps` (", " and ": "), tokenized by dwac's tokenizer; the
-same ids go to every engine. Batch: B matchers (traces cycled), every batch step filled in one
+same ids go to every engine (XGrammar: compile_json_schema with any_whitespace and
+strict_mode, its tokenizer info built as the xgrammar peer of `cargo xtask bench` builds it;
+run only when `xgrammar` imports). Batch: B matchers (traces cycled), every batch step filled in one
 call (dwac: `fill_next_token_bitmask_batch`, rayon with RAYON_NUM_THREADS threads; llguidance:
-`fill_next_token_bitmask_par` on an `LLExecutor(num_threads)`), then each matcher commits its
+`fill_next_token_bitmask_par` on an `LLExecutor(num_threads)`; XGrammar:
+`BatchGrammarMatcher(max_threads).batch_fill_next_token_bitmask`), then each matcher commits its
 next token (untimed); a thread count runs in a subprocess of its own (rayon's pool is sized
 once per process). Needs numpy, dwac and llguidance installed (xgrammar optional)."""
 
@@ -102,7 +105,45 @@ def engines(tok_path):
                 self.ex, self.threads = llguidance.LLExecutor(num_threads=threads), threads
             lln.fill_next_token_bitmask_par(self.ex, [(m, i) for i, m in enumerate(ms)], bm)
 
-    return dtok, [Dwac(), LLG()]
+    class XGR:
+        name = "xgrammar"
+
+        def __init__(self):
+            import importlib.util
+
+            import xgrammar as xgr
+
+            # (The tokenizer info exactly as the xgrammar peer of `cargo xtask bench` builds it.)
+            spec = importlib.util.spec_from_file_location("xgr_peer", ROOT / "xtask/peers/xgrammar/bench.py")
+            peer = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(peer)
+            info = peer.build_tokenizer_info(xgr, tok_path, dtok.eos_token_ids)[0]
+            self.xgr = xgr
+            self.compiler = xgr.GrammarCompiler(info, cache_enabled=False)
+
+        def compile(self, schema):
+            return self.compiler.compile_json_schema(json.dumps(schema), any_whitespace=True, strict_mode=True)
+
+        def matcher(self, g):
+            return self.xgr.GrammarMatcher(g)
+
+        def fill(self, m, bm, i=0):
+            m.fill_next_token_bitmask(bm, i)
+
+        def accept(self, m, t):
+            return m.accept_token(t)
+
+        def batch(self, ms, bm, threads):
+            if getattr(self, "threads", None) != threads:
+                self.bm, self.threads = self.xgr.BatchGrammarMatcher(max_threads=threads), threads
+            self.bm.batch_fill_next_token_bitmask(ms, bm)
+
+    engs = [Dwac(), LLG()]
+    try:
+        engs.append(XGR())
+    except ImportError:
+        pass
+    return dtok, engs
 
 
 def compiled(args, dtok, engs):
