@@ -257,3 +257,17 @@ def test_transformers_processor_if_torch_is_installed(tok):
         nxt = scores.argmax(-1)
         assert torch.isfinite(scores.gather(1, nxt[:, None])).all()
         ids = torch.cat([ids, nxt[:, None]], 1)
+
+
+def test_tokenizer_from_hf_objects_has_the_files_fingerprint():
+    tokenizers = pytest.importorskip("tokenizers")
+    path = SHARED / "tokenizers/qwen3/tokenizer.json"
+    if not path.exists():
+        pytest.skip("no qwen3 tokenizer beside the repo")
+    from_file = dwac.Tokenizer.from_file(path)
+    hf = tokenizers.Tokenizer.from_file(str(path))
+    from_hf = dwac.tokenizer_from_hf(hf, eos_token_ids=from_file.eos_token_ids)
+    assert from_hf.vocab_size == from_file.vocab_size
+    assert from_hf.fingerprint == from_file.fingerprint
+    with pytest.raises(dwac.DwacError):
+        dwac.tokenizer_from_hf(object())
