@@ -215,9 +215,18 @@ enum Cmd {
     },
 }
 
-fn tokenizer(name: &str) -> Result<Tokenizer> {
+/// A tokenizer given as a path, or by name under `../shared/data/tokenizers`.
+fn tokenizer_path(name: &str) -> PathBuf {
     let p = PathBuf::from(name);
-    let path = if p.exists() { p } else { shared_data().join("tokenizers").join(name).join("tokenizer.json") };
+    if p.exists() {
+        p
+    } else {
+        shared_data().join("tokenizers").join(name).join("tokenizer.json")
+    }
+}
+
+fn tokenizer(name: &str) -> Result<Tokenizer> {
+    let path = tokenizer_path(name);
     Tokenizer::from_file(&path).with_context(|| format!("loading {}", path.display()))
 }
 

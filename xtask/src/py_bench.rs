@@ -54,14 +54,7 @@ pub fn run(args: Args) -> Result<()> {
             .env("PATH", path),
         "maturin develop",
     )?;
-    let tok = {
-        let p = PathBuf::from(&args.tokenizer);
-        if p.exists() {
-            p
-        } else {
-            dwac_tests::shared_data().join("tokenizers").join(&args.tokenizer).join("tokenizer.json")
-        }
-    };
+    let tok = crate::tokenizer_path(&args.tokenizer);
     std::fs::create_dir_all(&args.out_dir)?;
     let json = args.out_dir.join("python.json");
     run_ok(

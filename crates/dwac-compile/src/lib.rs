@@ -38,3 +38,17 @@ pub enum CompileError {
     #[error("not valid JSON: {0}")]
     Json(String),
 }
+
+impl CompileError {
+    /// The one-line message tools print for an error in `file` (located where it has a
+    /// location). A schema whose language is empty says so in JSON Schema's terms.
+    pub fn located(&self, file: &dyn std::fmt::Display, is_schema: bool) -> String {
+        match self {
+            CompileError::EmptyLanguage(g) if is_schema => {
+                format!("{file}: no JSON value satisfies this schema ({})", g.message)
+            }
+            CompileError::Grammar(g) | CompileError::EmptyLanguage(g) => g.located(file),
+            other => format!("{file}: {other}"),
+        }
+    }
+}

@@ -38,6 +38,18 @@ impl GrammarError {
     }
 }
 
+impl GrammarError {
+    /// The one-line form tools print: `file:line:col: message` and the snippet under it, or
+    /// `file: message` for an error without a location.
+    pub fn located(&self, file: &dyn fmt::Display) -> String {
+        if self.line == 0 {
+            format!("{file}: {}", self.message)
+        } else {
+            format!("{file}:{}:{}: {}\n{}", self.line, self.column, self.message, self.snippet)
+        }
+    }
+}
+
 impl fmt::Display for GrammarError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.line == 0 {

@@ -13,9 +13,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use dwac_compile::artifact::{artifact_bytes, write_atomically, SourceInfo, TokenizerInfo};
-use dwac_compile::{compile_engine_with, parse_source_with, regex_grammar, CompileError, EngineOptions, SourceKind};
+use dwac_compile::{compile_engine_with, parse_source_with, regex_grammar, EngineOptions, SourceKind};
 use dwac_grammar::schema::{Draft, SchemaOptions, Whitespace};
-use dwac_grammar::GrammarError;
 use dwac_runtime::{Artifact, Matcher as RMatcher};
 
 pyo3::create_exception!(_dwac, DwacError, PyValueError, "An error from dwac: a bad grammar or schema (with its location), a corrupt or mismatched artifact, a refused token, a bad buffer.");
@@ -100,25 +99,6 @@ impl Tokenizer {
     }
 }
 
-/// `file:line:col: message` (and the source line) for a located diagnostic.
-fn located(what: &str, e: &CompileError) -> String {
-    let at = |g: &GrammarError| {
-        if g.line == 0 {
-            format!("{what}: {}", g.message)
-        } else {
-            format!("{what}:{}:{}: {}\n{}", g.line, g.column, g.message, g.snippet)
-        }
-    };
-    match e {
-        CompileError::Grammar(g) => at(g),
-        CompileError::EmptyLanguage(g) if what == "schema" => {
-            format!("schema: no JSON value satisfies this schema ({})", g.message)
-        }
-        CompileError::EmptyLanguage(g) => at(g),
-        other => format!("{what}: {other}"),
-    }
-}
-
 /// A compiled grammar: an opened, validated artifact. Immutable; share it among threads and
 /// matchers.
 #[pyclass(module = "dwac._dwac", frozen)]
@@ -147,12 +127,9 @@ impl Grammar {
     ) -> PyResult<Grammar> {
         let default_draft = match draft {
             None => None,
-            Some("draft4") => Some(Draft::Draft4),
-            Some("draft6") => Some(Draft::Draft6),
-            Some("draft7") => Some(Draft::Draft7),
-            Some("2019-09") => Some(Draft::Draft2019),
-            Some("2020-12") => Some(Draft::Draft2020),
-            Some(d) => return Err(err(format!("unknown draft {d:?} (draft4, draft6, draft7, 2019-09, 2020-12)"))),
+            Some(d) => Some(
+                Draft::from_name(d).ok_or_else(|| err(format!("unknown draft {d:?} ({})", Draft::NAMES.join(", "))))?,
+            ),
         };
         let schema = SchemaOptions {
             whitespace: if compact { Whitespace::Compact } else { Whitespace::Flexible },
@@ -170,7 +147,7 @@ impl Grammar {
         py.detach(move || {
             let (grammar, mut warnings, info) = match parsed {
                 Some(k) => {
-                    let (g, w) = parse_source_with(k, &source, &schema).map_err(|e| located(what, &e))?;
+                    let (g, w) = parse_source_with(k, &source, &schema).map_err(|e| e.located(&what, false))?;
                     let info = SourceInfo { name: what.into(), kind: SourceInfo::kind_name(kind_name), text: source };
                     (g, w.into_iter().map(|w| format!("{what}: {w}")).collect::<Vec<_>>(), info)
                 }
@@ -180,8 +157,8 @@ impl Grammar {
                 }
             };
             let (engine, stats) = compile_engine_with(&grammar, tok.vocab().clone(), &EngineOptions::default())
-                .map_err(|e| located(what, &e))?;
-            warnings.extend(stats.warnings.iter().map(|w| format!("{what}: {}", w.0.message)));
+                .map_err(|e| e.located(&what, kind_name == SourceKind::JsonSchema))?;
+            warnings.extend(stats.warnings.iter().map(|w| w.0.located(&what)));
             let ti = TokenizerInfo { name: tok.name().to_string(), fingerprint: tok.fingerprint() };
             let bytes = artifact_bytes(&engine, &info, &ti, &stats, &schema, &EngineOptions::default());
             let artifact = Artifact::from_bytes(&bytes).map_err(|e| format!("{what}: {e}"))?;

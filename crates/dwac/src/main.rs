@@ -11,11 +11,9 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 use dwac_compile::artifact::{artifact_bytes, write_atomically, SourceInfo, TokenizerInfo};
 use dwac_compile::{
-    compile_engine_with_progress, parse_source_with, regex_grammar, CompileError, CompileStats, EngineOptions,
-    SourceKind,
+    compile_engine_with_progress, parse_source_with, regex_grammar, CompileStats, EngineOptions, SourceKind,
 };
 use dwac_grammar::schema::{Draft, SchemaOptions, Whitespace};
-use dwac_grammar::GrammarError;
 use dwac_runtime::artifact::{hex, kind_info, Artifact};
 use dwac_runtime::{CommitError, Engine, MaskScratch, Matcher};
 
@@ -64,7 +62,7 @@ struct CompileOpts {
     #[arg(long)]
     compact: bool,
     /// JSON Schema: the dialect when `$schema` names none (default 2020-12).
-    #[arg(long, value_parser = ["draft4", "draft6", "draft7", "2019-09", "2020-12"])]
+    #[arg(long, value_parser = Draft::NAMES)]
     draft: Option<String>,
     /// Give up compiling an input after this many seconds (a clear error naming it).
     #[arg(long, default_value_t = 600.0)]
@@ -219,13 +217,8 @@ fn schema_options(o: &CompileOpts) -> SchemaOptions {
     SchemaOptions {
         whitespace: if o.compact { Whitespace::Compact } else { Whitespace::Flexible },
         lenient: o.lenient,
-        default_draft: o.draft.as_deref().map(|d| match d {
-            "draft4" => Draft::Draft4,
-            "draft6" => Draft::Draft6,
-            "draft7" => Draft::Draft7,
-            "2019-09" => Draft::Draft2019,
-            _ => Draft::Draft2020,
-        }),
+        // (clap allows only `Draft::NAMES`.)
+        default_draft: o.draft.as_deref().and_then(Draft::from_name),
     }
 }
 
@@ -278,7 +271,7 @@ fn build(
             let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("{what}: {e}"))?;
             let t0 = Instant::now();
             let (g, w) =
-                parse_source_with(kind, &text, &schema_opts).map_err(|e| anyhow::anyhow!(located(&what, &e)))?;
+                parse_source_with(kind, &text, &schema_opts).map_err(|e| anyhow::anyhow!(e.located(&what, false)))?;
             front_end_ms = t0.elapsed().as_secs_f64() * 1e3;
             warnings.extend(w.into_iter().map(|w| format!("{what}: {w}")));
             let name = path.file_name().map_or_else(|| what.clone(), |n| n.to_string_lossy().to_string());
@@ -286,18 +279,12 @@ fn build(
         }
     };
     let (engine, mut stats) =
-        compile_engine_with_progress(&grammar, vocab.clone(), &EngineOptions::default(), progress).map_err(
-            |e| match &e {
-                CompileError::EmptyLanguage(g) if is_schema => {
-                    anyhow::anyhow!("{what}: no JSON value satisfies this schema ({})", g.message)
-                }
-                _ => anyhow::anyhow!(located(&what, &e)),
-            },
-        )?;
+        compile_engine_with_progress(&grammar, vocab.clone(), &EngineOptions::default(), progress)
+            .map_err(|e| anyhow::anyhow!(e.located(&what, is_schema)))?;
     // The front end (source text → grammar IR) is part of the compile.
     stats.compile_ms += front_end_ms;
     stats.stages_ms.insert(0, ("front_end", front_end_ms));
-    warnings.extend(stats.warnings.iter().map(|w| at(&what, &w.0)));
+    warnings.extend(stats.warnings.iter().map(|w| w.0.located(&what)));
     Ok(Built { engine, stats, info, warnings })
 }
 
@@ -320,23 +307,6 @@ fn lexer_state_bar(quiet: bool) -> (indicatif::ProgressBar, impl FnMut(u64, u64)
         b.set_position(done);
     };
     (bar, progress)
-}
-
-/// `file:line:col: message` and the source snippet, for a located diagnostic.
-fn at(file: &dyn std::fmt::Display, e: &GrammarError) -> String {
-    if e.line == 0 {
-        format!("{file}: {}", e.message)
-    } else {
-        format!("{file}:{}:{}: {}\n{}", e.line, e.column, e.message, e.snippet)
-    }
-}
-
-/// A compile error, located in `file` where it has a location.
-fn located(file: &dyn std::fmt::Display, e: &CompileError) -> String {
-    match e {
-        CompileError::Grammar(g) | CompileError::EmptyLanguage(g) => at(file, g),
-        other => format!("{file}: {other}"),
-    }
 }
 
 /// Peak resident memory of this process (MiB), from `/proc/self/status` where there is one.

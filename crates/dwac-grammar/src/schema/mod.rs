@@ -47,6 +47,21 @@ pub enum Draft {
 }
 
 impl Draft {
+    /// The names the CLI and the Python package take for a dialect.
+    pub const NAMES: [&'static str; 5] = ["draft4", "draft6", "draft7", "2019-09", "2020-12"];
+
+    /// The dialect of one of [`Draft::NAMES`].
+    pub fn from_name(name: &str) -> Option<Draft> {
+        match name {
+            "draft4" => Some(Draft::Draft4),
+            "draft6" => Some(Draft::Draft6),
+            "draft7" => Some(Draft::Draft7),
+            "2019-09" => Some(Draft::Draft2019),
+            "2020-12" => Some(Draft::Draft2020),
+            _ => None,
+        }
+    }
+
     /// The dialect named by `$schema`, or `default` when it names none we know.
     pub fn detect_or(schema: &Value, default: Draft) -> Draft {
         let s = schema.get("$schema").and_then(Value::as_str).unwrap_or("");

@@ -98,22 +98,24 @@ class Grammar:
         return cls(g, tok)
 
     @classmethod
+    def _compile(cls, kind: str, source: str, tokenizer: Any) -> "Grammar":
+        tok = _tokenizer(tokenizer)
+        return cls(_dwac.Grammar.compile(kind, source, tok), tok)
+
+    @classmethod
     def from_lark(cls, source: str, tokenizer: Any = None) -> "Grammar":
         """Compile a Lark grammar (text). Errors carry line:column."""
-        tok = _tokenizer(tokenizer)
-        return cls(_dwac.Grammar.compile("lark", source, tok), tok)
+        return cls._compile("lark", source, tokenizer)
 
     @classmethod
     def from_gbnf(cls, source: str, tokenizer: Any = None) -> "Grammar":
         """Compile a GBNF grammar (llama.cpp's format, text)."""
-        tok = _tokenizer(tokenizer)
-        return cls(_dwac.Grammar.compile("gbnf", source, tok), tok)
+        return cls._compile("gbnf", source, tokenizer)
 
     @classmethod
     def from_regex(cls, pattern: str, tokenizer: Any = None) -> "Grammar":
         """Compile a regular expression (the whole output must match it)."""
-        tok = _tokenizer(tokenizer)
-        return cls(_dwac.Grammar.compile("regex", pattern, tok), tok)
+        return cls._compile("regex", pattern, tokenizer)
 
     @classmethod
     def open(cls, path: Any, tokenizer: Any = None) -> "Grammar":
@@ -183,7 +185,7 @@ def fill_next_token_bitmask(matcher: Matcher, bitmask, index: int = 0) -> None:
 def fill_next_token_bitmask_batch(matchers: Sequence[Matcher], bitmask, indices: Optional[Sequence[int]] = None) -> None:
     """Fill the masks of ``matchers`` into rows ``indices`` (default ``0..n``) of ``bitmask``,
     in parallel with the GIL released."""
-    _dwac.fill_next_token_bitmask_batch(list(matchers), _as_numpy(bitmask), None if indices is None else list(indices))
+    _dwac.fill_next_token_bitmask_batch(list(matchers), bitmask, None if indices is None else list(indices))
 
 
 def _unpack(bitmask_row, n: int):
@@ -205,7 +207,7 @@ def apply_token_bitmask_inplace(logits, bitmask, indices: Optional[Sequence[int]
     if mod.startswith("torch"):
         import torch
 
-        mask_np = _as_numpy(bitmask) if not isinstance(bitmask, _np.ndarray) else bitmask
+        mask_np = _as_numpy(bitmask)
         n = logits.shape[-1]
         allowed = torch.from_numpy(_unpack(mask_np.reshape(-1, mask_np.shape[-1]), n)).to(logits.device)
         if logits.dim() == 1:

@@ -7,6 +7,7 @@ marks where the prompt ends; each later call commits the tokens generated since.
 
 from __future__ import annotations
 
+import time
 from typing import Optional, Sequence
 
 import numpy as np
@@ -38,8 +39,6 @@ class DwacLogitsProcessor:
         self.committed = 0
 
     def __call__(self, input_ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
-        import time
-
         t0 = time.perf_counter()
         if self.prompt_len is None:
             self.prompt_len = len(input_ids)
