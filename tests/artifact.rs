@@ -325,6 +325,36 @@ fn zstd_transport_form_and_files_open_like_the_plain_bytes() {
     is_send_sync::<Artifact>();
 }
 
+/// The transport form's delta filter: the writer announces the sections it delta-coded in a
+/// skippable frame; the reader undoes them (checksums verified after), and still reads an
+/// unfiltered frame. A real vocabulary (GPT-2's 50,257 offsets) is what the filter is for.
+#[test]
+fn the_transport_filter_shrinks_the_frame_and_round_trips() {
+    let tok = dwac_vocab::Tokenizer::default_embedded().unwrap();
+    let info = TokenizerInfo { name: "gpt2".into(), fingerprint: tok.fingerprint() };
+    let src = "start: \"(\" start \")\" | NAME\nNAME: /[a-z]+/\n";
+    let (_, _, bytes) = compile(SourceKind::Lark, "paren.lark", src, tok.vocab(), &info);
+    let a = Artifact::from_bytes(&bytes).unwrap();
+    let z = compress(&bytes, 9).unwrap();
+    assert_eq!(Artifact::from_bytes(&z).unwrap().engine().mask_tables(), a.engine().mask_tables());
+    let ranges = dwac_compile::artifact::delta_ranges(&bytes);
+    assert!(!ranges.is_empty(), "the vocabulary offsets at least gain from delta coding");
+    let (read, frame) = dwac_runtime::transport::parse_filter(&z).unwrap();
+    assert_eq!(read, ranges);
+    let plain = zstd::bulk::compress(&bytes, 9).unwrap();
+    assert!(frame.len() < plain.len(), "filtered {} vs plain {}", frame.len(), plain.len());
+    assert_eq!(Artifact::from_bytes(&plain).unwrap().engine().mask_tables(), a.engine().mask_tables());
+    // Dropping the filter frame leaves delta-coded sections: their checksums fail.
+    assert!(matches!(Artifact::from_bytes(frame), Err(ArtifactError::Checksum { .. })));
+    // A filter range past the decompressed size, or a foreign skippable frame, is refused.
+    let mut far = dwac_runtime::transport::filter_frame(&[(bytes.len() as u64, 4)]);
+    far.extend_from_slice(frame);
+    assert!(matches!(Artifact::from_bytes(&far), Err(ArtifactError::Zstd(_))));
+    let mut foreign = z.clone();
+    foreign[8] ^= 0x20;
+    assert!(matches!(Artifact::from_bytes(&foreign), Err(ArtifactError::Zstd(_))));
+}
+
 fn tempdir() -> std::path::PathBuf {
     let d = std::env::temp_dir().join(format!("dwac-artifact-test-{}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();

@@ -155,12 +155,49 @@ pub fn artifact_bytes(
 /// takes 0.05 s for 440 KB, level 19 0.41 s for 370 KB.
 pub const ZSTD_LEVEL: i32 = 9;
 
-/// The zstd transport form: one frame with its content size and checksum.
+/// The zstd transport form (FORMAT.md §6): one frame with its content size and checksum,
+/// behind a delta filter over the `u32` sections it makes smaller (see [`delta_ranges`]).
 pub fn compress(bytes: &[u8], level: i32) -> std::io::Result<Vec<u8>> {
+    let ranges = delta_ranges(bytes);
+    let mut filtered = bytes.to_vec();
+    dwac_runtime::transport::delta(&mut filtered, &ranges);
     let mut c = zstd::bulk::Compressor::new(level)?;
     c.include_checksum(true)?;
     c.include_contentsize(true)?;
-    c.compress(bytes)
+    let mut out = if ranges.is_empty() { Vec::new() } else { dwac_runtime::transport::filter_frame(&ranges) };
+    out.extend_from_slice(&c.compress(&filtered)?);
+    Ok(out)
+}
+
+/// The sections of a laid-out artifact worth delta-coding in the transport form: every section
+/// of `u32` elements (at least 4 KiB) whose delta-coded bytes compress smaller, judged by a
+/// trial at zstd level 1 (fast; the ranking agrees with higher levels on the columns measured).
+/// Offsets, sorted labels and the edges' weights gain most. Empty if `bytes` is not a readable
+/// artifact.
+pub fn delta_ranges(bytes: &[u8]) -> Vec<(u64, u64)> {
+    use dwac_runtime::artifact::{kind_info, HEADER_LEN};
+    let u32_at = |at: usize| bytes.get(at..at + 4).map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")));
+    let u64_at = |at: usize| bytes.get(at..at + 8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")));
+    let Some(count) = u32_at(64) else { return Vec::new() };
+    let size = |b: &[u8]| zstd::bulk::compress(b, 1).map_or(usize::MAX, |z| z.len());
+    let mut ranges = Vec::new();
+    for i in 0..count as usize {
+        // A section table entry: kind u32, flags u32, offset u64, length u64, checksum u64.
+        let at = HEADER_LEN + i * 32;
+        let (Some(kind), Some(offset), Some(length)) = (u32_at(at), u64_at(at + 8), u64_at(at + 16)) else { break };
+        let (Ok(off), Ok(len)) = (usize::try_from(offset), usize::try_from(length)) else { continue };
+        let Some(data) = off.checked_add(len).and_then(|end| bytes.get(off..end)) else { continue };
+        if kind_info(kind).map(|k| k.1) != Some(4) || len < 4096 || off % 4 != 0 {
+            continue;
+        }
+        let mut d = data.to_vec();
+        dwac_runtime::transport::delta(&mut d, &[(0, len as u64)]);
+        if size(&d) < size(data) {
+            ranges.push((offset, length));
+        }
+    }
+    ranges.sort_unstable();
+    ranges
 }
 
 /// Write `bytes` to `path` atomically: into a temporary file in the same directory, flushed,

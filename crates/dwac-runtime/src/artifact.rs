@@ -449,11 +449,8 @@ pub struct Artifact {
     backing: Backing,
 }
 
-/// Zstandard frame magic (`.dwa.zst`).
-const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
-/// Largest decompressed size a `.dwa.zst` may declare (refused above, so a forged header cannot
-/// make the reader allocate without bound).
-pub const MAX_DECOMPRESSED: u64 = 16 << 30;
+pub use crate::transport::MAX_DECOMPRESSED;
+use crate::transport::{decompress, is_transport};
 
 impl Artifact {
     /// Open an artifact file (`.dwa`, or the zstd transport form, recognized by its magic).
@@ -814,7 +811,7 @@ pub fn hex(b: &[u8]) -> String {
 }
 
 fn backing_from_bytes(bytes: &[u8]) -> Result<Backing, ArtifactError> {
-    if bytes.starts_with(&ZSTD_MAGIC) {
+    if is_transport(bytes) {
         return decompress(bytes);
     }
     Ok(Backing::copy_from(bytes))
@@ -828,7 +825,7 @@ fn load(path: &std::path::Path) -> Result<Backing, ArtifactError> {
         use std::io::Read;
         let mut f = &file;
         let n = f.read(&mut magic).map_err(io)?;
-        n == 4 && magic == ZSTD_MAGIC
+        n == 4 && is_transport(&magic)
     };
     if is_zstd {
         return decompress(&std::fs::read(path).map_err(io)?);
@@ -845,31 +842,6 @@ fn load(path: &std::path::Path) -> Result<Backing, ArtifactError> {
     {
         Ok(Backing::copy_from(&std::fs::read(path).map_err(io)?))
     }
-}
-
-#[cfg(feature = "zstd")]
-fn decompress(bytes: &[u8]) -> Result<Backing, ArtifactError> {
-    let size = zstd::zstd_safe::get_frame_content_size(bytes)
-        .map_err(|_| ArtifactError::Zstd("not a zstd frame".into()))?
-        .ok_or_else(|| ArtifactError::Zstd("the frame does not declare its size".into()))?;
-    if size > MAX_DECOMPRESSED {
-        return Err(ArtifactError::Zstd(format!("declared size {size} is over the limit {MAX_DECOMPRESSED}")));
-    }
-    let size = size as usize;
-    let mut words = vec![0u64; size.div_ceil(8)];
-    let out = &mut words.as_mut_bytes()[..size];
-    let n = zstd::bulk::Decompressor::new()
-        .and_then(|mut d| d.decompress_to_buffer(bytes, out))
-        .map_err(|e| ArtifactError::Zstd(e.to_string()))?;
-    if n != size {
-        return Err(ArtifactError::Zstd(format!("decompressed {n} bytes, the frame declares {size}")));
-    }
-    Ok(Backing::from_words(words, size))
-}
-
-#[cfg(not(feature = "zstd"))]
-fn decompress(_: &[u8]) -> Result<Backing, ArtifactError> {
-    Err(ArtifactError::Zstd("this build of dwac-runtime has no zstd support (feature `zstd`)".into()))
 }
 
 /// CRC-32C (Castagnoli, reflected polynomial 0x82F63B78, initial and final XOR all ones) of

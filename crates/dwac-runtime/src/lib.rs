@@ -59,6 +59,8 @@ mod prio;
 #[doc(hidden)]
 pub mod tables;
 #[doc(hidden)]
+pub mod transport;
+#[doc(hidden)]
 pub mod trie;
 
 pub use artifact::{Artifact, ArtifactError};

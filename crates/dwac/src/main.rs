@@ -1123,6 +1123,14 @@ fn run() -> Result<u8> {
 }
 
 fn main() -> ExitCode {
+    // Like any Unix filter: when the reader of our output goes away (`dwac inspect x | head`),
+    // end quietly on SIGPIPE instead of panicking in `println!` on the broken pipe.
+    #[cfg(unix)]
+    // SAFETY: called first thing in `main`, before any other thread exists; SIG_DFL is a valid
+    // disposition for SIGPIPE.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     match run() {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
