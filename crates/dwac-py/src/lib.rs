@@ -32,10 +32,22 @@ struct Tokenizer {
 #[pymethods]
 impl Tokenizer {
     /// Load a Hugging Face `tokenizer.json` (its `tokenizer_config.json` beside it, if any,
-    /// names the end token).
+    /// names the end token), or a GGUF model file (recognized by its magic).
     #[staticmethod]
-    fn from_file(path: std::path::PathBuf) -> PyResult<Tokenizer> {
-        let t = dwac_vocab::Tokenizer::from_file(&path).map_err(|e| err(format!("{}: {e}", path.display())))?;
+    fn from_file(py: Python<'_>, path: std::path::PathBuf) -> PyResult<Tokenizer> {
+        let t = py.detach(|| dwac_vocab::Tokenizer::from_file(&path)).map_err(|e| match e {
+            // These name the file already.
+            dwac_vocab::VocabError::Gguf { .. } | dwac_vocab::VocabError::Io { .. } => err(e.to_string()),
+            e => err(format!("{}: {e}", path.display())),
+        })?;
+        Ok(Tokenizer { inner: Arc::new(t) })
+    }
+
+    /// The vocabulary inside a GGUF model file (llama.cpp), read through a memory map: only the
+    /// header, never the weights. Token bytes follow llama.cpp's token types.
+    #[staticmethod]
+    fn from_gguf(py: Python<'_>, path: std::path::PathBuf) -> PyResult<Tokenizer> {
+        let t = py.detach(|| dwac_vocab::Tokenizer::from_gguf(&path)).map_err(|e| err(e.to_string()))?;
         Ok(Tokenizer { inner: Arc::new(t) })
     }
 

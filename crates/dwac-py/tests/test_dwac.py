@@ -271,3 +271,21 @@ def test_tokenizer_from_hf_objects_has_the_files_fingerprint():
     assert from_hf.fingerprint == from_file.fingerprint
     with pytest.raises(dwac.DwacError):
         dwac.tokenizer_from_hf(object())
+
+
+def test_tokenizer_from_gguf_matches_the_tokenizer_json_and_compiles():
+    gguf = SHARED / "tokenizers/llama.cpp-vocab/ggml-vocab-phi-3.gguf"
+    hf = SHARED / "tokenizers/phi-3.5-mini/tokenizer.json"
+    if not gguf.exists() or not hf.exists():
+        pytest.skip("no llama.cpp vocabularies beside the repo")
+    g = dwac.Tokenizer.from_gguf(gguf)
+    assert g.name == "ggml-vocab-phi-3"
+    # The same vocabulary as the model's tokenizer.json (the GGUF's 53 padding ids left out).
+    assert g.fingerprint == dwac.Tokenizer.from_file(hf).fingerprint
+    assert dwac.Tokenizer.from_file(gguf).fingerprint == g.fingerprint
+    grammar = dwac.Grammar.from_regex("[0-9]{2,3}", g)
+    m = dwac.Matcher(grammar)
+    assert m.accept_tokens(g.encode("42")) == len(g.encode("42"))
+    assert m.is_accepting()
+    with pytest.raises(dwac.DwacError, match="not a GGUF file"):
+        dwac.Tokenizer.from_gguf(hf)

@@ -28,6 +28,9 @@ pub const MAX_RANGES: usize = 256;
 /// make the reader allocate without bound).
 pub const MAX_DECOMPRESSED: u64 = 16 << 30;
 
+/// Delta-coded byte ranges: (offset, length), both multiples of 4.
+pub type Ranges = Vec<(u64, u64)>;
+
 /// Does `prefix` (the first four bytes of a file) start a transport form?
 pub fn is_transport(prefix: &[u8]) -> bool {
     prefix.starts_with(&ZSTD_MAGIC) || prefix.starts_with(&FILTER_MAGIC)
@@ -81,7 +84,7 @@ fn bad(what: impl Into<String>) -> ArtifactError {
 /// Split a transport form into its filter ranges (empty when unfiltered) and the data frame.
 /// Ranges are checked to be word-aligned, in increasing order and non-overlapping; that they
 /// lie inside the decompressed file is checked once its size is known.
-pub fn parse_filter(bytes: &[u8]) -> Result<(Vec<(u64, u64)>, &[u8]), ArtifactError> {
+pub fn parse_filter(bytes: &[u8]) -> Result<(Ranges, &[u8]), ArtifactError> {
     if !bytes.starts_with(&FILTER_MAGIC) {
         return Ok((Vec::new(), bytes));
     }

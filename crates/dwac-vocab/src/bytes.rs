@@ -10,7 +10,7 @@ use crate::{Family, VocabError, MAX_VOCAB_SIZE};
 pub(crate) const METASPACE: char = '\u{2581}';
 
 /// SentencePiece control tokens, flagged special in the SentencePiece family.
-const SP_CONTROL: [&str; 3] = ["<unk>", "<s>", "</s>"];
+pub(crate) const SP_CONTROL: [&str; 3] = ["<unk>", "<s>", "</s>"];
 
 /// One `added_tokens` entry.
 pub(crate) struct Added {

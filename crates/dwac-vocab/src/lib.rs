@@ -82,6 +82,7 @@
 mod bytes;
 mod eos;
 mod fingerprint;
+pub mod gguf;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -91,6 +92,7 @@ use serde_json::Value;
 
 pub use eos::WELL_KNOWN_EOS;
 pub use fingerprint::FINGERPRINT_MAGIC;
+pub use gguf::GgufError;
 
 /// The embedded default tokenizer: GPT-2's `tokenizer.json` (minified), zstd-compressed.
 /// Its license is `assets/gpt2.LICENSE`.
@@ -158,6 +160,12 @@ pub enum VocabError {
          and it has none for every byte of it"
     )]
     NoByteFallback { ch: char },
+    #[error("{file}: {source}")]
+    Gguf {
+        file: String,
+        #[source]
+        source: GgufError,
+    },
     #[error("the embedded tokenizer is corrupt: {0}")]
     Embedded(#[source] std::io::Error),
 }
@@ -211,6 +219,22 @@ fn read_file(path: &Path) -> Result<Vec<u8>, VocabError> {
     std::fs::read(path).map_err(|source| VocabError::Io { path: path.to_path_buf(), source })
 }
 
+/// Does the file at `path` start with the GGUF magic?
+fn is_gguf(path: &Path) -> Result<bool, VocabError> {
+    use std::io::Read;
+    let io = |source| VocabError::Io { path: path.to_path_buf(), source };
+    let mut magic = [0u8; 4];
+    let mut f = std::fs::File::open(path).map_err(io)?;
+    let mut n = 0;
+    while n < 4 {
+        match f.read(&mut magic[n..]).map_err(io)? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    Ok(n == 4 && magic == gguf::GGUF_MAGIC)
+}
+
 fn read_optional(path: &Path) -> Result<Option<Vec<u8>>, VocabError> {
     match std::fs::read(path) {
         Ok(b) => Ok(Some(b)),
@@ -224,7 +248,13 @@ impl Tokenizer {
     /// and `generation_config.json` in the same directory are read if present (they name the end
     /// tokens, see [`Tokenizer::from_parts`]). The name is the directory's name when the file is
     /// called `tokenizer.json` (`.../qwen3/tokenizer.json` → `qwen3`), else the file name.
+    ///
+    /// A GGUF model file (recognized by its magic, whatever its name) is read with
+    /// [`Tokenizer::from_gguf`].
     pub fn from_file(path: &Path) -> Result<Tokenizer, VocabError> {
+        if is_gguf(path)? {
+            return Tokenizer::from_gguf(path);
+        }
         let json = read_file(path)?;
         let dir = path.parent().unwrap_or_else(|| Path::new(""));
         let cfg = read_optional(&dir.join("tokenizer_config.json"))?;
@@ -294,6 +324,46 @@ impl Tokenizer {
         };
         let fingerprint = fingerprint::compute(&vocab);
         Ok(Tokenizer { name: name.to_string(), family: table.family, vocab, fingerprint, encoder, metaspace })
+    }
+
+    /// Load the vocabulary of a GGUF model file (llama.cpp), memory-mapped: only the header and
+    /// the key/value list are read, never the tensors. Token bytes follow llama.cpp's token
+    /// types ([`gguf`] module docs). The name is the file name without `.gguf`.
+    pub fn from_gguf(path: &Path) -> Result<Tokenizer, VocabError> {
+        let io = |source| VocabError::Io { path: path.to_path_buf(), source };
+        let file = std::fs::File::open(path).map_err(io)?;
+        // SAFETY: the map is read-only and only read during this call; a file changed under us
+        // can give wrong bytes (caught by the checks) but every read is bounds-checked.
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
+        let name = path.file_name().map_or_else(|| path.display().to_string(), |s| s.to_string_lossy().into_owned());
+        let name = name.strip_suffix(".gguf").unwrap_or(&name).to_string();
+        Tokenizer::gguf(&map, &name, &path.display().to_string())
+    }
+
+    /// As [`Tokenizer::from_gguf`], from the file's bytes (at least its header and key/value
+    /// list).
+    pub fn from_gguf_bytes(bytes: &[u8], name: &str) -> Result<Tokenizer, VocabError> {
+        Tokenizer::gguf(bytes, name, name)
+    }
+
+    /// A GGUF vocabulary named `name`; errors name `file`.
+    fn gguf(bytes: &[u8], name: &str, file: &str) -> Result<Tokenizer, VocabError> {
+        let err = |source| VocabError::Gguf { file: file.to_string(), source };
+        let g = gguf::read(bytes).map_err(err)?;
+        let d = gguf::derive(&g).map_err(err)?;
+        let vocab = gguf::vocabulary(&d)?;
+        let encoder = gguf::encoder(&g, &d)?;
+        let metaspace = match d.family {
+            Family::ByteLevel => None,
+            Family::SentencePiece => {
+                let mut buf = [0u8; 4];
+                let ids: Option<Vec<u32>> =
+                    bytes::METASPACE.encode_utf8(&mut buf).bytes().map(|b| d.byte_fallback_ids[b as usize]).collect();
+                Some((bytes::METASPACE, ids))
+            }
+        };
+        let fingerprint = fingerprint::compute(&vocab);
+        Ok(Tokenizer { name: name.to_string(), family: d.family, vocab, fingerprint, encoder, metaspace })
     }
 
     /// The embedded default tokenizer: GPT-2 (50,257 tokens, EOS `<|endoftext|>` = 50256),

@@ -50,7 +50,7 @@ enum Cmd {
 /// Options of every command that may compile a source.
 #[derive(Args, Clone)]
 struct CompileOpts {
-    /// HF `tokenizer.json`; default: the embedded GPT-2 tokenizer. With an artifact INPUT it is
+    /// HF `tokenizer.json` or a GGUF model file (only its vocabulary is read); default: the embedded GPT-2 tokenizer. With an artifact INPUT it is
     /// only used to encode text, and must be the artifact's tokenizer.
     #[arg(long)]
     tokenizer: Option<PathBuf>,

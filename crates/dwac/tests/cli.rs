@@ -290,6 +290,7 @@ fn error_messages_of_every_class() {
         vec!["mask".into(), format!("{fx}/unsupported.json")],
         vec!["mask".into(), format!("{fx}/unsatisfiable.json")],
         vec!["mask".into(), "grammars/json.lark".into(), "--tokenizer".into(), "/nonexistent/tokenizer.json".into()],
+        vec!["mask".into(), "grammars/json.lark".into(), "--tokenizer".into(), format!("{fx}/truncated.gguf")],
         vec!["mask".into(), "grammars/json.lark".into(), "--prefix".into(), "{]".into()],
         vec!["inspect".into(), format!("{fx}/corrupt.dwa")],
         vec!["inspect".into(), format!("{fx}/truncated.dwa")],
@@ -314,6 +315,26 @@ fn error_messages_of_every_class() {
         out.push('\n');
     }
     insta::assert_snapshot!(out);
+}
+
+/// `--tokenizer model.gguf`: the vocabulary inside a GGUF model file. GPT-2's GGUF and the
+/// embedded GPT-2 tokenizer are one vocabulary, so the artifact serves either.
+#[test]
+fn a_gguf_vocabulary_compiles_and_its_artifact_serves_the_same_tokenizer_json() {
+    let gguf = root().join("../shared/data/tokenizers/llama.cpp-vocab/ggml-vocab-gpt-2.gguf");
+    if !gguf.exists() {
+        eprintln!("note: {} is absent; skipping", gguf.display());
+        return;
+    }
+    let out = tmp_dir().join("person-gguf.dwa").display().to_string();
+    let o = dwac(&["compile", "schemas/person.json", "--tokenizer", &gguf.display().to_string(), "-o", &out, "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rec = json(&o);
+    assert_eq!(rec["tokenizer"], "ggml-vocab-gpt-2", "{rec}");
+    // Opened with the embedded GPT-2 tokenizer.json: same fingerprint, accepted.
+    let o = dwac(&["mask", &out, "--prefix", "{\"name\": \"Ada\"", "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(json(&o)["allowed"].as_u64().unwrap() > 0);
 }
 
 #[test]
