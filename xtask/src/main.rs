@@ -17,6 +17,7 @@
 
 mod bench;
 mod differential;
+mod e2e;
 mod fuzz;
 mod large_schemas;
 mod py_bench;
@@ -57,6 +58,22 @@ enum Cmd {
         #[arg(long, default_value_t = 25)]
         schemas: usize,
         #[arg(long, default_value = "target/bench")]
+        out_dir: PathBuf,
+    },
+    /// Constrained generation with a real model (SmolLM2-135M GGUF in llama-cpp-python, own
+    /// venv): MaskBench schemas and Lark grammars, every ended output validated independently;
+    /// writes <out-dir>/report.md.
+    E2e {
+        /// MaskBench schemas (round-robin over the splits; schemas dwac refuses are skipped).
+        #[arg(long, default_value_t = 50)]
+        schemas: usize,
+        /// Token limit per output.
+        #[arg(long, default_value_t = 256)]
+        max_tokens: usize,
+        /// llama.cpp threads.
+        #[arg(long, default_value_t = 2)]
+        threads: usize,
+        #[arg(long, default_value = "target/e2e")]
         out_dir: PathBuf,
     },
     /// Fuzz `Artifact::from_bytes` + random commits and masks (stable Rust, libFuzzer-style
@@ -304,6 +321,10 @@ fn main() -> Result<()> {
         Cmd::PyBench { tokenizer, schemas, out_dir } => {
             let out_dir = if out_dir.is_absolute() { out_dir } else { dwac_tests::repo_root().join(out_dir) };
             py_bench::run(py_bench::Args { tokenizer, schemas, out_dir })
+        }
+        Cmd::E2e { schemas, max_tokens, threads, out_dir } => {
+            let out_dir = if out_dir.is_absolute() { out_dir } else { dwac_tests::repo_root().join(out_dir) };
+            e2e::run(e2e::Args { schemas, max_tokens, threads, out_dir })
         }
         Cmd::FuzzArtifact { seconds, seed } => fuzz::run(seconds, seed),
         Cmd::MaskbenchJsonl { out, broken } => maskbench_jsonl(out, broken),

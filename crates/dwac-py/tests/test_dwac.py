@@ -222,6 +222,30 @@ def test_apply_token_bitmask_inplace(tok):
     assert list(np.flatnonzero(np.isfinite(one))) == [0, 1, 3]
 
 
+def test_native_float32_masking_equals_the_numpy_path():
+    rng = np.random.default_rng(3)
+    n = 1000
+    bitmask = rng.integers(-(2**31), 2**31, size=(3, 30), dtype=np.int64).astype(np.int32)
+    bitmask[1] = -1  # all allowed up to the bitmask's width (960 < n: the rest is disallowed)
+    for indices in (None, [2, 0]):
+        rows = 3 if indices is None else 2
+        f32 = rng.standard_normal((3, n)).astype(np.float32)
+        f64 = f32.astype(np.float64)
+        assert dwac._dwac.apply_bitmask_f32(f32, bitmask[:rows] if indices else bitmask, indices)
+        dwac.apply_token_bitmask_inplace(f64, bitmask[:rows] if indices else bitmask, indices)  # numpy path
+        assert np.array_equal(np.isfinite(f32), np.isfinite(f64))
+        masked = [0, 1, 2] if indices is None else indices  # rows left out stay untouched
+        assert np.isfinite(f32[masked]).sum() > 0 and not np.isfinite(f32[masked, 960:]).any()
+        if indices is not None:
+            assert np.isfinite(f32[1]).all()
+    # A strided view is not C-contiguous: the native path declines and the numpy path masks it.
+    base = np.zeros((2, n), dtype=np.float32)
+    view = base[:, ::2]
+    assert not dwac._dwac.apply_bitmask_f32(view, bitmask[:2])
+    dwac.apply_token_bitmask_inplace(view, bitmask[:2])
+    assert np.isfinite(view).sum() > 0 and not np.isfinite(view).all()
+
+
 def test_llama_cpp_processor_constrains_a_fake_model(tok):
     from dwac.integrations.llama_cpp import DwacLogitsProcessor
 

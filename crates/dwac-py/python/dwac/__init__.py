@@ -219,6 +219,9 @@ def apply_token_bitmask_inplace(logits, bitmask, indices: Optional[Sequence[int]
         return
     if not isinstance(logits, _np.ndarray):
         raise ValueError(f"logits must be a numpy array or a torch tensor, got {type(logits).__name__}")
+    # C-contiguous float32 (what llama.cpp hands out): masked natively, about 10x faster.
+    if logits.dtype == _np.float32 and _dwac.apply_bitmask_f32(logits, bitmask, None if indices is None else list(indices)):
+        return
     bitmask = _as_numpy(bitmask)
     n = logits.shape[-1]
     allowed = _unpack(bitmask.reshape(-1, bitmask.shape[-1]), n)

