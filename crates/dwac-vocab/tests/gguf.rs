@@ -205,6 +205,24 @@ fn bad_gguf_files_are_clear_errors() {
     assert!(matches!(err(&m), GgufError::BadMagic(_)));
     let e = VocabError::Gguf { file: "model.gguf".into(), source: GgufError::Version(4) };
     assert_eq!(e.to_string(), "model.gguf: GGUF version 4 is not supported (supported: 2, 3)");
+    // Fuzz smoke test: random byte flips anywhere in a real GGUF's header and key/value list
+    // (lengths, type tags, counts, token text) give a vocabulary or an error, never a panic.
+    let gpt2 = std::fs::read(gguf_path("gpt-2").unwrap()).unwrap();
+    let mut rng = 0x2545_F491_4F6C_DD1Du64;
+    let mut errors = 0;
+    for i in 0..300 {
+        let mut f = gpt2.clone();
+        for _ in 0..1 + i % 3 {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            // Half the flips land in the first 1 KiB (header, scalar keys, array headers).
+            let at = if rng & 1 == 0 { (rng >> 8) as usize % 1024 } else { (rng >> 8) as usize % f.len() };
+            f[at] ^= 1 << ((rng >> 40) % 8);
+        }
+        errors += usize::from(Tokenizer::from_gguf_bytes(&f, "fuzz").is_err());
+    }
+    assert!(errors > 0, "no flip was detected at all");
     // Every truncation of the header and key/value list is an error, never a panic.
     for n in (0..good.len()).step_by(997) {
         assert!(Tokenizer::from_gguf_bytes(&good[..n], "x").is_err(), "prefix {n}");
