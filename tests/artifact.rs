@@ -355,6 +355,43 @@ fn the_transport_filter_shrinks_the_frame_and_round_trips() {
     assert!(matches!(Artifact::from_bytes(&foreign), Err(ArtifactError::Zstd(_))));
 }
 
+/// Format 3.1's narrow columns: the writer stores the four big index columns as `u16`s when
+/// they fit, the reader reads them as the same values (the masks are the reference oracle's),
+/// and the narrow flag on any other section, or a narrow length that is not whole rows, is a
+/// typed error.
+#[test]
+fn narrow_columns_are_written_when_they_fit_and_read_back_exactly() {
+    use dwac_runtime::array::Col;
+    let (_, bytes) = small_artifact();
+    let a = Artifact::from_bytes(&bytes).unwrap();
+    let narrow: Vec<u32> =
+        a.sections().iter().filter(|e| e.flags & artifact::SECTION_NARROW != 0).map(|e| e.kind).collect();
+    use artifact::kind::*;
+    assert_eq!(narrow, [LEX_TRANS, DWA_EDGE_LABEL, DWA_EDGE_TARGET, DWA_EDGE_RHO]);
+    let m = a.engine().mask_tables().unwrap();
+    assert!(matches!(a.engine().tables().lexer.trans, Col::Narrow(_)) && matches!(m.edge_target, Col::Narrow(_)));
+    assert!(m.edge_target.contains(u32::MAX) || m.default_target.contains(&u32::MAX), "DEAD is stored as 0xFFFF");
+    // Read back as the values written: re-laying out the read engine gives the same bytes.
+    let again = dwac_runtime::artifact::layout(*a.header(), a.metadata(), &artifact::columns(a.engine()));
+    assert_eq!(again, bytes);
+    // The narrow flag where it does not belong.
+    let entry = |b: &[u8], kind: u32| {
+        (0..a.sections().len()).map(|i| 256 + 32 * i).find(|&at| b[at..at + 4] == kind.to_le_bytes()).unwrap()
+    };
+    let mut b = bytes.clone();
+    let at = entry(&b, VOCAB_OFFSETS);
+    b[at + 4] |= artifact::SECTION_NARROW as u8;
+    reseal_all(&mut b);
+    let e = Artifact::from_bytes(&b).unwrap_err();
+    assert!(e.to_string().contains("vocab.offsets: this section cannot be narrowed"), "{e}");
+    // A wide lexer table flagged narrow reads as twice the rows' entries: refused, not misread.
+    let mut b = bytes.clone();
+    let at = entry(&b, LEX_TRANS);
+    b[at + 4] &= !(artifact::SECTION_NARROW as u8);
+    reseal_all(&mut b);
+    assert!(Artifact::from_bytes(&b).is_err());
+}
+
 fn tempdir() -> std::path::PathBuf {
     let d = std::env::temp_dir().join(format!("dwac-artifact-test-{}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();

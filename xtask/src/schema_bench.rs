@@ -42,7 +42,7 @@ pub fn tables_bytes(t: &GrammarTables) -> u64 {
     }
     let l = &t.lexer;
     let r = &t.lr;
-    b(&l.trans)
+    (l.trans.len() * 4) as u64
         + b(&l.accept_off)
         + b(&l.accept)
         + b(&l.next_plus)

@@ -166,7 +166,7 @@ fn start_state_has_no_incoming_edges_and_dfa_is_minimal_enough() {
     let terms: Vec<Terminal> = [("A", "a+"), ("B", "(ab)*c")].iter().map(|(n, r)| Terminal::new(*n, *r)).collect();
     let lex = build_lexer(&terms, &[true, true]).unwrap();
     lex.validate().unwrap();
-    assert!(!lex.trans.contains(&lex.start));
+    assert!(!lex.trans.contains(lex.start));
     // q0, "a"(A), "a+"... a and aa are equivalent (both accept A, may continue with a or b→ only first)
     // so: q0, after-a, after-a+ (no b), after-ab, after-c.
     assert!(lex.num_states <= 6, "{} states", lex.num_states);

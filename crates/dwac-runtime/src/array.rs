@@ -14,6 +14,7 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 /// Element types a table column may hold: plain little-endian integers.
 pub trait Elem: FromBytes + IntoBytes + Immutable + KnownLayout + Copy + std::fmt::Debug + PartialEq + 'static {}
 impl Elem for u8 {}
+impl Elem for u16 {}
 impl Elem for u32 {}
 impl Elem for i32 {}
 impl Elem for u64 {}
@@ -291,9 +292,182 @@ impl<'a, T: Elem> IntoIterator for &'a Array<T> {
     }
 }
 
+/// A column of `u32` values that an artifact may store narrowed to `u16` (FORMAT.md, section
+/// flag `SECTION_NARROW`): when every value is at most [`NARROW_MAX`] or is `u32::MAX` (the
+/// tables' `DEAD`/`NONE`, stored as `0xFFFF`). The big index columns (lexer transitions, the
+/// Parser DWA's edge labels, targets and outputs) fit in 16 bits for most grammars, which
+/// halves them. Built tables are always [`Col::Wide`]; the writer narrows what fits, and a
+/// reader's view of a narrowed section is [`Col::Narrow`].
+#[derive(Clone, Debug)]
+pub enum Col {
+    Wide(Array<u32>),
+    Narrow(Array<u16>),
+}
+
+/// The largest value a narrowed column stores as itself (`0xFFFF` stands for `u32::MAX`).
+pub const NARROW_MAX: u32 = 0xFFFE;
+
+#[inline]
+fn widen(x: u16) -> u32 {
+    if x == u16::MAX {
+        u32::MAX
+    } else {
+        x as u32
+    }
+}
+
+impl Col {
+    pub const fn new() -> Col {
+        Col::Wide(Array::new())
+    }
+
+    #[inline]
+    pub fn len(&self) -> usize {
+        match self {
+            Col::Wide(a) => a.len(),
+            Col::Narrow(a) => a.len(),
+        }
+    }
+
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Value `i` (panics if out of bounds, like indexing a slice).
+    #[inline]
+    pub fn get(&self, i: usize) -> u32 {
+        match self {
+            Col::Wide(a) => a[i],
+            Col::Narrow(a) => widen(a[i]),
+        }
+    }
+
+    /// Every value, in order.
+    pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        (0..self.len()).map(move |i| self.get(i))
+    }
+
+    /// Values `a..b`, in order.
+    pub fn range(&self, a: usize, b: usize) -> impl Iterator<Item = u32> + '_ {
+        (a..b).map(move |i| self.get(i))
+    }
+
+    /// Does the column hold `x`?
+    pub fn contains(&self, x: u32) -> bool {
+        self.iter().any(|y| y == x)
+    }
+
+    /// The index of `x` in the sorted range `a..b`, if it is there.
+    #[inline]
+    pub fn search(&self, a: usize, b: usize, x: u32) -> Option<usize> {
+        match self {
+            Col::Wide(c) => c[a..b].binary_search(&x).ok().map(|i| a + i),
+            Col::Narrow(c) => {
+                if x > NARROW_MAX {
+                    return None;
+                }
+                c[a..b].binary_search(&(x as u16)).ok().map(|i| a + i)
+            }
+        }
+    }
+
+    /// The values as `u16`s, if every one fits (see the type's docs).
+    pub fn narrowed(&self) -> Option<Vec<u16>> {
+        self.iter()
+            .map(|x| match x {
+                u32::MAX => Some(u16::MAX),
+                x if x <= NARROW_MAX => Some(x as u16),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Mutable access to the values as an owned `u32` vector (a narrow or viewed column is
+    /// copied first).
+    pub fn to_mut(&mut self) -> VecGuard<'_, u32> {
+        if let Col::Narrow(_) = self {
+            *self = Col::Wide(self.iter().collect());
+        }
+        match self {
+            Col::Wide(a) => a.to_mut(),
+            Col::Narrow(_) => unreachable!("widened above"),
+        }
+    }
+
+    pub fn push(&mut self, x: u32) {
+        self.to_mut().push(x);
+    }
+
+    /// Is this a view of an artifact (not an owned copy)?
+    pub fn is_view(&self) -> bool {
+        match self {
+            Col::Wide(a) => a.is_view(),
+            Col::Narrow(a) => a.is_view(),
+        }
+    }
+
+    pub fn to_vec(&self) -> Vec<u32> {
+        self.iter().collect()
+    }
+}
+
+impl Default for Col {
+    fn default() -> Self {
+        Col::new()
+    }
+}
+
+/// Equal values, whatever the widths.
+impl PartialEq for Col {
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len() && self.iter().eq(other.iter())
+    }
+}
+
+impl Eq for Col {}
+
+impl From<Vec<u32>> for Col {
+    fn from(v: Vec<u32>) -> Self {
+        Col::Wide(v.into())
+    }
+}
+
+impl From<Array<u32>> for Col {
+    fn from(a: Array<u32>) -> Self {
+        Col::Wide(a)
+    }
+}
+
+impl FromIterator<u32> for Col {
+    fn from_iter<I: IntoIterator<Item = u32>>(iter: I) -> Self {
+        Col::Wide(iter.into_iter().collect())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn narrow_columns_read_like_wide_ones() {
+        let wide: Col = vec![0, 7, 0xFFFE, u32::MAX, 3].into();
+        let n = wide.narrowed().expect("fits");
+        assert_eq!(n, vec![0, 7, 0xFFFE, 0xFFFF, 3]);
+        let narrow = Col::Narrow(n.into());
+        assert_eq!(narrow, wide);
+        assert_eq!(narrow.get(3), u32::MAX);
+        assert_eq!(
+            (narrow.search(0, 3, 7), narrow.search(0, 3, 8), narrow.search(0, 3, 0x1_0000)),
+            (Some(1), None, None)
+        );
+        assert_eq!(wide.search(1, 3, 0xFFFE), Some(2));
+        let too_big: Col = vec![0xFFFF].into();
+        assert!(too_big.narrowed().is_none(), "0xFFFF itself is not representable");
+        let mut m = narrow.clone();
+        m.push(1 << 20);
+        assert!(matches!(m, Col::Wide(_)) && m.get(5) == 1 << 20 && m.len() == 6);
+    }
 
     #[test]
     fn views_read_like_owned_columns_and_refuse_bad_bounds_or_alignment() {

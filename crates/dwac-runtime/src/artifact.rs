@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
-use crate::array::{Array, Backing, Elem};
+use crate::array::{Array, Backing, Col, Elem};
 use crate::dwa::MaskTables;
 use crate::matcher::Engine;
 use crate::tables::{GrammarTables, LexerTables, LrTables, TableError, Vocabulary};
@@ -27,7 +27,7 @@ pub const ENDIAN_PROBE: u32 = 0xFEFF;
 pub const MAJOR: u16 = 3;
 /// Format minor version: a reader accepts older minors (and ignores optional sections it does
 /// not know).
-pub const MINOR: u16 = 0;
+pub const MINOR: u16 = 1;
 /// Size of [`Header`].
 pub const HEADER_LEN: usize = 256;
 /// Every section starts at a multiple of this.
@@ -36,6 +36,15 @@ pub const SECTION_ALIGN: usize = 64;
 pub const FLAG_MASK: u32 = 1;
 /// Section flag: a reader that does not know the kind may skip the section.
 pub const SECTION_OPTIONAL: u32 = 1;
+/// Section flag (format 3.1): a `u32` column stored as `u16`s, `0xFFFF` standing for
+/// `u32::MAX` ([`crate::array::Col`]). Only on the kinds [`narrowable`] names.
+pub const SECTION_NARROW: u32 = 2;
+
+/// The `u32` sections a writer may narrow to 16 bits: the lexer transitions and the Parser
+/// DWA's edge columns, the big index columns.
+pub fn narrowable(k: u32) -> bool {
+    matches!(k, kind::LEX_TRANS | kind::DWA_EDGE_LABEL | kind::DWA_EDGE_TARGET | kind::DWA_EDGE_RHO)
+}
 
 /// The fixed header at byte 0 (all integers little-endian; see FORMAT.md §2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
@@ -199,13 +208,20 @@ fn is_mask_kind(k: u32) -> bool {
     (0x0500..0x0800).contains(&k)
 }
 
-/// Every section of `engine`'s tables as (kind, bytes), in increasing kind order, without
-/// the metadata section. The writer lays these out; [`Artifact::from_backing`] reads the same
+/// Every section of `engine`'s tables as (kind, flags, bytes), in increasing kind order,
+/// without the metadata section. [`narrowable`] columns whose values fit are written as `u16`s
+/// (flag [`SECTION_NARROW`]). The writer lays these out; [`Artifact::from_backing`] reads the same
 /// kinds back, so this is the one place the section ↔ table mapping is written down.
-pub fn columns(engine: &Engine) -> Vec<(u32, Vec<u8>)> {
+pub fn columns(engine: &Engine) -> Vec<(u32, u32, Vec<u8>)> {
     use kind::*;
-    fn b<T: Elem>(a: &[T]) -> Vec<u8> {
-        a.as_bytes().to_vec()
+    fn b<T: Elem>(a: &[T]) -> (u32, Vec<u8>) {
+        (0, a.as_bytes().to_vec())
+    }
+    fn n(c: &Col) -> (u32, Vec<u8>) {
+        match c.narrowed() {
+            Some(v) => (SECTION_NARROW, v.as_bytes().to_vec()),
+            None => (0, c.to_vec().as_bytes().to_vec()),
+        }
     }
     let (v, t) = (engine.vocab(), engine.tables());
     let (l, r) = (&t.lexer, &t.lr);
@@ -220,7 +236,7 @@ pub fn columns(engine: &Engine) -> Vec<(u32, Vec<u8>)> {
         (VOCAB_BYTES, b(&v.bytes)),
         (VOCAB_SPECIAL, b(&v.special)),
         (VOCAB_EOS, b(&v.eos)),
-        (LEX_TRANS, b(&l.trans)),
+        (LEX_TRANS, n(&l.trans)),
         (LEX_ACCEPT_OFF, b(&l.accept_off)),
         (LEX_ACCEPT, b(&l.accept)),
         (LEX_NEXT_PLUS, b(&l.next_plus)),
@@ -240,7 +256,7 @@ pub fn columns(engine: &Engine) -> Vec<(u32, Vec<u8>)> {
         (LR_RULE_LHS, b(&r.rule_lhs)),
         (LR_RULE_LEN, b(&r.rule_len)),
         (NAME_OFF, b(&name_off)),
-        (NAME_BYTES, name_bytes),
+        (NAME_BYTES, (0, name_bytes)),
     ];
     if let Some(m) = engine.mask_tables() {
         out.extend([
@@ -248,9 +264,9 @@ pub fn columns(engine: &Engine) -> Vec<(u32, Vec<u8>)> {
             (DWA_START_RHO, b(&m.start_rho)),
             (DWA_UNDECIDED, b(&m.undecided)),
             (DWA_EDGE_OFF, b(&m.edge_off)),
-            (DWA_EDGE_LABEL, b(&m.edge_label)),
-            (DWA_EDGE_TARGET, b(&m.edge_target)),
-            (DWA_EDGE_RHO, b(&m.edge_rho)),
+            (DWA_EDGE_LABEL, n(&m.edge_label)),
+            (DWA_EDGE_TARGET, n(&m.edge_target)),
+            (DWA_EDGE_RHO, n(&m.edge_rho)),
             (DWA_DEFAULT_TARGET, b(&m.default_target)),
             (DWA_DEFAULT_RHO, b(&m.default_rho)),
             (SET_OFF, b(&m.set_off)),
@@ -263,7 +279,7 @@ pub fn columns(engine: &Engine) -> Vec<(u32, Vec<u8>)> {
             (KILL_SET, b(&m.kill_set)),
         ]);
     }
-    out
+    out.into_iter().map(|(k, (f, bytes))| (k, f, bytes)).collect()
 }
 
 /// The header fields that describe `engine` (counts; fingerprints and layout fields zero).
@@ -301,17 +317,17 @@ pub fn header_for(engine: &Engine) -> Header {
 /// Lay out an artifact: `header` (counts from [`header_for`], fingerprints filled in), the
 /// metadata JSON text and the `columns`, each section at a multiple of [`SECTION_ALIGN`], all
 /// padding zero, checksums filled in. Deterministic: the same inputs give the same bytes.
-pub fn layout(mut header: Header, meta: &str, columns: &[(u32, Vec<u8>)]) -> Vec<u8> {
-    let mut sections: Vec<(u32, &[u8])> = vec![(kind::META, meta.as_bytes())];
-    sections.extend(columns.iter().map(|(k, b)| (*k, &b[..])));
+pub fn layout(mut header: Header, meta: &str, columns: &[(u32, u32, Vec<u8>)]) -> Vec<u8> {
+    let mut sections: Vec<(u32, u32, &[u8])> = vec![(kind::META, 0, meta.as_bytes())];
+    sections.extend(columns.iter().map(|(k, f, b)| (*k, *f, &b[..])));
     sections.sort_by_key(|s| s.0);
     let table_end = HEADER_LEN + sections.len() * size_of::<SectionEntry>();
     let mut offset = table_end.next_multiple_of(SECTION_ALIGN);
     let mut entries = Vec::with_capacity(sections.len());
-    for &(k, bytes) in &sections {
+    for &(k, flags, bytes) in &sections {
         entries.push(SectionEntry {
             kind: k,
-            flags: 0,
+            flags,
             offset: offset as u64,
             len: bytes.len() as u64,
             checksum: crc32c(bytes) as u64,
@@ -326,7 +342,7 @@ pub fn layout(mut header: Header, meta: &str, columns: &[(u32, Vec<u8>)]) -> Vec
     let mut out = vec![0u8; file_len];
     out[..HEADER_LEN].copy_from_slice(header.as_bytes());
     out[HEADER_LEN..table_end].copy_from_slice(entries.as_bytes());
-    for (e, &(_, bytes)) in entries.iter().zip(&sections) {
+    for (e, &(_, _, bytes)) in entries.iter().zip(&sections) {
         out[e.offset as usize..(e.offset + e.len) as usize].copy_from_slice(bytes);
     }
     reseal(&mut out);
@@ -555,8 +571,11 @@ impl Artifact {
                 return Err(corrupt(format!("{name}: section kinds must be strictly increasing")));
             }
             prev_kind = e.kind;
-            if e.flags & !SECTION_OPTIONAL != 0 {
+            if e.flags & !(SECTION_OPTIONAL | SECTION_NARROW) != 0 {
                 return Err(corrupt(format!("{name}: unknown section flags")));
+            }
+            if e.flags & SECTION_NARROW != 0 && !narrowable(e.kind) {
+                return Err(corrupt(format!("{name}: this section cannot be narrowed")));
             }
             let (Ok(off), Ok(len)) = (usize::try_from(e.offset), usize::try_from(e.len)) else {
                 return Err(corrupt(format!("{name}: offset or length out of range")));
@@ -572,7 +591,8 @@ impl Artifact {
                 return Err(corrupt(format!("{name}: padding before it is not zero")));
             }
             prev_end = end;
-            match kind_info(e.kind) {
+            let elem = |size| if e.flags & SECTION_NARROW != 0 { 2 } else { size };
+            match kind_info(e.kind).map(|(n, size)| (n, elem(size))) {
                 Some((_, size)) if len % size != 0 => {
                     return Err(corrupt(format!("{name}: length {len} is not a multiple of {size}")))
                 }
@@ -613,6 +633,11 @@ impl Artifact {
         let c32 = |k| col::<u32>(&backing, &sections, k);
         let c8 = |k| col::<u8>(&backing, &sections, k);
         let c64 = |k| col::<u64>(&backing, &sections, k);
+        // A narrowable column, wide or narrow as its section says.
+        let cn = |k| -> Result<Col, ArtifactError> {
+            let narrow = sections.iter().any(|e| e.kind == k && e.flags & SECTION_NARROW != 0);
+            Ok(if narrow { Col::Narrow(col::<u16>(&backing, &sections, k)?) } else { Col::Wide(c32(k)?) })
+        };
         let vocab = Vocabulary {
             offsets: c32(VOCAB_OFFSETS)?,
             bytes: c8(VOCAB_BYTES)?,
@@ -630,12 +655,15 @@ impl Artifact {
             num_terminals: h.num_terminals,
             words: h.num_terminals.div_ceil(64),
             start: h.lexer_start,
-            trans: c32(LEX_TRANS)?,
+            trans: cn(LEX_TRANS)?,
             byte_class: c8(LEX_BYTE_CLASS)?,
             // (Checked by `LexerTables::validate`: the table must be `num_states` whole rows.)
             num_classes: {
                 let n = h.lexer_states.max(1) as usize;
-                let len = sections.iter().find(|e| e.kind == LEX_TRANS).map_or(0, |e| e.len as usize / 4);
+                let len = sections
+                    .iter()
+                    .find(|e| e.kind == LEX_TRANS)
+                    .map_or(0, |e| e.len as usize / if e.flags & SECTION_NARROW != 0 { 2 } else { 4 });
                 if len % n != 0 {
                     return Err(corrupt("lexer.trans is not a whole number of rows"));
                 }
@@ -691,9 +719,9 @@ impl Artifact {
                 start_rho: c32(DWA_START_RHO)?,
                 undecided: c32(DWA_UNDECIDED)?,
                 edge_off: c32(DWA_EDGE_OFF)?,
-                edge_label: c32(DWA_EDGE_LABEL)?,
-                edge_target: c32(DWA_EDGE_TARGET)?,
-                edge_rho: c32(DWA_EDGE_RHO)?,
+                edge_label: cn(DWA_EDGE_LABEL)?,
+                edge_target: cn(DWA_EDGE_TARGET)?,
+                edge_rho: cn(DWA_EDGE_RHO)?,
                 default_target: c32(DWA_DEFAULT_TARGET)?,
                 default_rho: c32(DWA_DEFAULT_RHO)?,
                 set_off: c32(SET_OFF)?,

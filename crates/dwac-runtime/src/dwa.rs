@@ -12,7 +12,7 @@
 //! * Token sets are sorted, disjoint half-open ranges of token ids.
 //! * `kill_*`: for a carried inhibitor `(s, k)`, the tokens whose bytes fire it.
 
-use crate::array::Array;
+use crate::array::{Array, Col};
 use crate::tables::{TableError, DEAD};
 
 /// "No set" / "no state" in the tables.
@@ -200,9 +200,10 @@ pub struct MaskTables {
     pub undecided: Array<u32>,
     /// Per DWA state: its explicit edges are `edge_off[d]..edge_off[d+1]`.
     pub edge_off: Array<u32>,
-    pub edge_label: Array<u32>,
-    pub edge_target: Array<u32>,
-    pub edge_rho: Array<u32>,
+    /// (Narrowed to 16 bits in an artifact when the values fit, as are the targets and outputs.)
+    pub edge_label: Col,
+    pub edge_target: Col,
+    pub edge_rho: Col,
     /// Per DWA state: the default edge (target or [`DEAD`]) and its output (or [`NONE`]).
     pub default_target: Array<u32>,
     pub default_rho: Array<u32>,
@@ -231,20 +232,24 @@ impl MaskTables {
         self.default_target.len()
     }
 
-    /// The explicit edges of state `d`: (labels, targets, outputs).
+    /// The explicit edges of state `d`: indices into `edge_label`, `edge_target`, `edge_rho`.
     #[inline]
-    pub fn edges(&self, d: u32) -> (&[u32], &[u32], &[u32]) {
-        let (a, b) = (self.edge_off[d as usize] as usize, self.edge_off[d as usize + 1] as usize);
-        (&self.edge_label[a..b], &self.edge_target[a..b], &self.edge_rho[a..b])
+    pub fn edge_range(&self, d: u32) -> std::ops::Range<usize> {
+        self.edge_off[d as usize] as usize..self.edge_off[d as usize + 1] as usize
+    }
+
+    /// The explicit edges of state `d`: (label, target, output), by label.
+    pub fn edges(&self, d: u32) -> impl Iterator<Item = (u32, u32, u32)> + '_ {
+        self.edge_range(d).map(|i| (self.edge_label.get(i), self.edge_target.get(i), self.edge_rho.get(i)))
     }
 
     /// Read `label` from state `d`: the next state ([`DEAD`] if none) and the output set.
     #[inline]
     pub fn step(&self, d: u32, label: u32) -> (u32, u32) {
-        let (labels, targets, rhos) = self.edges(d);
-        match labels.binary_search(&label) {
-            Ok(i) => (targets[i], rhos[i]),
-            Err(_) => (self.default_target[d as usize], self.default_rho[d as usize]),
+        let r = self.edge_range(d);
+        match self.edge_label.search(r.start, r.end, label) {
+            Some(i) => (self.edge_target.get(i), self.edge_rho.get(i)),
+            None => (self.default_target[d as usize], self.default_rho[d as usize]),
         }
     }
 
@@ -338,10 +343,13 @@ impl MaskTables {
         check(self.edge_label.len() == ne && self.edge_target.len() == ne && self.edge_rho.len() == ne, "edges size")?;
         for d in 0..n {
             let (a, b) = (self.edge_off[d] as usize, self.edge_off[d + 1] as usize);
-            check(self.edge_label[a..b].windows(2).all(|w| w[0] < w[1]), "edge labels must be sorted")?;
+            check(
+                (a + 1..b).all(|i| self.edge_label.get(i - 1) < self.edge_label.get(i)),
+                "edge labels must be sorted",
+            )?;
         }
-        check(self.edge_target.iter().all(|&d| state_ok(d)), "edge target out of range")?;
-        check(self.edge_rho.iter().all(|&s| set_ok(s)), "edge output out of range")?;
+        check(self.edge_target.iter().all(state_ok), "edge target out of range")?;
+        check(self.edge_rho.iter().all(set_ok), "edge output out of range")?;
         check(self.default_rho.len() == n, "default outputs size")?;
         check(self.default_target.iter().all(|&d| state_ok(d)), "default target out of range")?;
         check(self.default_rho.iter().all(|&s| set_ok(s)), "default output out of range")?;

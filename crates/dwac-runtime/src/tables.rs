@@ -1,7 +1,7 @@
 //! Plain table types the runtime executes. The compiler fills them; the artifact
 //! (`artifact.rs`) stores them verbatim. Nothing here depends on the compiler.
 
-use crate::array::Array;
+use crate::array::{Array, Col};
 
 /// "No transition" in [`LexerTables::trans`] and [`LrTables`] lookups.
 pub const DEAD: u32 = u32::MAX;
@@ -80,8 +80,9 @@ pub struct LexerTables {
     pub start: u32,
     /// `trans[q * num_classes + byte_class[b]]`: next state or [`DEAD`]. Bytes that every
     /// state treats alike share a class (a JSON-Schema lexer distinguishes some 30–100 kinds of
-    /// byte), so a row holds one entry per class, not per byte.
-    pub trans: Array<u32>,
+    /// byte), so a row holds one entry per class, not per byte. Narrowed to 16 bits in an
+    /// artifact when the states fit.
+    pub trans: Col,
     /// The class of each byte (256 entries, each below `num_classes`).
     pub byte_class: Array<u8>,
     pub num_classes: u32,
@@ -108,7 +109,7 @@ pub struct LexerTables {
 impl LexerTables {
     #[inline]
     pub fn step(&self, q: u32, b: u8) -> u32 {
-        self.trans[q as usize * self.num_classes as usize + self.byte_class[b as usize] as usize]
+        self.trans.get(q as usize * self.num_classes as usize + self.byte_class[b as usize] as usize)
     }
 
     /// Every successor of `q` on byte `b`: `δ(q,b)` and, from `q0`, the forks into the other
@@ -345,8 +346,8 @@ impl LexerTables {
         check(self.byte_class.len() == 256, "lexer byte class table size")?;
         check(self.byte_class.iter().all(|&c| (c as usize) < k), "lexer byte class out of range")?;
         check(self.trans.len() == n * k, "lexer transition table size")?;
-        check(self.trans.iter().all(|&s| s == DEAD || (s as usize) < n), "lexer transition target")?;
-        check(!self.trans.contains(&self.start), "lexer start state has an incoming edge")?;
+        check(self.trans.iter().all(|s| s == DEAD || (s as usize) < n), "lexer transition target")?;
+        check(!self.trans.contains(self.start), "lexer start state has an incoming edge")?;
         check_offsets(&self.accept_off, n, self.accept.len(), "lexer accept offsets")?;
         check(self.accept.iter().all(|&t| t < nt), "lexer accepted terminal out of range")?;
         check(self.next_plus.len() == n * w, "lexer Next+ size")?;

@@ -751,6 +751,7 @@ fn inspect(args: InspectArgs) -> Result<u8> {
                 "name": kind_info(e.kind).map_or("unknown (optional)", |i| i.0),
                 "offset": e.offset,
                 "bytes": e.len,
+                "narrow": e.flags & dwac_runtime::artifact::SECTION_NARROW != 0,
             })
         })
         .collect();
@@ -826,11 +827,12 @@ fn inspect(args: InspectArgs) -> Result<u8> {
     println!("sections     {}", art.sections().len());
     for e in art.sections() {
         println!(
-            "  {:#06x} {:<20} offset {:>10} {:>10} bytes",
+            "  {:#06x} {:<20} offset {:>10} {:>10} bytes{}",
             e.kind,
             kind_info(e.kind).map_or("unknown (optional)", |i| i.0),
             e.offset,
-            e.len
+            e.len,
+            if e.flags & dwac_runtime::artifact::SECTION_NARROW != 0 { " (u16)" } else { "" }
         );
     }
     Ok(0)

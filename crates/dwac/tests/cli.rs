@@ -211,8 +211,17 @@ fn artifacts_compile_inspect_and_serve_check_bench_mask() {
     let o = dwac(&["inspect", &art, "--json"]);
     assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
     let v = json(&o);
-    assert_eq!(v["format"], "3.0");
+    assert_eq!(v["format"], "3.1");
     assert_eq!(v["vocab_size"], 50257);
+    // The big index columns fit in 16 bits here: written narrow.
+    let narrow: Vec<&str> = v["sections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["narrow"] == true)
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(narrow, ["lexer.trans", "dwa.edge_label", "dwa.edge_target", "dwa.edge_rho"], "{v}");
     assert_eq!(v["tokenizer"], "gpt2");
     assert!(v["dwa_states"].as_u64().unwrap() > 10 && v["sections"].as_array().unwrap().len() > 30, "{v}");
     // The same masks from the artifact as from the source.

@@ -43,9 +43,9 @@ impl Horizon {
     /// `≡_d` for every `d ≤ max_depth`.
     pub fn new(lex: &LexerTables, max_depth: u32) -> Horizon {
         let n = lex.num_states as usize;
-        let trans = &lex.trans[..];
+        let trans = &lex.trans;
         let k = lex.num_classes as usize;
-        let succ = |x: usize, c: usize| trans[x * k + c];
+        let succ = |x: usize, c: usize| trans.get(x * k + c);
 
         // Level 0: what the walk reads at a state.
         let mut cur = vec![0u32; n];

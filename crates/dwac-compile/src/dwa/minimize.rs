@@ -33,14 +33,7 @@ type Row = (u32, u32, Vec<(u32, u32, u32)>);
 fn row(t: &MaskTables, d: u32, class: &[u32]) -> Row {
     let map = |x: u32| if x == DEAD { DEAD } else { class[x as usize] };
     let def = (map(t.default_target[d as usize]), t.default_rho[d as usize]);
-    let (labels, targets, rhos) = t.edges(d);
-    let edges = labels
-        .iter()
-        .zip(targets)
-        .zip(rhos)
-        .map(|((&l, &x), &r)| (l, map(x), r))
-        .filter(|&(_, x, r)| (x, r) != def)
-        .collect();
+    let edges = t.edges(d).map(|(l, x, r)| (l, map(x), r)).filter(|&(_, x, r)| (x, r) != def).collect();
     (def.0, def.1, edges)
 }
 
@@ -67,8 +60,7 @@ fn postorder(t: &MaskTables) -> Result<Vec<u32>, Vec<bool>> {
             }
             mark[di] = 1;
             stack.push((d, true));
-            let (_, targets, _) = t.edges(d);
-            for &x in targets.iter().chain(std::iter::once(&t.default_target[di])) {
+            for x in t.edges(d).map(|e| e.1).chain(std::iter::once(t.default_target[di])) {
                 if x == DEAD {
                     continue;
                 }
@@ -216,7 +208,7 @@ pub fn compact_sets<'b>(t: &mut MaskTables, bitmap: impl Fn(u32) -> Option<&'b [
     let mut default_rho = Vec::with_capacity(t.default_rho.len());
     for d in 0..t.num_states() {
         let (a, b) = (t.edge_off[d] as usize, t.edge_off[d + 1] as usize);
-        for &s in &t.edge_rho[a..b] {
+        for s in t.edge_rho.range(a, b) {
             edge_rho.push(renumber(s, &mut order));
         }
         default_rho.push(renumber(t.default_rho[d], &mut order));

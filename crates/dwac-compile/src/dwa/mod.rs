@@ -641,10 +641,8 @@ fn max_lookback(t: &MaskTables) -> u32 {
     let mut mark = vec![0u8; n];
     let mut depth = vec![0u32; n];
     let mut best = 0;
-    let succ = |d: u32| {
-        let (_, targets, _) = t.edges(d);
-        targets.iter().copied().chain(std::iter::once(t.default_target[d as usize])).filter(|&x| x != DEAD)
-    };
+    let succ =
+        |d: u32| t.edges(d).map(|e| e.1).chain(std::iter::once(t.default_target[d as usize])).filter(|&x| x != DEAD);
     let mut stack: Vec<(u32, bool)> = Vec::new();
     for &s in t.start.iter().filter(|&&s| s != NONE) {
         stack.clear();
