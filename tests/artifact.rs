@@ -367,7 +367,7 @@ fn narrow_columns_are_written_when_they_fit_and_read_back_exactly() {
     let narrow: Vec<u32> =
         a.sections().iter().filter(|e| e.flags & artifact::SECTION_NARROW != 0).map(|e| e.kind).collect();
     use artifact::kind::*;
-    assert_eq!(narrow, [LEX_TRANS, DWA_EDGE_LABEL, DWA_EDGE_TARGET, DWA_EDGE_RHO]);
+    assert_eq!(narrow, [LEX_TRANS, LEX_NEXT_PLUS_ROW, DWA_EDGE_LABEL, DWA_EDGE_TARGET, DWA_EDGE_RHO]);
     let m = a.engine().mask_tables().unwrap();
     assert!(matches!(a.engine().tables().lexer.trans, Col::Narrow(_)) && matches!(m.edge_target, Col::Narrow(_)));
     assert!(m.edge_target.contains(u32::MAX) || m.default_target.contains(&u32::MAX), "DEAD is stored as 0xFFFF");

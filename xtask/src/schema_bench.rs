@@ -46,6 +46,7 @@ pub fn tables_bytes(t: &GrammarTables) -> u64 {
         + b(&l.accept_off)
         + b(&l.accept)
         + b(&l.next_plus)
+        + (l.next_plus_row.len() * 4) as u64
         + b(&l.ignored)
         + b(&l.munch)
         + b(&r.action_row)

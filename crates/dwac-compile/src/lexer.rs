@@ -557,6 +557,17 @@ fn finish(
     let trans: Vec<u32> =
         (0..m).flat_map(|q| reps.iter().map(move |&b| (q, b))).map(|(q, b)| mtrans[q * 256 + b]).collect();
     let (byte_class, num_classes): (Vec<u8>, u32) = (class.iter().map(|&c| c as u8).collect(), k as u32);
+    // Next⁺ rows interned, numbered in order of first use (deterministic).
+    let (mut rows, mut row_of, mut next_plus_row) = (Vec::new(), HashMap::new(), Vec::with_capacity(m));
+    for q in 0..m {
+        let row = &next_plus[q * words..(q + 1) * words];
+        let fresh = row_of.len() as u32;
+        let id = *row_of.entry(row).or_insert_with(|| {
+            rows.extend_from_slice(row);
+            fresh
+        });
+        next_plus_row.push(id);
+    }
     Ok(LexerTables {
         num_states: m as u32,
         num_terminals: nt as u32,
@@ -567,7 +578,8 @@ fn finish(
         num_classes,
         accept_off: accept_off.into(),
         accept: accept.into(),
-        next_plus: next_plus.into(),
+        next_plus: rows.into(),
+        next_plus_row: next_plus_row.into(),
         ignored: ignored.into(),
         munch,
         priority,

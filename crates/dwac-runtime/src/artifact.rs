@@ -43,7 +43,10 @@ pub const SECTION_NARROW: u32 = 2;
 /// The `u32` sections a writer may narrow to 16 bits: the lexer transitions and the Parser
 /// DWA's edge columns, the big index columns.
 pub fn narrowable(k: u32) -> bool {
-    matches!(k, kind::LEX_TRANS | kind::DWA_EDGE_LABEL | kind::DWA_EDGE_TARGET | kind::DWA_EDGE_RHO)
+    matches!(
+        k,
+        kind::LEX_TRANS | kind::LEX_NEXT_PLUS_ROW | kind::DWA_EDGE_LABEL | kind::DWA_EDGE_TARGET | kind::DWA_EDGE_RHO
+    )
 }
 
 /// The fixed header at byte 0 (all integers little-endian; see FORMAT.md §2).
@@ -114,6 +117,8 @@ pub mod kind {
     pub const VOCAB_EOS: u32 = 0x0104;
     pub const LEX_TRANS: u32 = 0x0201;
     pub const LEX_BYTE_CLASS: u32 = 0x020A;
+    /// Per lexer state, its row of `lexer.next_plus` (format 3.1) [u32, narrowable].
+    pub const LEX_NEXT_PLUS_ROW: u32 = 0x020B;
     pub const LEX_ACCEPT_OFF: u32 = 0x0202;
     pub const LEX_ACCEPT: u32 = 0x0203;
     pub const LEX_NEXT_PLUS: u32 = 0x0204;
@@ -163,6 +168,7 @@ pub fn kind_info(k: u32) -> Option<(&'static str, usize)> {
         VOCAB_EOS => ("vocab.eos", 4),
         LEX_TRANS => ("lexer.trans", 4),
         LEX_BYTE_CLASS => ("lexer.byte_class", 1),
+        LEX_NEXT_PLUS_ROW => ("lexer.next_plus_row", 4),
         LEX_ACCEPT_OFF => ("lexer.accept_off", 4),
         LEX_ACCEPT => ("lexer.accept", 4),
         LEX_NEXT_PLUS => ("lexer.next_plus", 8),
@@ -246,6 +252,7 @@ pub fn columns(engine: &Engine) -> Vec<(u32, u32, Vec<u8>)> {
         (LEX_FORK_OFF, b(&l.fork_off)),
         (LEX_FORK, b(&l.fork)),
         (LEX_BYTE_CLASS, b(&l.byte_class)),
+        (LEX_NEXT_PLUS_ROW, n(&l.next_plus_row)),
         (LR_ACTION_ROW, b(&r.action_row)),
         (LR_ACTION_TERM, b(&r.action_term)),
         (LR_ACTION_OFF, b(&r.action_off)),
@@ -612,7 +619,8 @@ impl Artifact {
         let has_mask = h.flags & FLAG_MASK != 0;
         let find = |k: u32| sections.iter().find(|e| e.kind == k);
         for k in (0..0x0800).filter(|&k| kind_info(k).is_some()) {
-            let want = !is_mask_kind(k) || has_mask;
+            // (`lexer.next_plus_row` came with 3.1: a 3.0 file has one Next⁺ row per state.)
+            let want = (!is_mask_kind(k) || has_mask) && (k != kind::LEX_NEXT_PLUS_ROW || h.minor >= 1);
             if want != find(k).is_some() {
                 let name = kind_info(k).map_or("?", |i| i.0);
                 return Err(corrupt(if want {
@@ -672,6 +680,7 @@ impl Artifact {
             accept_off: c32(LEX_ACCEPT_OFF)?,
             accept: c32(LEX_ACCEPT)?,
             next_plus: c64(LEX_NEXT_PLUS)?,
+            next_plus_row: if h.minor >= 1 { cn(LEX_NEXT_PLUS_ROW)? } else { (0..h.lexer_states).collect() },
             ignored: c64(LEX_IGNORED)?,
             munch: c8(LEX_MUNCH)?,
             priority: col::<i32>(&backing, &sections, LEX_PRIORITY)?,

@@ -90,8 +90,12 @@ pub struct LexerTables {
     /// sorted. Not filtered by priority: priorities are contextual (see [`LexerTables::priority`]).
     pub accept_off: Array<u32>,
     pub accept: Array<u32>,
-    /// `next_plus[q * words ..][..words]`: bitset `Next⁺(q)` of terminals still reachable by ≥ 1 more byte.
+    /// Bitsets `Next⁺` of terminals still reachable by ≥ 1 more byte, interned: row `r` is
+    /// `next_plus[r * words ..][..words]`, and state `q` has row `next_plus_row[q]` (format 3.1;
+    /// a 3.0 file has one row per state, read as `next_plus_row[q] = q`). Many lexer states
+    /// share a row: a Kubernetes-shaped schema's 32,934 states have a few hundred.
     pub next_plus: Array<u64>,
+    pub next_plus_row: Col,
     /// Bitset of ignored terminals.
     pub ignored: Array<u64>,
     /// Per-terminal inhibition mode: [`MUNCH_GLOBAL`], [`MUNCH_OWN`] or [`MUNCH_NONE`].
@@ -132,8 +136,8 @@ impl LexerTables {
 
     #[inline]
     pub fn next_plus(&self, q: u32) -> &[u64] {
-        let w = self.words as usize;
-        &self.next_plus[q as usize * w..(q as usize + 1) * w]
+        let (w, r) = (self.words as usize, self.next_plus_row.get(q as usize) as usize);
+        &self.next_plus[r * w..(r + 1) * w]
     }
 
     /// Terminal `t`'s priority (0 if out of range).
@@ -350,7 +354,12 @@ impl LexerTables {
         check(!self.trans.contains(self.start), "lexer start state has an incoming edge")?;
         check_offsets(&self.accept_off, n, self.accept.len(), "lexer accept offsets")?;
         check(self.accept.iter().all(|&t| t < nt), "lexer accepted terminal out of range")?;
-        check(self.next_plus.len() == n * w, "lexer Next+ size")?;
+        check(self.next_plus_row.len() == n, "lexer Next+ row table size")?;
+        // (With no terminals, rows are empty and any row number reads nothing.)
+        if let Some(rows) = self.next_plus.len().checked_div(w) {
+            check(self.next_plus.len() == rows * w, "lexer Next+ size")?;
+            check(self.next_plus_row.iter().all(|r| (r as usize) < rows), "lexer Next+ row out of range")?;
+        }
         check(self.ignored.len() == w, "lexer ignored set size")?;
         check(self.munch.len() == nt as usize, "lexer munch modes length")?;
         check(self.munch.iter().all(|&m| m <= MUNCH_NONE), "lexer munch mode")?;

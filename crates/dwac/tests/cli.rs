@@ -221,7 +221,11 @@ fn artifacts_compile_inspect_and_serve_check_bench_mask() {
         .filter(|s| s["narrow"] == true)
         .map(|s| s["name"].as_str().unwrap())
         .collect();
-    assert_eq!(narrow, ["lexer.trans", "dwa.edge_label", "dwa.edge_target", "dwa.edge_rho"], "{v}");
+    assert_eq!(
+        narrow,
+        ["lexer.trans", "lexer.next_plus_row", "dwa.edge_label", "dwa.edge_target", "dwa.edge_rho"],
+        "{v}"
+    );
     assert_eq!(v["tokenizer"], "gpt2");
     assert!(v["dwa_states"].as_u64().unwrap() > 10 && v["sections"].as_array().unwrap().len() > 30, "{v}");
     // The same masks from the artifact as from the source.
