@@ -11,7 +11,9 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use anyhow::{bail, Context, Result};
+use anyhow::Result;
+
+use crate::pyenv::run_ok;
 
 /// The Python packages the run is taken with.
 const PACKAGES: [&str; 6] =
@@ -24,33 +26,10 @@ pub struct Args {
     pub out_dir: PathBuf,
 }
 
-fn run_ok(cmd: &mut Command, what: &str) -> Result<()> {
-    let st = cmd.status().with_context(|| format!("cannot start {what}"))?;
-    if !st.success() {
-        bail!("{what} failed ({st})");
-    }
-    Ok(())
-}
-
 pub fn run(args: Args) -> Result<()> {
     let root = dwac_tests::repo_root();
-    let venv = root.join("target/e2e/venv");
-    let py = venv.join("bin/python");
-    if !py.exists() {
-        run_ok(Command::new("python3").args(["-m", "venv"]).arg(&venv), "python3 -m venv")?;
-    }
     eprintln!("installing {} (llama-cpp-python compiles llama.cpp the first time: minutes)", PACKAGES.join(", "));
-    run_ok(Command::new(&py).args(["-m", "pip", "install", "--quiet"]).args(PACKAGES), "pip install")?;
-    let bin = venv.join("bin");
-    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
-    run_ok(
-        Command::new(bin.join("maturin"))
-            .args(["develop", "--release", "--quiet"])
-            .current_dir(root.join("crates/dwac-py"))
-            .env("VIRTUAL_ENV", &venv)
-            .env("PATH", path),
-        "maturin develop",
-    )?;
+    let py = crate::pyenv::prepare(&root.join("target/e2e/venv"), &PACKAGES)?;
     std::fs::create_dir_all(&args.out_dir)?;
     run_ok(
         Command::new(&py)

@@ -21,6 +21,7 @@ mod e2e;
 mod fuzz;
 mod large_schemas;
 mod py_bench;
+mod pyenv;
 mod schema_bench;
 mod schema_suite;
 mod util;

@@ -11,7 +11,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use anyhow::{bail, Context, Result};
+use anyhow::Result;
+
+use crate::pyenv::run_ok;
 
 /// The llguidance Python package the numbers are taken with.
 const LLGUIDANCE: &str = "llguidance==1.9.1";
@@ -22,38 +24,13 @@ pub struct Args {
     pub out_dir: PathBuf,
 }
 
-fn run_ok(cmd: &mut Command, what: &str) -> Result<()> {
-    let st = cmd.status().with_context(|| format!("cannot start {what}"))?;
-    if !st.success() {
-        bail!("{what} failed ({st})");
-    }
-    Ok(())
-}
-
 pub fn run(args: Args) -> Result<()> {
     let root = dwac_tests::repo_root();
     // (XGrammar's pinned venv, made by `xtask/peers/xgrammar/setup.sh` for `cargo xtask bench`,
     // when it is there: then XGrammar is measured too; else a venv of our own.)
     let xgr = root.join("target/peers/xgrammar-venv");
     let venv = if xgr.join("bin/python").exists() { xgr } else { root.join("target/peers/py-bench-venv") };
-    let py = venv.join("bin/python");
-    if !py.exists() {
-        run_ok(Command::new("python3").args(["-m", "venv"]).arg(&venv), "python3 -m venv")?;
-    }
-    run_ok(
-        Command::new(&py).args(["-m", "pip", "install", "--quiet", "maturin>=1.5,<2", "numpy", LLGUIDANCE]),
-        "pip install",
-    )?;
-    let bin = venv.join("bin");
-    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
-    run_ok(
-        Command::new(bin.join("maturin"))
-            .args(["develop", "--release", "--quiet"])
-            .current_dir(root.join("crates/dwac-py"))
-            .env("VIRTUAL_ENV", &venv)
-            .env("PATH", path),
-        "maturin develop",
-    )?;
+    let py = crate::pyenv::prepare(&venv, &["maturin>=1.5,<2", "numpy", LLGUIDANCE])?;
     let tok = crate::tokenizer_path(&args.tokenizer);
     std::fs::create_dir_all(&args.out_dir)?;
     let json = args.out_dir.join("python.json");
