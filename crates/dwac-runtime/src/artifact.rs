@@ -40,8 +40,8 @@ pub const SECTION_OPTIONAL: u32 = 1;
 /// `u32::MAX` ([`crate::array::Col`]). Only on the kinds [`narrowable`] names.
 pub const SECTION_NARROW: u32 = 2;
 
-/// The `u32` sections a writer may narrow to 16 bits: the lexer transitions and the Parser
-/// DWA's edge columns, the big index columns.
+/// The `u32` sections a writer may narrow to 16 bits: the big index columns (the lexer's
+/// transitions and `Next⁺` rows, the Parser DWA's edge labels, targets and outputs).
 pub fn narrowable(k: u32) -> bool {
     matches!(
         k,
