@@ -123,6 +123,11 @@ enum Cmd {
         /// `--tokenizer`; `none` skips them.
         #[arg(long, default_value = "schemas/large")]
         large: String,
+        /// Also measure the Python packages (dwac, llguidance, XGrammar; `cargo xtask py-bench`)
+        /// on the schema workload's tokenizer and schemas, in this run; its tables are appended
+        /// to report.md. `--python false` skips it.
+        #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+        python: bool,
     },
     /// Internal: dwac's side of `bench` (the same job and result lines as the peers).
     #[command(hide = true)]
@@ -294,6 +299,7 @@ fn main() -> Result<()> {
             out_dir,
             timeout_s,
             large,
+            python,
         } => {
             let peers =
                 peers.split(',').map(str::trim).filter(|p| !p.is_empty() && *p != "none").map(String::from).collect();
@@ -310,6 +316,7 @@ fn main() -> Result<()> {
                 out_dir,
                 timeout_s,
                 large,
+                python,
             })
         }
         Cmd::BenchWorker { tokenizer, jobs, out, replays, eos, grammar } => {
@@ -321,7 +328,8 @@ fn main() -> Result<()> {
         }
         Cmd::PyBench { tokenizer, schemas, out_dir } => {
             let out_dir = if out_dir.is_absolute() { out_dir } else { dwac_tests::repo_root().join(out_dir) };
-            py_bench::run(py_bench::Args { tokenizer, schemas, out_dir })
+            print!("{}", py_bench::run(py_bench::Args { tokenizer, schemas, out_dir })?);
+            Ok(())
         }
         Cmd::E2e { schemas, max_tokens, threads, out_dir } => {
             let out_dir = if out_dir.is_absolute() { out_dir } else { dwac_tests::repo_root().join(out_dir) };

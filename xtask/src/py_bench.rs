@@ -24,7 +24,8 @@ pub struct Args {
     pub out_dir: PathBuf,
 }
 
-pub fn run(args: Args) -> Result<()> {
+/// Run the measurement; writes `python.json` and `python.md` and returns the markdown.
+pub fn run(args: Args) -> Result<String> {
     let root = dwac_tests::repo_root();
     // (XGrammar's pinned venv, made by `xtask/peers/xgrammar/setup.sh` for `cargo xtask bench`,
     // when it is there: then XGrammar is measured too; else a venv of our own.)
@@ -46,8 +47,7 @@ pub fn run(args: Args) -> Result<()> {
     )?;
     let md = report(&json, &args.tokenizer)?;
     std::fs::write(args.out_dir.join("python.md"), &md)?;
-    print!("{md}");
-    Ok(())
+    Ok(md)
 }
 
 fn report(json: &Path, tokenizer: &str) -> Result<String> {
@@ -56,11 +56,12 @@ fn report(json: &Path, tokenizer: &str) -> Result<String> {
     let mut md = format!(
         "# Python call overhead ({tokenizer}, {} MaskBench schemas every engine compiles)\n\n\
          Per step from Python, µs (`fill_next_token_bitmask` then `accept_token`; llguidance: \
-         `llguidance.numpy.fill_next_token_bitmask` then `consume_token`), interpreter overhead included:\n\n\
+         `llguidance.numpy.fill_next_token_bitmask` then `consume_token`), interpreter overhead included. \
+         `dwac-rust` is dwac on the same traces timed inside Rust (fill, then commit), without Python:\n\n\
          | engine | steps | call | p50 | p90 | p99 | p99.9 | max |\n|---|---:|---|---:|---:|---:|---:|---:|\n",
         s["schemas"]
     );
-    for e in ["dwac", "llguidance", "xgrammar"] {
+    for e in ["dwac-rust", "dwac", "llguidance", "xgrammar"] {
         if s[e].is_null() {
             continue;
         }

@@ -23,7 +23,11 @@ pub fn prepare(venv: &Path, packages: &[&str]) -> Result<PathBuf> {
     if !py.exists() {
         run_ok(Command::new("python3").args(["-m", "venv"]).arg(venv), "python3 -m venv")?;
     }
-    run_ok(Command::new(&py).args(["-m", "pip", "install", "--quiet"]).args(packages), "pip install")?;
+    // (Their chatter goes to stderr: `cargo xtask bench --json` keeps stdout for its JSON.)
+    run_ok(
+        Command::new(&py).args(["-m", "pip", "install", "--quiet"]).args(packages).stdout(std::io::stderr()),
+        "pip install",
+    )?;
     let bin = venv.join("bin");
     let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
     run_ok(
@@ -31,7 +35,8 @@ pub fn prepare(venv: &Path, packages: &[&str]) -> Result<PathBuf> {
             .args(["develop", "--release", "--quiet"])
             .current_dir(root.join("crates/dwac-py"))
             .env("VIRTUAL_ENV", venv)
-            .env("PATH", path),
+            .env("PATH", path)
+            .stdout(std::io::stderr()),
         "maturin develop",
     )?;
     Ok(py)

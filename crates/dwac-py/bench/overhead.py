@@ -184,6 +184,19 @@ def steps(args):
                         break
         gc.enable()
         res[e.name] = {"steps": len(both), "rejected_traces": rejected, "fill_us": summary(fill), "accept_us": summary(acc), "step_us": summary(both)}
+    # dwac's own Rust numbers on the same traces, in the same process: each step's fill and
+    # commit timed inside Rust, with no Python between them.
+    import dwac
+
+    fill, acc, both, rejected = [], [], [], 0
+    for gs, traces in jobs:
+        for tr in traces:
+            f, c = dwac._dwac._time_trace(dwac.Matcher(gs[0]), tr)
+            fill += [x / 1e3 for x in f]
+            acc += [x / 1e3 for x in c]
+            both += [(a + b) / 1e3 for a, b in zip(f, c)]
+            rejected += len(f) < len(tr)
+    res["dwac-rust"] = {"steps": len(both), "rejected_traces": rejected, "fill_us": summary(fill), "accept_us": summary(acc), "step_us": summary(both)}
     return res
 
 

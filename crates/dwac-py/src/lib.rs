@@ -453,6 +453,31 @@ fn fill_next_token_bitmask_batch(
     .map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
+/// Benchmark hook (`cargo xtask py-bench`): replay `tokens` on `matcher`, each step a mask fill
+/// into a buffer of its own, then a commit, timed in Rust with no Python between them. Returns
+/// (fill ns, commit ns) per step, stopping after a refused token. The matcher advances.
+#[pyfunction]
+fn _time_trace(py: Python<'_>, mut matcher: PyRefMut<'_, Matcher>, tokens: Vec<u32>) -> PyResult<(Vec<u64>, Vec<u64>)> {
+    let m = &mut matcher.inner;
+    py.detach(|| {
+        let mut buf = vec![0u32; m.mask_words()];
+        let (mut fill, mut commit) = (Vec::with_capacity(tokens.len()), Vec::with_capacity(tokens.len()));
+        for t in tokens {
+            let t0 = std::time::Instant::now();
+            m.fill_mask(&mut buf).map_err(|e| PyValueError::new_err(e.to_string()))?;
+            let t1 = std::time::Instant::now();
+            let ok = m.commit(t).is_ok();
+            let t2 = std::time::Instant::now();
+            fill.push((t1 - t0).as_nanos() as u64);
+            commit.push((t2 - t1).as_nanos() as u64);
+            if !ok {
+                break;
+            }
+        }
+        Ok((fill, commit))
+    })
+}
+
 /// Set `-inf` in `row` wherever `words` has a zero bit (bit `v % 32` of word `v / 32`); ids past
 /// the words are disallowed too.
 fn mask_row(row: &mut [f32], words: &[u32]) {
@@ -530,5 +555,6 @@ fn _dwac(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Matcher>()?;
     m.add_function(wrap_pyfunction!(fill_next_token_bitmask_batch, m)?)?;
     m.add_function(wrap_pyfunction!(apply_bitmask_f32, m)?)?;
+    m.add_function(wrap_pyfunction!(_time_trace, m)?)?;
     Ok(())
 }

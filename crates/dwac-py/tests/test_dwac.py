@@ -313,3 +313,15 @@ def test_tokenizer_from_gguf_matches_the_tokenizer_json_and_compiles():
     assert m.is_accepting()
     with pytest.raises(dwac.DwacError, match="not a GGUF file"):
         dwac.Tokenizer.from_gguf(hf)
+
+
+def test_time_trace_bench_hook_replays_and_stops_at_a_refused_token(tok):
+    g = dwac.Grammar.from_json_schema({"type": "array", "items": {"type": "integer"}}, tok, whitespace="compact")
+    ids = tok.encode("[1,22,333]")
+    m = dwac.Matcher(g)
+    fill, commit = dwac._dwac._time_trace(m, ids)
+    assert len(fill) == len(commit) == len(ids) and all(x > 0 for x in fill)
+    assert m.is_accepting(), "the matcher advanced through the whole trace"
+    bad = tok.encode("[1,x")
+    fill, _ = dwac._dwac._time_trace(dwac.Matcher(g), bad)
+    assert len(fill) == len(bad) and len(bad) > 1  # the refused token is the last one timed

@@ -52,6 +52,8 @@ pub struct Args {
     pub timeout_s: u64,
     /// Folder of the large schemas (`none` skips them), one workload per tokenizer.
     pub large: String,
+    /// Run `py-bench` too and append its tables to report.md.
+    pub python: bool,
 }
 
 /// One workload: a jobs file for one tokenizer.
@@ -362,6 +364,21 @@ pub fn run(a: Args) -> Result<()> {
     }
     let rep = report::build(&runs, &unavailable, a.replays, t_run.elapsed().as_secs_f64());
     report::write(&a.out_dir, &rep, &runs)?;
+    if a.python {
+        // The Python packages on the schema workload's tokenizer and schemas, in this run.
+        let tokenizer = if a.schema_tokenizer != "none" { a.schema_tokenizer.clone() } else { "qwen3".into() };
+        let py = crate::py_bench::Args { tokenizer, schemas: a.schemas.unwrap_or(25), out_dir: a.out_dir.clone() };
+        eprintln!("python packages (cargo xtask py-bench)");
+        let section = match crate::py_bench::run(py) {
+            Ok(md) => md,
+            Err(e) => format!("# Python packages\n\nNot measured: {e:#}\n"),
+        };
+        let path = a.out_dir.join("report.md");
+        let mut md = std::fs::read_to_string(&path)?;
+        md.push('\n');
+        md.push_str(&section);
+        std::fs::write(&path, md)?;
+    }
     if a.json {
         println!("{}", serde_json::to_string_pretty(&rep.json)?);
     } else {
