@@ -230,7 +230,7 @@ fn id_of(v: &Value, what: &str) -> Result<u32, VocabError> {
 }
 
 /// Parse `<0xNN>` (either hex case).
-fn byte_token(s: &str) -> Option<u8> {
+pub(crate) fn byte_token(s: &str) -> Option<u8> {
     let hex = s.strip_prefix("<0x")?.strip_suffix('>')?;
     if hex.len() != 2 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
         return None;

@@ -31,7 +31,7 @@
 use dwac_runtime::Vocabulary;
 use serde_json::{json, Value};
 
-use crate::bytes::{byte_level_inverse, METASPACE};
+use crate::bytes::{byte_level_inverse, byte_token, METASPACE};
 use crate::{Family, VocabError, MAX_VOCAB_SIZE, WELL_KNOWN_EOS};
 
 /// `GGUF` in the file's first four bytes.
@@ -381,14 +381,6 @@ pub(crate) struct Derived {
     pub byte_fallback_ids: [Option<u32>; 256],
 }
 
-fn parse_byte_token(s: &[u8]) -> Option<u8> {
-    let hex = s.strip_prefix(b"<0x")?.strip_suffix(b">")?;
-    if hex.len() != 2 {
-        return None;
-    }
-    u8::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()
-}
-
 pub(crate) fn derive(g: &GgufVocab) -> Result<Derived, GgufError> {
     use token_type::*;
     let family = match g.model.as_str() {
@@ -423,7 +415,7 @@ pub(crate) fn derive(g: &GgufVocab) -> Result<Derived, GgufError> {
                 Family::SentencePiece => (text()?.replace(METASPACE, " ").into_bytes(), false),
             },
             BYTE => {
-                let b = parse_byte_token(tok).ok_or_else(|| {
+                let b = std::str::from_utf8(tok).ok().and_then(byte_token).ok_or_else(|| {
                     GgufError::Invalid(format!("byte token {id} is {:?}, not <0xNN>", String::from_utf8_lossy(tok)))
                 })?;
                 byte_fallback_ids[b as usize].get_or_insert(id as u32);
