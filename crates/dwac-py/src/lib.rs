@@ -27,6 +27,32 @@ fn err(msg: impl Into<String>) -> PyErr {
 #[pyclass(module = "dwac._dwac", frozen)]
 struct Tokenizer {
     inner: Arc<dwac_vocab::Tokenizer>,
+    /// The model's number of logits (`vocab_size`): at least the tokenizer's ids. Ids past the
+    /// tokenizer's (padded embedding rows) are never allowed. Not part of the fingerprint.
+    width: usize,
+}
+
+impl Tokenizer {
+    /// `t` with masks `vocab_size` wide (default: its own number of ids).
+    fn wrap(t: dwac_vocab::Tokenizer, vocab_size: Option<usize>) -> PyResult<Tokenizer> {
+        Tokenizer::widened(Arc::new(t), vocab_size)
+    }
+
+    fn widened(t: Arc<dwac_vocab::Tokenizer>, vocab_size: Option<usize>) -> PyResult<Tokenizer> {
+        let n = t.vocab().len();
+        let width = match vocab_size {
+            None => n,
+            Some(w) if w >= n && w <= u32::MAX as usize => w,
+            Some(w) => {
+                return Err(err(format!(
+                    "vocab_size {w} is smaller than the tokenizer's {n} token ids ({:?}); it must be the \
+                     model's number of logits, at least the tokenizer's ids",
+                    t.name()
+                )))
+            }
+        };
+        Ok(Tokenizer { inner: t, width })
+    }
 }
 
 #[pymethods]
@@ -34,41 +60,50 @@ impl Tokenizer {
     /// Load a Hugging Face `tokenizer.json` (its `tokenizer_config.json` beside it, if any,
     /// names the end token), or a GGUF model file (recognized by its magic).
     #[staticmethod]
-    fn from_file(py: Python<'_>, path: std::path::PathBuf) -> PyResult<Tokenizer> {
+    #[pyo3(signature = (path, vocab_size = None))]
+    fn from_file(py: Python<'_>, path: std::path::PathBuf, vocab_size: Option<usize>) -> PyResult<Tokenizer> {
         let t = py.detach(|| dwac_vocab::Tokenizer::from_file(&path)).map_err(|e| match e {
             // These name the file already.
             dwac_vocab::VocabError::Gguf { .. } | dwac_vocab::VocabError::Io { .. } => err(e.to_string()),
             e => err(format!("{}: {e}", path.display())),
         })?;
-        Ok(Tokenizer { inner: Arc::new(t) })
+        Tokenizer::wrap(t, vocab_size)
     }
 
     /// The vocabulary inside a GGUF model file (llama.cpp), read through a memory map: only the
     /// header, never the weights. Token bytes follow llama.cpp's token types.
     #[staticmethod]
-    fn from_gguf(py: Python<'_>, path: std::path::PathBuf) -> PyResult<Tokenizer> {
+    #[pyo3(signature = (path, vocab_size = None))]
+    fn from_gguf(py: Python<'_>, path: std::path::PathBuf, vocab_size: Option<usize>) -> PyResult<Tokenizer> {
         let t = py.detach(|| dwac_vocab::Tokenizer::from_gguf(&path)).map_err(|e| err(e.to_string()))?;
-        Ok(Tokenizer { inner: Arc::new(t) })
+        Tokenizer::wrap(t, vocab_size)
     }
 
     /// From the text of a `tokenizer.json` (e.g. `tokenizers.Tokenizer.to_str()`); `eos` names
     /// the end tokens when the JSON alone does not.
     #[staticmethod]
-    #[pyo3(signature = (json, name = "tokenizer", eos = None))]
-    fn from_json(json: &str, name: &str, eos: Option<Vec<u32>>) -> PyResult<Tokenizer> {
+    #[pyo3(signature = (json, name = "tokenizer", eos = None, vocab_size = None))]
+    fn from_json(json: &str, name: &str, eos: Option<Vec<u32>>, vocab_size: Option<usize>) -> PyResult<Tokenizer> {
         let mut t =
             dwac_vocab::Tokenizer::from_json_bytes(json.as_bytes(), None, name).map_err(|e| err(e.to_string()))?;
         if let Some(eos) = eos.filter(|e| !e.is_empty()) {
             t = t.with_eos(&eos).map_err(|e| err(e.to_string()))?;
         }
-        Ok(Tokenizer { inner: Arc::new(t) })
+        Tokenizer::wrap(t, vocab_size)
     }
 
     /// The embedded default tokenizer (GPT-2).
     #[staticmethod]
-    fn default() -> PyResult<Tokenizer> {
+    #[pyo3(signature = (vocab_size = None))]
+    fn default(vocab_size: Option<usize>) -> PyResult<Tokenizer> {
         let t = dwac_vocab::Tokenizer::default_embedded().map_err(|e| err(e.to_string()))?;
-        Ok(Tokenizer { inner: Arc::new(t) })
+        Tokenizer::wrap(t, vocab_size)
+    }
+
+    /// The same vocabulary with masks `vocab_size` wide (the model's number of logits, at
+    /// least `num_tokens`). Same fingerprint: artifacts are shared.
+    fn with_vocab_size(&self, vocab_size: usize) -> PyResult<Tokenizer> {
+        Tokenizer::widened(Arc::clone(&self.inner), Some(vocab_size))
     }
 
     /// The tokenizer's name (its model family, or the name given).
@@ -77,9 +112,17 @@ impl Tokenizer {
         self.inner.name().to_string()
     }
 
-    /// Number of token ids (masks have at least this many bits).
+    /// The width of masks: the model's number of logits if given (`vocab_size=`), else the
+    /// tokenizer's number of ids. Bitmasks need `ceil(vocab_size / 32)` words per row.
     #[getter]
     fn vocab_size(&self) -> usize {
+        self.width
+    }
+
+    /// The tokenizer's own number of token ids (ids from here to `vocab_size` are padding,
+    /// never allowed).
+    #[getter]
+    fn num_tokens(&self) -> usize {
         self.inner.vocab().len()
     }
 
@@ -107,7 +150,12 @@ impl Tokenizer {
     }
 
     fn __repr__(&self) -> String {
-        format!("Tokenizer(name={:?}, vocab_size={})", self.inner.name(), self.inner.vocab().len())
+        let n = self.inner.vocab().len();
+        if self.width == n {
+            format!("Tokenizer(name={:?}, vocab_size={n})", self.inner.name())
+        } else {
+            format!("Tokenizer(name={:?}, vocab_size={}, num_tokens={n})", self.inner.name(), self.width)
+        }
     }
 }
 
@@ -117,6 +165,8 @@ impl Tokenizer {
 struct Grammar {
     artifact: Artifact,
     warnings: Vec<String>,
+    /// Mask width (the tokenizer's `vocab_size`, else the vocabulary's ids).
+    width: usize,
 }
 
 #[pymethods]
@@ -156,6 +206,7 @@ impl Grammar {
             k => return Err(err(format!("unknown grammar kind {k:?} (json_schema, lark, gbnf, regex)"))),
         };
         let tok = Arc::clone(&tokenizer.inner);
+        let width = tokenizer.width;
         py.detach(move || {
             let (grammar, mut warnings, info) = match parsed {
                 Some(k) => {
@@ -174,7 +225,7 @@ impl Grammar {
             let ti = TokenizerInfo { name: tok.name().to_string(), fingerprint: tok.fingerprint() };
             let bytes = artifact_bytes(&engine, &info, &ti, &stats, &schema, &EngineOptions::default());
             let artifact = Artifact::from_bytes(&bytes).map_err(|e| format!("{what}: {e}"))?;
-            Ok::<_, String>(Grammar { artifact, warnings })
+            Ok::<_, String>(Grammar { artifact, warnings, width })
         })
         .map_err(err)
     }
@@ -184,15 +235,17 @@ impl Grammar {
     #[staticmethod]
     #[pyo3(signature = (path, tokenizer = None))]
     fn open(py: Python<'_>, path: std::path::PathBuf, tokenizer: Option<&Tokenizer>) -> PyResult<Grammar> {
-        let tok = tokenizer.map(|t| Arc::clone(&t.inner));
+        let tok = tokenizer.map(|t| (Arc::clone(&t.inner), t.width));
         py.detach(move || {
             let artifact = Artifact::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-            if let Some(t) = tok {
+            let mut width = artifact.engine().vocab().len();
+            if let Some((t, w)) = tok {
                 artifact
                     .check_tokenizer(&t.fingerprint(), t.vocab())
                     .map_err(|e| format!("{}: {e} (the tokenizer given is {:?})", path.display(), t.name()))?;
+                width = w;
             }
-            Ok::<_, String>(Grammar { artifact, warnings: Vec::new() })
+            Ok::<_, String>(Grammar { artifact, warnings: Vec::new(), width })
         })
         .map_err(err)
     }
@@ -203,9 +256,16 @@ impl Grammar {
         py.detach(|| write_atomically(&path, bytes)).map_err(|e| err(format!("{}: {e}", path.display())))
     }
 
-    /// Number of token ids of the vocabulary the grammar was compiled for.
+    /// The width of masks: the tokenizer's `vocab_size` (compiled with, or given to `open`),
+    /// else the vocabulary's number of ids.
     #[getter]
     fn vocab_size(&self) -> usize {
+        self.width
+    }
+
+    /// Number of token ids of the vocabulary the grammar was compiled for.
+    #[getter]
+    fn num_tokens(&self) -> usize {
         self.artifact.engine().vocab().len()
     }
 
@@ -230,6 +290,19 @@ impl Grammar {
 #[pyclass(module = "dwac._dwac")]
 struct Matcher {
     inner: RMatcher,
+    /// The grammar's mask width (bitmask rows must hold it).
+    width: usize,
+}
+
+/// Refuse bitmask rows of `cols` words too narrow for masks `width` tokens wide.
+fn check_width(cols: usize, width: usize) -> PyResult<()> {
+    if cols.saturating_mul(32) < width {
+        return Err(PyValueError::new_err(format!(
+            "bitmask rows have {cols} words; vocab_size {width} needs {} (allocate_token_bitmask(batch, {width}))",
+            width.div_ceil(32)
+        )));
+    }
+    Ok(())
 }
 
 /// The rows of `bitmask` (a 2-D C-contiguous int32 numpy array, or a CPU torch tensor, whose
@@ -315,7 +388,7 @@ impl Matcher {
             Some(n) => RMatcher::with_max_rollback(engine, n),
             None => RMatcher::new(engine),
         };
-        Ok(Matcher { inner })
+        Ok(Matcher { inner, width: native.width })
     }
 
     /// Write the allowed next tokens into row `index` of `bitmask` (int32, shape `[batch,
@@ -327,6 +400,7 @@ impl Matcher {
         if index >= rows {
             return Err(PyValueError::new_err(format!("index {index} is out of range for a bitmask of {rows} rows")));
         }
+        check_width(cols, self.width)?;
         let m = &self.inner;
         with_words(&arr, |w| m.fill_mask(&mut w[index * cols..(index + 1) * cols]))?
             .map_err(|e| PyValueError::new_err(e.to_string()))
@@ -374,7 +448,7 @@ impl Matcher {
 
     /// An independent copy (O(1)) for beam search or speculation.
     fn fork(&self) -> Matcher {
-        Matcher { inner: self.inner.clone() }
+        Matcher { inner: self.inner.clone(), width: self.width }
     }
 
     /// Has an end token been committed (the output is complete; nothing more is allowed)?
@@ -427,6 +501,9 @@ fn fill_next_token_bitmask_batch(
     indices: Option<Vec<usize>>,
 ) -> PyResult<()> {
     let (arr, rows, cols) = bitmask_rows(bitmask)?;
+    for m in &matchers {
+        check_width(cols, m.width)?;
+    }
     let indices = indices.unwrap_or_else(|| (0..matchers.len()).collect());
     if indices.len() != matchers.len() {
         return Err(PyValueError::new_err(format!("{} indices for {} matchers", indices.len(), matchers.len())));

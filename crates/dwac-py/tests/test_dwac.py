@@ -268,19 +268,90 @@ def test_llama_cpp_processor_constrains_a_fake_model(tok):
     assert ids[-1] in tok.eos_token_ids and proc.matcher.is_accepting()
 
 
-def test_transformers_processor_if_torch_is_installed(tok):
-    torch = pytest.importorskip("torch")
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_transformers_processor_constrains_every_row(tok, backend):
+    """The processor on numpy arrays (always: it is duck-typed) and on torch tensors (when torch
+    is installed), with logits wider than the vocabulary."""
     from dwac.integrations.transformers import DwacLogitsProcessor
+
+    if backend == "torch":
+        torch = pytest.importorskip("torch")
+        tensor = lambda rows: torch.tensor(rows, dtype=torch.long)
+        randn = lambda *shape: torch.randn(*shape, generator=torch.Generator().manual_seed(3))
+        argmax = lambda s: s.argmax(-1).tolist()
+        finite = lambda s: torch.isfinite(s).numpy()
+        append = lambda ids, nxt: torch.cat([ids, torch.tensor(nxt)[:, None]], 1)
+    else:
+        rng = np.random.default_rng(3)
+        tensor = lambda rows: np.array(rows, dtype=np.int64)
+        randn = lambda *shape: rng.standard_normal(shape)
+        argmax = lambda s: s.argmax(-1).tolist()
+        finite = np.isfinite
+        append = lambda ids, nxt: np.concatenate([ids, np.array(nxt)[:, None]], 1)
 
     g = dwac.Grammar.from_regex("(yes|no)", tok)
     proc = DwacLogitsProcessor(g)
-    ids = torch.tensor([tok.encode("Answer: "), tok.encode("Reply: ")[:2] + [0]], dtype=torch.long)
-    for _ in range(5):
-        scores = torch.randn(2, tok.vocab_size + 30)
-        scores = proc(ids, scores)
-        nxt = scores.argmax(-1)
-        assert torch.isfinite(scores.gather(1, nxt[:, None])).all()
-        ids = torch.cat([ids, nxt[:, None]], 1)
+    prompts = [tok.encode("Answer: "), tok.encode("Reply: ")[:2] + [0]]
+    ids = tensor(prompts)
+    eos = tok.eos_token_ids
+    width = tok.vocab_size + 30
+    for _ in range(6):
+        scores = proc(ids, randn(2, width))
+        ok = finite(scores)
+        assert not ok[:, tok.vocab_size :].any(), "logits past the vocabulary stay disallowed"
+        nxt = argmax(scores)
+        assert all(ok[r, t] for r, t in enumerate(nxt))
+        ids = append(ids, nxt)
+    for row, prompt in zip(ids.tolist(), prompts):
+        out = row[len(prompt) :]
+        assert eos[0] in out, f"row never ended: {out}"
+        text = b"".join(tok.token_bytes(t) for t in out[: out.index(eos[0])])
+        assert text in (b"yes", b"no") and all(t == eos[0] for t in out[out.index(eos[0]) :])
+
+
+def test_vocab_size_override_pads_masks_and_keeps_the_fingerprint(tok, tmp_path):
+    n = tok.num_tokens
+    assert tok.vocab_size == n
+    wide = dwac.Tokenizer.default(vocab_size=n + 100)
+    assert (wide.vocab_size, wide.num_tokens) == (n + 100, n)
+    assert wide.fingerprint == tok.fingerprint
+    assert tok.with_vocab_size(n + 100).vocab_size == n + 100
+    assert "num_tokens" in repr(wide)
+    for bad in (n - 1, 0):
+        with pytest.raises(dwac.DwacError, match="smaller than the tokenizer"):
+            dwac.Tokenizer.default(vocab_size=bad)
+
+    schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+    g = dwac.Grammar.from_json_schema(schema, wide)
+    plain = dwac.Grammar.from_json_schema(schema, tok)
+    assert (g.vocab_size, g.num_tokens, plain.vocab_size) == (n + 100, n, n)
+    m, p = dwac.Matcher(g), dwac.Matcher(plain)
+
+    narrow = dwac.allocate_token_bitmask(1, n)  # wide enough for the tokenizer, not the model
+    assert narrow.shape[1] * 32 < n + 100
+    with pytest.raises(ValueError, match="vocab_size 50357"):
+        m.fill_next_token_bitmask(narrow)
+    with pytest.raises(ValueError, match="vocab_size"):
+        dwac.fill_next_token_bitmask_batch([m], narrow)
+
+    bitmask = dwac.allocate_token_bitmask(1, g.vocab_size)
+    reference = dwac.allocate_token_bitmask(1, n)
+    for t in tok.encode('{"ok": true}'):
+        m.fill_next_token_bitmask(bitmask)
+        p.fill_next_token_bitmask(reference)
+        assert bits(bitmask[0], n + 100) == bits(reference[0], n), "padding changed the mask"
+        assert not m.accept_token(n + 5), "a padding id is refused"
+        assert m.accept_token(t) and p.accept_token(t)
+    assert m.is_accepting()
+    forked = m.fork()
+    forked.fill_next_token_bitmask(bitmask)
+    with pytest.raises(ValueError, match="vocab_size"):
+        forked.fill_next_token_bitmask(narrow)
+
+    path = tmp_path / "g.dwa"
+    plain.save(path)
+    assert dwac.Grammar.open(path, wide).vocab_size == n + 100, "the same artifact serves the padded model"
+    assert dwac.Grammar.open(path).vocab_size == n
 
 
 def test_tokenizer_from_hf_objects_has_the_files_fingerprint():
@@ -293,6 +364,10 @@ def test_tokenizer_from_hf_objects_has_the_files_fingerprint():
     from_hf = dwac.tokenizer_from_hf(hf, eos_token_ids=from_file.eos_token_ids)
     assert from_hf.vocab_size == from_file.vocab_size
     assert from_hf.fingerprint == from_file.fingerprint
+    padded = dwac.tokenizer_from_hf(hf, eos_token_ids=from_file.eos_token_ids, vocab_size=151_936)
+    assert (padded.vocab_size, padded.num_tokens) == (151_936, from_file.vocab_size)
+    assert padded.fingerprint == from_file.fingerprint
+    assert dwac.Tokenizer.from_file(path, vocab_size=151_936).vocab_size == 151_936
     with pytest.raises(dwac.DwacError):
         dwac.tokenizer_from_hf(object())
 

@@ -11,6 +11,11 @@ Compile a grammar once (``Grammar.from_json_schema``, ``from_lark``, ``from_gbnf
     dwac.apply_token_bitmask_inplace(logits, bitmask)
     m.accept_token(token)                         # after sampling
 
+A model whose logits outnumber the tokenizer's ids (padded embeddings, e.g. Qwen's 151,936
+against 151,669) declares its width once: ``Tokenizer.from_file(path, vocab_size=n_logits)``
+(or ``tok.with_vocab_size(n)``); masks are then that wide with the padding ids disallowed, and
+the fingerprint, so the artifacts, stay those of the tokenizer.
+
 Bitmasks are int32 arrays of shape ``[batch, ceil(vocab_size / 32)]``, bit ``v % 32`` of word
 ``v // 32`` set iff token ``v`` is allowed: the layout vLLM, SGLang, XGrammar and llguidance
 use. Masks are written in place into numpy arrays or CPU torch tensors (no copy).
@@ -40,10 +45,16 @@ __all__ = [
 ]
 
 
-def tokenizer_from_hf(tokenizer: Any, eos_token_ids: Optional[Sequence[int]] = None) -> Tokenizer:
+def tokenizer_from_hf(
+    tokenizer: Any,
+    eos_token_ids: Optional[Sequence[int]] = None,
+    vocab_size: Optional[int] = None,
+) -> Tokenizer:
     """A ``Tokenizer`` from a Hugging Face tokenizer object: a ``tokenizers.Tokenizer`` or a
     ``transformers`` fast tokenizer (its ``backend_tokenizer``). The end tokens are taken from
-    ``eos_token_ids``, else from the transformers tokenizer's ``eos_token_id``."""
+    ``eos_token_ids``, else from the transformers tokenizer's ``eos_token_id``. ``vocab_size``:
+    the model's number of logits when it exceeds the tokenizer's ids (e.g.
+    ``model.config.vocab_size``); masks are that wide, with the padding ids disallowed."""
     backend = getattr(tokenizer, "backend_tokenizer", tokenizer)
     if not hasattr(backend, "to_str"):
         raise DwacError(
@@ -54,7 +65,7 @@ def tokenizer_from_hf(tokenizer: Any, eos_token_ids: Optional[Sequence[int]] = N
         eos = getattr(tokenizer, "eos_token_id", None)
         eos_token_ids = [eos] if isinstance(eos, int) else (list(eos) if eos else [])
     name = getattr(tokenizer, "name_or_path", None) or "tokenizer"
-    return Tokenizer.from_json(backend.to_str(), str(name), list(eos_token_ids))
+    return Tokenizer.from_json(backend.to_str(), str(name), list(eos_token_ids), vocab_size)
 
 
 def _tokenizer(tokenizer: Any) -> Tokenizer:
@@ -130,8 +141,15 @@ class Grammar:
 
     @property
     def vocab_size(self) -> int:
-        """Number of token ids of the vocabulary the grammar was compiled for."""
+        """The width of this grammar's masks: the tokenizer's ``vocab_size`` (the model's number
+        of logits when one was given, else the tokenizer's number of ids)."""
         return self._g.vocab_size
+
+    @property
+    def num_tokens(self) -> int:
+        """Number of token ids of the tokenizer the grammar was compiled for (ids from here to
+        ``vocab_size`` are padding, never allowed)."""
+        return self._g.num_tokens
 
     @property
     def metadata(self) -> dict:
