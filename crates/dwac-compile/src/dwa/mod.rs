@@ -391,12 +391,17 @@ pub fn build_mask_tables_with_progress(
     };
     let mut stats = MaskStats::default();
     #[allow(clippy::type_complexity)]
-    let mut built_for: FastMap<(u32, Vec<Vec<terminal_dwa::Sig>>), Option<(Rc<LocalDwa>, usize)>> = FastMap::default();
+    let mut built_for: FastMap<(u32, Vec<Vec<terminal_dwa::Sig>>), Option<(Rc<LocalDwa>, usize, usize)>> =
+        FastMap::default();
+    // Local automata are told apart by a serial number (the third field above), never by
+    // address: an automaton replaced in `built_for` is freed, and a later one may get its
+    // address, which would then find the freed one's entries in `assembled`.
+    let mut serial = 0usize;
     let mut shared: FastMap<(u64, u32), Shared> = FastMap::default();
     // Assembled states by their key (`determinize::StateKey`): a lexer state's automaton links
     // to these instead of building them again.
     let mut keys: FastMap<StateKey, u32> = FastMap::default();
-    // Assembled automata by (their local automaton, class sizes): the class tokens they were
+    // Assembled automata by (their local automaton's serial number, class sizes): the class tokens they were
     // assembled with and their start entries. A state with the same automaton and the same
     // tokens in every class has the same tables: it takes those entries.
     #[allow(clippy::type_complexity)]
@@ -462,10 +467,9 @@ pub fn build_mask_tables_with_progress(
             // same lexings but other tokens builds its own, unless assembly finds it has the
             // same tokens too.)
             let reusable = built_for.get(&key).filter(|b| match b {
-                Some((local, _)) => {
+                Some((local, _, id)) => {
                     local.links.is_empty() || {
-                        let akey =
-                            (Rc::as_ptr(local) as usize, classes.iter().map(|c| c.tokens.len()).collect::<Vec<_>>());
+                        let akey = (*id, classes.iter().map(|c| c.tokens.len()).collect::<Vec<_>>());
                         assembled.get(&akey).is_some_and(|variants| {
                             variants.iter().any(|v| v.0.iter().zip(classes.iter()).all(|(t, c)| t.same(&c.tokens)))
                         })
@@ -484,7 +488,10 @@ pub fn build_mask_tables_with_progress(
                         keys: &keys,
                         link: opts.link_states,
                     };
-                    let b = det.build(&classes, &nodes, thread, &mut asm).ok().map(|l| (Rc::new(l), det.num_configs()));
+                    let b = det.build(&classes, &nodes, thread, &mut asm).ok().map(|l| {
+                        serial += 1;
+                        (Rc::new(l), det.num_configs(), serial)
+                    });
                     built_for.insert(key, b.clone());
                     b
                 }
@@ -492,10 +499,10 @@ pub fn build_mask_tables_with_progress(
             stages.lap("determinize");
             let slowest = (walk + tq.elapsed()).as_secs_f64() * 1e3;
             stats.slowest_lexer_state_ms = stats.slowest_lexer_state_ms.max(slowest);
-            let local = match built {
-                Some((local, configs)) => {
+            let (local, local_id) = match built {
+                Some((local, configs, id)) => {
                     stats.configurations += configs;
-                    local
+                    (local, id)
                 }
                 None => {
                     // Over budget: every token with a lexing here is decided at run time.
@@ -513,7 +520,7 @@ pub fn build_mask_tables_with_progress(
                 }
             };
             stats.lexer_states_with_dwa += 1;
-            let akey = (Rc::as_ptr(&local) as usize, classes.iter().map(|c| c.tokens.len()).collect::<Vec<_>>());
+            let akey = (local_id, classes.iter().map(|c| c.tokens.len()).collect::<Vec<_>>());
             let same = assembled.get(&akey).and_then(|variants| {
                 variants.iter().find(|v| v.0.iter().zip(classes.iter()).all(|(t, c)| t.same(&c.tokens)))
             });
