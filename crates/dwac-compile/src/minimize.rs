@@ -50,13 +50,24 @@ pub fn minimize(n: usize, trans: &[u32], initial: &[u32]) -> Vec<u32> {
     for b in (0..256).rev() {
         rep_byte[class[b] as usize] = b;
     }
+    let mut by_class = Vec::with_capacity(n * k);
+    for row in trans[..n * 256].chunks_exact(256) {
+        by_class.extend(rep_byte.iter().map(|&b| row[b]));
+    }
+    minimize_classes(n, k, &by_class, initial)
+}
+
+/// [`minimize`] over a table already reduced to `k` input classes (`trans[q*k+c]`): every class
+/// stands for bytes with equal columns, so the partition is the same as over the bytes.
+pub fn minimize_classes(n: usize, k: usize, trans: &[u32], initial: &[u32]) -> Vec<u32> {
+    debug_assert_eq!(trans.len(), n * k);
     // A sink state `n` stands for DEAD, so the transition function is total.
     let total = n + 1;
     let target = |q: usize, c: usize| -> usize {
         if q == n {
             return n;
         }
-        let t = trans[q * 256 + rep_byte[c]];
+        let t = trans[q * k + c];
         if t == DEAD {
             n
         } else {
