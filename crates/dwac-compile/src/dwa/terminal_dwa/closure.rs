@@ -1,0 +1,215 @@
+//! Closure walks: subtrees of the vocabulary trie that stay inside a lexer state's closure
+//! (no lexeme ends, the lexer never returns to its start) are walked once per closure table and
+//! replayed for every lexer state, of any grammar, that has the same table.
+
+use super::*;
+
+/// One event of a subtree walk inside a closure ([`Walker::closure_walk`]), in the walk's
+/// order: the first tokens ending in closure state `cs` (where the walk interns its
+/// signature); or byte `b` leaves the closure from `cs` at `node` (into `child`), where the
+/// walk goes on the general way.
+#[derive(Clone, Copy)]
+pub(super) enum Event {
+    First { cs: u32 },
+    Leave { node: u32, b: u8, child: u32, cs: u32 },
+}
+
+/// A recorded subtree walk inside a closure: its events, and per closure state with tokens
+/// ending there, those tokens (in walk order) and the smallest of them.
+pub(super) struct ClosureWalk {
+    pub(super) events: Vec<Event>,
+    pub(super) tokens: Vec<(u32, u32, Arc<[u32]>)>,
+}
+
+/// Tokens that share one signature set without being listed pair by pair: (signature set id,
+/// smallest token, tokens), from a closure walk ([`Walker::closure_walk`]).
+pub(super) type Bulk = (u32, u32, Arc<[u32]>);
+
+/// Closure walks by (closure id, root child), closures by their canonical table.
+#[derive(Default)]
+pub(super) struct ClosureCache {
+    pub(super) ids: FastMap<Arc<[u32]>, u32>,
+    pub(super) tables: Vec<Arc<[u32]>>,
+    /// Words the tables hold in all (bounded by [`CLOSURE_TABLE_WORDS`]).
+    pub(super) table_words: usize,
+    pub(super) walks: FastMap<(u32, u32), Arc<ClosureWalk>>,
+    /// Events and tokens held in all (bounded by [`CLOSURE_EVENTS`]).
+    pub(super) events: usize,
+}
+
+/// Tokens below a root child from which its walk goes through the closure cache
+/// ([`Walker::closure_walk`]); smaller subtrees are walked directly.
+pub(super) const CLOSURE_WALK_FROM: u32 = 1024;
+
+/// Closure states a closure walk may have (a bound on the canonical table's size).
+pub(super) const MAX_CLOSURE: usize = 64;
+
+/// Events and tokens the closure cache may hold in all (a memory bound; past it, walks are not kept).
+pub(super) const CLOSURE_EVENTS: usize = 8 << 20;
+
+/// Table words the closure cache may hold in all (a memory bound; past it, new closures are
+/// walked as before).
+pub(super) const CLOSURE_TABLE_WORDS: usize = 8 << 20;
+
+/// [`Walker::closure_of`]'s table: no lexing (dead, or a state that can neither continue nor
+/// accept).
+pub(super) const CL_DEAD: u32 = u32::MAX;
+
+/// [`Walker::closure_of`]'s table: the byte leaves the closure (a lexeme is accepted, or the
+/// lexer is back at its start).
+pub(super) const CL_LEAVE: u32 = u32::MAX - 1;
+
+/// A lexer state's closure for [`Walker::closure_walk`]: its id in the shared cache, its
+/// states (closure state → lexer state; 0 is the entry state) and canonical table.
+pub(super) struct Closure {
+    pub(super) id: u32,
+    pub(super) states: Vec<u32>,
+    pub(super) table: Arc<[u32]>,
+}
+
+impl<'a> Walker<'a> {
+    /// The closure of lexer state `e` (not the start): the states reachable from it by bytes
+    /// that only move the lexer on (no lexeme accepted, not back at the start), numbered in
+    /// breadth-first order from `e` over bytes in order, and per (closure state, byte) the
+    /// closure state reached, [`CL_DEAD`] or [`CL_LEAVE`]. The table is what
+    /// [`Self::walk_single`] reads while it stays in the closure, so two states with equal
+    /// tables (in any grammar) walk a subtree alike up to where they leave it. `None` past
+    /// [`MAX_CLOSURE`] states.
+    pub(super) fn closure_of(&mut self, e: u32) -> Option<Arc<Closure>> {
+        if let Some(c) = self.closure_memo.get(&e) {
+            return c.clone();
+        }
+        let lex = self.lex;
+        let mut states = vec![e];
+        let mut canon: FastMap<u32, u32> = FastMap::from_iter([(e, 0)]);
+        let mut table = Vec::new();
+        let mut i = 0;
+        let mut ok = true;
+        while i < states.len() {
+            let q = states[i];
+            for b in 0..=255u8 {
+                let q2 = lex.step(q, b);
+                let code = if q2 == DEAD {
+                    CL_DEAD
+                } else if lex.accepts(q2).is_empty() {
+                    if !lex.can_continue(q2) {
+                        CL_DEAD
+                    } else if q2 == lex.start {
+                        CL_LEAVE
+                    } else {
+                        let next = states.len() as u32;
+                        *canon.entry(q2).or_insert_with(|| {
+                            states.push(q2);
+                            next
+                        })
+                    }
+                } else {
+                    CL_LEAVE
+                };
+                table.push(code);
+            }
+            if states.len() > MAX_CLOSURE {
+                ok = false;
+                break;
+            }
+            i += 1;
+        }
+        let closure = ok
+            .then(|| {
+                // One copy of each table per process, shared by the states that have it.
+                let mut cache = self.index.closures.lock().unwrap_or_else(|p| p.into_inner());
+                if let Some(&id) = cache.ids.get(table.as_slice()) {
+                    let table = Arc::clone(&cache.tables[id as usize]);
+                    return Some(Arc::new(Closure { id, states, table }));
+                }
+                if cache.table_words + table.len() > CLOSURE_TABLE_WORDS {
+                    return None;
+                }
+                let id = cache.tables.len() as u32;
+                let table: Arc<[u32]> = table.into();
+                cache.table_words += table.len();
+                cache.tables.push(Arc::clone(&table));
+                cache.ids.insert(Arc::clone(&table), id);
+                Some(Arc::new(Closure { id, states, table }))
+            })
+            .flatten();
+        self.closure_memo.insert(e, closure.clone());
+        closure
+    }
+
+    /// [`Self::walk_single`] below the root's `child` entered at lexer state `e` with one fresh
+    /// branch, from the cached events of an earlier walk of `child` in a closure with the same
+    /// table (this grammar's or another's), recorded on a miss: tokens that stay in the
+    /// closure take the signature of the lexer state they end in, and where a byte leaves it
+    /// the walk goes on the general way, in the same order as the walk itself (so every id
+    /// is interned as it would be). False if `e` has no closure.
+    pub(super) fn closure_walk(&mut self, child: u32, e: u32, sc: &mut Scratch, terms: &mut SetPool) -> bool {
+        let Some(cl) = self.closure_of(e) else { return false };
+        let cached = {
+            let cache = self.index.closures.lock().unwrap_or_else(|p| p.into_inner());
+            cache.walks.get(&(cl.id, child)).cloned()
+        };
+        let walk = match cached {
+            Some(w) => {
+                self.closure_hits += 1;
+                w
+            }
+            None => {
+                let mut events = Vec::new();
+                let mut by_cs: Vec<Vec<u32>> = vec![Vec::new(); cl.states.len()];
+                self.record(child, 0, &cl.table, &mut events, &mut by_cs);
+                let tokens = by_cs
+                    .into_iter()
+                    .enumerate()
+                    .filter(|(_, t)| !t.is_empty())
+                    .map(|(cs, t)| (cs as u32, t.iter().copied().min().unwrap_or(0), Arc::<[u32]>::from(t)))
+                    .collect::<Vec<_>>();
+                let size = events.len() + tokens.iter().map(|t| t.2.len()).sum::<usize>();
+                let walk = Arc::new(ClosureWalk { events, tokens });
+                let mut cache = self.index.closures.lock().unwrap_or_else(|p| p.into_inner());
+                if cache.events + size <= CLOSURE_EVENTS {
+                    cache.events += size;
+                    cache.walks.insert((cl.id, child), Arc::clone(&walk));
+                }
+                walk
+            }
+        };
+        let mut sig = vec![u32::MAX; cl.states.len()];
+        for &event in &walk.events {
+            match event {
+                Event::First { cs } => {
+                    let q = cl.states[cs as usize];
+                    let class = self.class(q, terms);
+                    sig[cs as usize] = self.single_sig_id((0, class));
+                }
+                Event::Leave { node, b, child, cs } => {
+                    let br = Branch { q: cl.states[cs as usize], inh: 0, prefix: 0 };
+                    self.leave(node, b, child, br, sc, terms);
+                }
+            }
+        }
+        for (cs, min, tokens) in &walk.tokens {
+            sc.bulk.push((sig[*cs as usize], *min, Arc::clone(tokens)));
+        }
+        true
+    }
+
+    /// The events of a walk below `node` at closure state `cs`, and its tokens by the closure
+    /// state they end in (see [`Self::closure_walk`]).
+    pub(super) fn record(&self, node: u32, cs: u32, table: &[u32], out: &mut Vec<Event>, by_cs: &mut [Vec<u32>]) {
+        let at = self.trie.tokens_at(node);
+        if !at.is_empty() {
+            if by_cs[cs as usize].is_empty() {
+                out.push(Event::First { cs });
+            }
+            by_cs[cs as usize].extend_from_slice(at);
+        }
+        for &(b, child) in self.trie.children(node) {
+            match table[cs as usize * 256 + b as usize] {
+                CL_DEAD => {}
+                CL_LEAVE => out.push(Event::Leave { node, b, child, cs }),
+                next => self.record(child, next, table, out, by_cs),
+            }
+        }
+    }
+}

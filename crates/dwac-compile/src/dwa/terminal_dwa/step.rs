@@ -1,0 +1,238 @@
+//! One byte of the lexer simulation: branches (lexer state, carried inhibitors, steps so far)
+//! advanced over a byte, the step-sequence trie and interned signature sets.
+
+use super::*;
+
+/// One way the lexer can be after a token prefix: lexer state, carried inhibitors (an interned
+/// set, `Walker::inh_sets`; 0 is the empty set) and the steps so far (a node of
+/// `Walker::prefixes`).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(super) struct Branch {
+    pub(super) q: u32,
+    pub(super) inh: u32,
+    pub(super) prefix: u32,
+}
+
+/// One outcome of a byte from (lexer state, inhibitors), relative to the branch's steps: the new
+/// lexer state and inhibitors, and the step taken (if a lexeme ended).
+#[derive(Clone, Copy)]
+pub(super) struct Outcome {
+    pub(super) q: u32,
+    pub(super) inh: u32,
+    pub(super) step: Option<Step>,
+}
+
+impl<'a> Walker<'a> {
+    pub(super) fn extend(&mut self, prefix: u32, step: Step) -> u32 {
+        if let Some(&id) = self.prefix_index.get(&(prefix, step)) {
+            return id;
+        }
+        let id = self.prefixes.len() as u32;
+        self.prefixes.push((prefix, step));
+        self.depth.push(self.depth[prefix as usize] + 1);
+        self.prefix_index.insert((prefix, step), id);
+        id
+    }
+
+    pub(super) fn intern_inh(&mut self, h: &[Inhibitor]) -> u32 {
+        if let Some(&id) = self.inh_index.get(h) {
+            return id;
+        }
+        let id = self.inh_sets.len() as u32;
+        self.inh_sets.push(h.to_vec());
+        self.inh_index.insert(h.to_vec(), id);
+        id
+    }
+
+    /// The lookahead class of a pending lexeme at lexer state `q`.
+    pub fn class(&mut self, q: u32, terms: &mut SetPool) -> u32 {
+        if let Some(&c) = self.class_memo.get(q as usize).filter(|c| **c != u32::MAX) {
+            return c;
+        }
+        let lex = self.lex;
+        let c = if q == lex.start || lex.may_become_ignored(q) {
+            ANY
+        } else {
+            terms.intern(lex.pending_terminals(q).collect())
+        };
+        if let Some(m) = self.class_memo.get_mut(q as usize) {
+            *m = c;
+        }
+        c
+    }
+
+    /// Every branch after byte `b` from `br` (`commit`'s step, without the parser), appended to
+    /// `out`.
+    pub(super) fn advance(&mut self, br: Branch, b: u8, terms: &mut SetPool, out: &mut Vec<Branch>) {
+        let lex = self.lex;
+        // Fast path, most of the walk: no inhibitors, no forks, no lexeme ends here.
+        if br.inh == 0 && br.q != lex.start {
+            let q2 = lex.step(br.q, b);
+            if q2 == DEAD {
+                return;
+            }
+            if lex.accepts(q2).is_empty() {
+                if lex.can_continue(q2) {
+                    out.push(Branch { q: q2, inh: 0, prefix: br.prefix });
+                }
+                return;
+            }
+        }
+        let (off, len) = match self.advance_memo.get(&(br.q, br.inh, b)) {
+            Some(&r) => r,
+            None => {
+                let off = self.outcomes.len() as u32;
+                self.advance_outcomes(br.q, br.inh, b, terms);
+                let r = (off, self.outcomes.len() as u32 - off);
+                self.advance_memo.insert((br.q, br.inh, b), r);
+                r
+            }
+        };
+        for i in off..off + len {
+            let o = self.outcomes[i as usize];
+            let prefix = match o.step {
+                None => br.prefix,
+                Some(step) => self.extend(br.prefix, step),
+            };
+            out.push(Branch { q: o.q, inh: o.inh, prefix });
+        }
+    }
+
+    /// The outcomes of byte `b` from lexer state `q` with inhibitor set `inh`, appended to
+    /// `self.outcomes`.
+    pub(super) fn advance_outcomes(&mut self, q: u32, inh: u32, b: u8, terms: &mut SetPool) {
+        let lex = self.lex;
+        let mut h1 = Vec::new();
+        let h = self.inh_sets[inh as usize].clone();
+        if lex.step_inhibitors(&h, b, &mut h1).is_none() {
+            return;
+        }
+        let inh1 = self.intern_inh(&h1);
+        for q2 in lex.successors(q, b) {
+            if lex.can_continue(q2) {
+                self.outcomes.push(Outcome { q: q2, inh: inh1, step: None });
+            }
+            let acc = lex.accepts(q2);
+            if acc.is_empty() {
+                continue;
+            }
+            // Priority groups, highest first; a lower group is guarded by every non-ignored terminal
+            // above it, and never used below a group with an ignored terminal (always usable).
+            let mut sorted = acc.to_vec();
+            sorted.sort_by_key(|&t| (std::cmp::Reverse(lex.priority_of(t)), t));
+            let mut higher: Vec<u32> = Vec::new();
+            let mut i = 0;
+            while i < sorted.len() {
+                let p = lex.priority_of(sorted[i]);
+                let group: Vec<u32> = sorted[i..].iter().copied().take_while(|&t| lex.priority_of(t) == p).collect();
+                i += group.len();
+                let guard = terms.intern(higher.clone());
+                // One branch per resulting inhibitor set: its non-ignored terminals form one step
+                // (a fork the parser resolves), each ignored terminal a pass.
+                let mut by_inh: BTreeMap<Vec<Inhibitor>, (Vec<u32>, bool)> = BTreeMap::new();
+                for &t in &group {
+                    let mut h2 = h1.clone();
+                    if let Some(inh) = lex.inhibitor_for(t, q2) {
+                        h2.push(inh);
+                        h2.sort_unstable();
+                        h2.dedup();
+                    }
+                    let e = by_inh.entry(h2).or_default();
+                    if lex.is_ignored(t) {
+                        e.1 = true;
+                    } else {
+                        e.0.push(t);
+                    }
+                }
+                for (h2, (shifts, ignored)) in by_inh {
+                    let inh2 = self.intern_inh(&h2);
+                    if !shifts.is_empty() {
+                        let step = Step::Shift { terms: terms.intern(shifts), guard };
+                        self.outcomes.push(Outcome { q: lex.start, inh: inh2, step: Some(step) });
+                    }
+                    if ignored {
+                        let step = (guard != 0).then_some(Step::Pass { guard });
+                        self.outcomes.push(Outcome { q: lex.start, inh: inh2, step });
+                    }
+                }
+                if group.iter().any(|&t| lex.is_ignored(t)) {
+                    break;
+                }
+                higher.extend(group);
+            }
+        }
+    }
+
+    /// The signature set of the branches `arena[off..off + len]`, interned.
+    pub(super) fn sig_set(&mut self, sc: &mut Scratch, off: usize, len: usize, terms: &mut SetPool) -> u32 {
+        if len == 1 {
+            let br = sc.arena[off];
+            let sig = (br.prefix, self.class(br.q, terms));
+            return self.single_sig_id(sig);
+        }
+        sc.sigs.clear();
+        for i in off..off + len {
+            let br = sc.arena[i];
+            let c = self.class(br.q, terms);
+            sc.sigs.push((br.prefix, c));
+        }
+        sc.sigs.sort_unstable();
+        sc.sigs.dedup();
+        if let Some(&id) = self.sig_index.get(sc.sigs.as_slice()) {
+            return id;
+        }
+        self.intern_sigs(sc.sigs.clone())
+    }
+
+    /// Intern a new (sorted, distinct) signature set.
+    pub(super) fn intern_sigs(&mut self, sigs: Vec<Sig>) -> u32 {
+        if let Some(&id) = self.sig_index.get(&sigs) {
+            return id;
+        }
+        let id = self.sig_sets.len() as u32;
+        self.sig_sets.push(sigs.clone());
+        self.sig_index.insert(sigs, id);
+        id
+    }
+
+    /// The id of the one-lexing signature set `{sig}`.
+    pub(super) fn single_sig_id(&mut self, sig: Sig) -> u32 {
+        if let Some(&id) = self.single_sig.get(&sig) {
+            return id;
+        }
+        let id = self.intern_sigs(vec![sig]);
+        self.single_sig.insert(sig, id);
+        id
+    }
+
+    /// The branches after byte `b` from `arena[off..off + len]`, appended to the arena sorted and
+    /// distinct: their (start, count).
+    pub(super) fn step_branches(
+        &mut self,
+        off: usize,
+        len: usize,
+        b: u8,
+        sc: &mut Scratch,
+        terms: &mut SetPool,
+    ) -> (usize, usize) {
+        let start = sc.arena.len();
+        for i in off..off + len {
+            let br = sc.arena[i];
+            self.advance(br, b, terms, &mut sc.arena);
+        }
+        let mut n = sc.arena.len() - start;
+        if n > 1 {
+            sc.arena[start..].sort_unstable();
+            let mut w = start + 1;
+            for r in start + 1..start + n {
+                if sc.arena[r] != sc.arena[w - 1] {
+                    sc.arena[w] = sc.arena[r];
+                    w += 1;
+                }
+            }
+            sc.arena.truncate(w);
+            n = w - start;
+        }
+        (start, n)
+    }
+}

@@ -1,0 +1,168 @@
+//! The subtree walk: branches carried down the vocabulary trie, each token's signature set
+//! recorded where it ends, and results below the root's children memoized.
+
+use super::*;
+
+/// Pairs [`Walker::root_memo`] may hold in all (a memory bound; past it subtrees are walked).
+pub(super) const ROOT_MEMO_PAIRS: usize = 24 << 20;
+
+/// Per-walk scratch: the branch arena, the (token, signature set) pairs found and the token
+/// lists found in bulk, undecided tokens.
+#[derive(Default)]
+pub(super) struct Scratch {
+    pub(super) arena: Vec<Branch>,
+    pub(super) sigs: Vec<Sig>,
+    pub(super) per_token: Vec<(u32, u32)>,
+    pub(super) bulk: Vec<Bulk>,
+    pub(super) undecided: Vec<u32>,
+}
+
+/// A memoized subtree below a root child: ranges of [`Walker::root_results`] and
+/// [`Walker::root_bulk`].
+#[derive(Clone, Copy)]
+pub(super) struct RootResult {
+    pub(super) pairs: (u32, u32),
+    pub(super) bulk: (u32, u32),
+}
+
+impl<'a> Walker<'a> {
+    /// Walk the trie below `node` with the branches `arena[off..off + len]`.
+    pub(super) fn walk(&mut self, node: u32, off: usize, len: usize, sc: &mut Scratch, terms: &mut SetPool) {
+        if node != 0 && len == 1 && sc.arena[off].inh == 0 && sc.arena[off].q != self.lex.start {
+            let br = sc.arena[off];
+            return self.walk_single(node, br, sc, terms);
+        }
+        if node != 0 && !self.trie.tokens_at(node).is_empty() {
+            let id = self.sig_set(sc, off, len, terms);
+            for &tok in self.trie.tokens_at(node) {
+                sc.per_token.push((tok, id));
+            }
+        }
+        for &(b, child) in self.trie.children(node) {
+            self.walk_child(node, b, child, off, len, sc, terms);
+        }
+    }
+
+    /// [`Self::walk`] with one branch, without inhibitors and not at the lexer's start (most of
+    /// the trie): bytes that only move the lexer on are followed in place, without the branch
+    /// arena; any other byte goes the general way.
+    pub(super) fn walk_single(&mut self, node: u32, br: Branch, sc: &mut Scratch, terms: &mut SetPool) {
+        let lex = self.lex;
+        let trie = self.trie;
+        if !trie.tokens_at(node).is_empty() {
+            let id = match self.sig_cache[br.q as usize] {
+                (p, id) if p == br.prefix => id,
+                _ => {
+                    let class = self.class(br.q, terms);
+                    let id = self.single_sig_id((br.prefix, class));
+                    self.sig_cache[br.q as usize] = (br.prefix, id);
+                    id
+                }
+            };
+            sc.per_token.extend(trie.tokens_at(node).iter().map(|&tok| (tok, id)));
+        }
+        for &(b, child) in trie.children(node) {
+            let q2 = lex.step(br.q, b);
+            if q2 == DEAD {
+                continue;
+            }
+            if lex.accepts(q2).is_empty() {
+                if lex.can_continue(q2) {
+                    if q2 != lex.start {
+                        self.walk_single(child, Branch { q: q2, inh: 0, prefix: br.prefix }, sc, terms);
+                    } else {
+                        self.leave(node, b, child, br, sc, terms);
+                    }
+                }
+                continue;
+            }
+            self.leave(node, b, child, br, sc, terms);
+        }
+    }
+
+    /// [`Self::walk_single`] below `child` (of `node`, by byte `b`) where the byte does more
+    /// than move the lexer on: a lexeme is accepted, or the lexer is back at its start.
+    pub(super) fn leave(&mut self, node: u32, b: u8, child: u32, br: Branch, sc: &mut Scratch, terms: &mut SetPool) {
+        let q2 = self.lex.step(br.q, b);
+        if self.lex.accepts(q2).is_empty() {
+            sc.arena.push(Branch { q: q2, inh: 0, prefix: br.prefix });
+            let at = sc.arena.len() - 1;
+            self.walk(child, at, 1, sc, terms);
+            sc.arena.truncate(at);
+            return;
+        }
+        sc.arena.push(br);
+        let at = sc.arena.len() - 1;
+        self.walk_child(node, b, child, at, 1, sc, terms);
+        sc.arena.truncate(at);
+    }
+
+    /// [`Self::walk`] below `child`, the child of `node` by byte `b`.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn walk_child(
+        &mut self,
+        node: u32,
+        b: u8,
+        child: u32,
+        off: usize,
+        len: usize,
+        sc: &mut Scratch,
+        terms: &mut SetPool,
+    ) {
+        let (start, n) = self.step_branches(off, len, b, sc, terms);
+        if n > 0 {
+            self.walk_region(node, child, start, n, sc, terms);
+        }
+        sc.arena.truncate(start);
+    }
+
+    /// Too many lexings (same-length forks or every-segmentation grammars) or too long ones: the
+    /// tokens below are decided at run time by committing them.
+    pub(super) fn over_limits(&self, sc: &Scratch, start: usize, n: usize) -> bool {
+        n > MAX_LEXINGS || sc.arena[start..start + n].iter().any(|b| self.depth[b.prefix as usize] > MAX_STEPS)
+    }
+
+    /// Walk the trie below `child` (a child of `node`) with the (non-empty) branches
+    /// `arena[start..start + n]`.
+    pub(super) fn walk_region(
+        &mut self,
+        node: u32,
+        child: u32,
+        start: usize,
+        n: usize,
+        sc: &mut Scratch,
+        terms: &mut SetPool,
+    ) {
+        if self.over_limits(sc, start, n) {
+            self.trie.subtree_tokens(child, &mut sc.undecided);
+        } else if node == 0 && n == 1 && sc.arena[start].inh == 0 && sc.arena[start].prefix == 0 {
+            let key = (child, self.entry_key(sc.arena[start].q, child));
+            if let Some(&RootResult { pairs: (off, len), bulk: (boff, blen) }) = self.root_memo.get(&key) {
+                sc.per_token.extend_from_slice(&self.root_results[off as usize..(off + len) as usize]);
+                sc.bulk.extend_from_slice(&self.root_bulk[boff as usize..(boff + blen) as usize]);
+            } else {
+                let (before, undecided_before) = (sc.per_token.len(), sc.undecided.len());
+                let bulk_before = sc.bulk.len();
+                let e = sc.arena[start].q;
+                // (Through a closure only below a large subtree: the closure's table costs more
+                // than a small walk, and what pays is reusing the walks of large subtrees.)
+                let large = self.index.subtree_len[child as usize] >= CLOSURE_WALK_FROM;
+                if e == self.lex.start || !large || !self.closure_walks || !self.closure_walk(child, e, sc, terms) {
+                    self.walk(child, start, n, sc, terms);
+                }
+                let found = &sc.per_token[before..];
+                let found_bulk = &sc.bulk[bulk_before..];
+                // Subtrees with UNDECIDED tokens are not memoized (rare; walked again).
+                if sc.undecided.len() == undecided_before && self.root_results.len() + found.len() <= ROOT_MEMO_PAIRS {
+                    let pairs = (self.root_results.len() as u32, found.len() as u32);
+                    let bulk = (self.root_bulk.len() as u32, found_bulk.len() as u32);
+                    self.root_results.extend_from_slice(found);
+                    self.root_bulk.extend_from_slice(found_bulk);
+                    self.root_memo.insert(key, RootResult { pairs, bulk });
+                }
+            }
+        } else {
+            self.walk(child, start, n, sc, terms);
+        }
+    }
+}
