@@ -8,6 +8,7 @@ pub mod lexer;
 mod minimize;
 pub mod munch;
 pub mod pipeline;
+mod stages;
 
 pub use lexer::build_lexer;
 pub use pipeline::{

@@ -9,6 +9,7 @@ use dwac_grammar::{Grammar, Munch, Symbol, Terminal, Warning};
 use dwac_runtime::{Engine, GrammarTables, Vocabulary};
 
 use crate::dwa::{build_mask_tables_with_progress, MaskOptions, MaskStats};
+use crate::stages::Stages;
 use crate::{build_lexer, CompileError};
 
 /// The kind of a grammar source, chosen by file extension.
@@ -108,40 +109,6 @@ pub struct Compiled {
     pub tables: GrammarTables,
     pub normalized: Normalized,
     pub stats: CompileStats,
-}
-
-/// Wall-time laps of a compile's stages.
-pub(crate) struct Stages {
-    last: Instant,
-    pub(crate) done: Vec<(&'static str, f64)>,
-}
-
-impl Stages {
-    pub(crate) fn new() -> Self {
-        Stages { last: Instant::now(), done: Vec::new() }
-    }
-
-    /// Close the stage `name` (the time since the previous lap), adding to an earlier lap of the
-    /// same name.
-    pub(crate) fn lap(&mut self, name: &'static str) {
-        let now = Instant::now();
-        self.add(name, now - self.last);
-        self.last = now;
-    }
-
-    /// Add `d` to stage `name` without closing a lap.
-    pub(crate) fn add(&mut self, name: &'static str, d: std::time::Duration) {
-        let ms = d.as_secs_f64() * 1e3;
-        match self.done.iter_mut().find(|(n, _)| *n == name) {
-            Some((_, t)) => *t += ms,
-            None => self.done.push((name, ms)),
-        }
-    }
-
-    /// Restart the clock without recording (time that belongs to no stage).
-    pub(crate) fn skip(&mut self) {
-        self.last = Instant::now();
-    }
 }
 
 /// Compile the IR into runtime tables.

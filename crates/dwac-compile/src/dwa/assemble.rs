@@ -1,0 +1,411 @@
+//! Assembly: each lexer state's determinized automaton ([`LocalDwa`]) appended to the flat
+//! [`MaskTables`], its class outputs expanded into interned token sets; states with the same
+//! automaton and the same tokens share entries, and so do the states of one block of
+//! bounded-horizon equivalence. Then the `KILL` sets, minimization across lexer states and
+//! the compaction of token sets.
+
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use dwac_runtime::dwa::{MaskTables, NONE};
+use dwac_runtime::lexer::Inhibitor;
+use dwac_runtime::DEAD;
+
+use super::compose::Step;
+use super::determinize::{Assembled, Determinizer, LocalDwa, StateKey};
+use super::minimize;
+use super::terminal_dwa::{Sig, TokenClass, Tokens};
+use super::tokensets::{TokenSets, Union};
+use super::{FastMap, MaskOptions, MaskStats};
+use crate::stages::Stages;
+
+/// What one lexer state adds to the statistics.
+#[derive(Clone, Copy)]
+struct StateCounts {
+    lexer_states_with_dwa: usize,
+    token_classes: usize,
+    configurations: usize,
+    undecided_tokens: usize,
+    lexer_states_over_budget: usize,
+}
+
+impl StateCounts {
+    fn of(s: &MaskStats) -> StateCounts {
+        StateCounts {
+            lexer_states_with_dwa: s.lexer_states_with_dwa,
+            token_classes: s.token_classes,
+            configurations: s.configurations,
+            undecided_tokens: s.undecided_tokens,
+            lexer_states_over_budget: s.lexer_states_over_budget,
+        }
+    }
+
+    /// The counts added since `self` was taken of `s`.
+    fn since(&self, s: &MaskStats) -> StateCounts {
+        let now = StateCounts::of(s);
+        StateCounts {
+            lexer_states_with_dwa: now.lexer_states_with_dwa - self.lexer_states_with_dwa,
+            token_classes: now.token_classes - self.token_classes,
+            configurations: now.configurations - self.configurations,
+            undecided_tokens: now.undecided_tokens - self.undecided_tokens,
+            lexer_states_over_budget: now.lexer_states_over_budget - self.lexer_states_over_budget,
+        }
+    }
+
+    fn add_to(&self, s: &mut MaskStats) {
+        s.lexer_states_with_dwa += self.lexer_states_with_dwa;
+        s.token_classes += self.token_classes;
+        s.configurations += self.configurations;
+        s.undecided_tokens += self.undecided_tokens;
+        s.lexer_states_over_budget += self.lexer_states_over_budget;
+    }
+}
+
+/// A lexer state's entries in the mask tables, for the states that share them.
+struct Shared {
+    start: u32,
+    start_rho: u32,
+    undecided: u32,
+    counts: StateCounts,
+}
+
+impl Shared {
+    fn of(out: &MaskTables, q: u32, counts: StateCounts) -> Shared {
+        let q = q as usize;
+        Shared { start: out.start[q], start_rho: out.start_rho[q], undecided: out.undecided[q], counts }
+    }
+}
+
+/// The assembled tables as [`Determinizer::build`] sees them: token sets of the lexer state's
+/// classes, and the states already assembled by key.
+struct Tables<'a> {
+    union: &'a mut Union,
+    sets: &'a mut TokenSets,
+    classes: &'a [TokenClass],
+    n_tokens: u32,
+    keys: &'a FastMap<StateKey, u32>,
+    link: bool,
+}
+
+impl Assembled for Tables<'_> {
+    fn tokens(&mut self, members: &[u32]) -> u32 {
+        self.union.intern(members, self.classes, self.sets, self.n_tokens)
+    }
+
+    fn state(&self, key: &StateKey) -> Option<u32> {
+        self.keys.get(key).copied()
+    }
+
+    fn links(&self) -> bool {
+        self.link
+    }
+}
+
+/// The mask tables as they are assembled, lexer state by lexer state in state order, and what
+/// lets later states reuse the work of earlier ones.
+pub(super) struct Assembler {
+    pub(super) out: MaskTables,
+    pub(super) stats: MaskStats,
+    sets: TokenSets,
+    union: Union,
+    n_tokens: u32,
+    /// [`MaskOptions::link_states`].
+    link: bool,
+    /// [`MaskOptions::max_dwa_states`].
+    max_dwa_states: usize,
+    /// The automaton built for (thread class, the classes' lexings), with its configurations and
+    /// serial number; `None`: over budget.
+    #[allow(clippy::type_complexity)]
+    built_for: FastMap<(u32, Vec<Vec<Sig>>), Option<(Rc<LocalDwa>, usize, usize)>>,
+    /// Local automata are told apart by a serial number, never by address: an automaton
+    /// replaced in `built_for` is freed, and a later one may get its address, which would then
+    /// find the freed one's entries in `assembled`.
+    serial: usize,
+    /// Entries of the first state of each (block, thread class), for the states that share them.
+    shared: FastMap<(u64, u32), Shared>,
+    /// Assembled states by their key (`determinize::StateKey`): a lexer state's automaton links
+    /// to these instead of building them again.
+    keys: FastMap<StateKey, u32>,
+    /// Assembled automata by (their local automaton's serial number, class sizes): the class
+    /// tokens they were assembled with and their start entries. A state with the same automaton
+    /// and the same tokens in every class has the same tables: it takes those entries.
+    #[allow(clippy::type_complexity)]
+    assembled: FastMap<(usize, Vec<usize>), Vec<(Vec<Tokens>, u32, u32)>>,
+}
+
+impl Assembler {
+    pub(super) fn new(n_tokens: u32, lexer_states: u32, opts: &MaskOptions) -> Assembler {
+        let n = lexer_states as usize;
+        Assembler {
+            out: MaskTables {
+                num_tokens: n_tokens,
+                start: vec![NONE; n].into(),
+                start_rho: vec![NONE; n].into(),
+                undecided: vec![NONE; n].into(),
+                edge_off: vec![0].into(),
+                ..MaskTables::default()
+            },
+            stats: MaskStats::default(),
+            sets: TokenSets::new(n_tokens),
+            union: Union::default(),
+            n_tokens,
+            link: opts.link_states,
+            max_dwa_states: opts.max_dwa_states,
+            built_for: FastMap::default(),
+            serial: 0,
+            shared: FastMap::default(),
+            keys: FastMap::default(),
+            assembled: FastMap::default(),
+        }
+    }
+
+    /// Lexer state `q` takes the entries of the first state with its share key.
+    pub(super) fn shared_state(&mut self, q: u32, key: (u64, u32)) {
+        let sh = &self.shared[&key];
+        self.out.start.to_mut()[q as usize] = sh.start;
+        self.out.start_rho.to_mut()[q as usize] = sh.start_rho;
+        self.out.undecided.to_mut()[q as usize] = sh.undecided;
+        sh.counts.add_to(&mut self.stats);
+        self.stats.lexer_states_shared += 1;
+    }
+
+    /// Determinize (unless an earlier state's automaton serves) and assemble the automaton of
+    /// lexer state `q` from its classes and UNDECIDED tokens. `walk`: the time its walk took,
+    /// `tq`: when its message arrived (for the slowest-state statistic).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn state(
+        &mut self,
+        det: &mut Determinizer,
+        nodes: &[(u32, Step)],
+        q: u32,
+        thread: u32,
+        share_key: Option<(u64, u32)>,
+        classes: Vec<TokenClass>,
+        undecided: Vec<u32>,
+        (walk, tq): (Duration, Instant),
+        stages: &mut Stages,
+    ) {
+        let before = StateCounts::of(&self.stats);
+        self.stats.undecided_tokens += undecided.len();
+        self.out.undecided.to_mut()[q as usize] = self.sets.intern(undecided);
+        self.stats.token_classes += classes.len();
+        stages.skip();
+        // A lexer state's automaton depends only on its thread's class and its classes'
+        // lexings (classes are referred to by index): states with the same share one.
+        let key = (thread, classes.iter().map(|c| c.sigs.clone()).collect::<Vec<_>>());
+        // (An automaton with links was built for its classes' tokens: another state with the
+        // same lexings but other tokens builds its own, unless assembly finds it has the
+        // same tokens too.)
+        let reusable = self.built_for.get(&key).filter(|b| match b {
+            Some((local, _, id)) => {
+                local.links.is_empty() || {
+                    let akey = (*id, classes.iter().map(|c| c.tokens.len()).collect::<Vec<_>>());
+                    self.assembled.get(&akey).is_some_and(|variants| {
+                        variants.iter().any(|v| v.0.iter().zip(classes.iter()).all(|(t, c)| t.same(&c.tokens)))
+                    })
+                }
+            }
+            None => true,
+        });
+        let built = match reusable {
+            Some(b) => b.clone(),
+            None => {
+                let mut asm = Tables {
+                    union: &mut self.union,
+                    sets: &mut self.sets,
+                    classes: &classes,
+                    n_tokens: self.n_tokens,
+                    keys: &self.keys,
+                    link: self.link,
+                };
+                let b = det.build(&classes, nodes, thread, &mut asm).ok().map(|l| {
+                    self.serial += 1;
+                    (Rc::new(l), det.num_configs(), self.serial)
+                });
+                self.built_for.insert(key, b.clone());
+                b
+            }
+        };
+        stages.lap("determinize");
+        let slowest = (walk + tq.elapsed()).as_secs_f64() * 1e3;
+        self.stats.slowest_lexer_state_ms = self.stats.slowest_lexer_state_ms.max(slowest);
+        let (local, local_id) = match built {
+            Some((local, configs, id)) => {
+                self.stats.configurations += configs;
+                (local, id)
+            }
+            None => {
+                // Over budget: every token with a lexing here is decided at run time.
+                let mut all: Vec<u32> = self.sets.members(self.out.undecided[q as usize]);
+                all.extend(classes.iter().flat_map(|c| c.tokens.iter()));
+                all.sort_unstable();
+                all.dedup();
+                self.stats.undecided_tokens += all.len() - self.sets.members(self.out.undecided[q as usize]).len();
+                self.stats.lexer_states_over_budget += 1;
+                self.out.undecided.to_mut()[q as usize] = self.sets.intern(all);
+                if let Some(k) = share_key {
+                    self.shared.insert(k, Shared::of(&self.out, q, before.since(&self.stats)));
+                }
+                return;
+            }
+        };
+        self.stats.lexer_states_with_dwa += 1;
+        let akey = (local_id, classes.iter().map(|c| c.tokens.len()).collect::<Vec<_>>());
+        let same = self.assembled.get(&akey).and_then(|variants| {
+            variants.iter().find(|v| v.0.iter().zip(classes.iter()).all(|(t, c)| t.same(&c.tokens)))
+        });
+        if let Some(&(_, start, start_rho)) = same {
+            self.out.start.to_mut()[q as usize] = start;
+            self.out.start_rho.to_mut()[q as usize] = start_rho;
+            self.stats.lexer_states_shared += 1;
+            if let Some(k) = share_key {
+                self.shared.insert(k, Shared::of(&self.out, q, before.since(&self.stats)));
+            }
+            stages.lap("assemble");
+            return;
+        }
+        // Class sets → token sets (memoized per local set).
+        let classes = &classes;
+        let mut expand: FastMap<u32, u32> = FastMap::default();
+        let mut to_tokens = |set: u32, sets: &mut TokenSets| -> u32 {
+            if set == 0 {
+                return NONE;
+            }
+            *expand.entry(set).or_insert_with(|| self.union.intern(local.sets.get(set), classes, sets, self.n_tokens))
+        };
+        // Local ids → assembled ids: links stand for their assembled state, the others are
+        // appended in order.
+        let base = self.out.default_target.len() as u32;
+        let mut ids = Vec::with_capacity(local.states.len());
+        let mut next = base;
+        for d in 0..local.states.len() as u32 {
+            match local.links.get(&d) {
+                Some(&g) => ids.push(g),
+                None => {
+                    ids.push(next);
+                    next += 1;
+                }
+            }
+        }
+        let global = |d: u32| if d == DEAD { DEAD } else { ids[d as usize] };
+        self.out.start.to_mut()[q as usize] = if local.start == DEAD { NONE } else { global(local.start) };
+        self.out.start_rho.to_mut()[q as usize] = to_tokens(local.start_rho, &mut self.sets);
+        for (d, st) in local.states.iter().enumerate() {
+            if local.links.contains_key(&(d as u32)) {
+                continue;
+            }
+            for &(label, target, rho) in &st.edges {
+                self.out.edge_label.push(label);
+                self.out.edge_target.push(global(target));
+                self.out.edge_rho.push(to_tokens(rho, &mut self.sets));
+            }
+            self.out.edge_off.push(self.out.edge_label.len() as u32);
+            self.out.default_target.push(global(st.default.0));
+            self.out.default_rho.push(to_tokens(st.default.1, &mut self.sets));
+        }
+        for (d, k) in local.keys.iter().enumerate() {
+            if let Some(k) = k {
+                self.keys.entry(k.clone()).or_insert(ids[d]);
+            }
+        }
+        if let Some(k) = share_key {
+            self.shared.insert(k, Shared::of(&self.out, q, before.since(&self.stats)));
+        }
+        let tokens = classes.iter().map(|c| c.tokens.clone()).collect();
+        self.assembled.entry(akey).or_default().push((
+            tokens,
+            self.out.start[q as usize],
+            self.out.start_rho[q as usize],
+        ));
+        stages.lap("assemble");
+    }
+
+    /// The assembled automaton has grown past [`MaskOptions::max_dwa_states`].
+    pub(super) fn over_budget(&self) -> bool {
+        self.out.default_target.len() > self.max_dwa_states
+    }
+
+    /// The `KILL` sets of the carried inhibitors, then minimization across lexer states and the
+    /// compaction of the token sets: the finished tables and their statistics.
+    pub(super) fn finish(
+        mut self,
+        carried: Vec<Inhibitor>,
+        kills: Vec<Vec<u32>>,
+        linked: usize,
+        stages: &mut Stages,
+    ) -> (MaskTables, MaskStats) {
+        let (out, sets, stats) = (&mut self.out, &mut self.sets, &mut self.stats);
+        stats.carried_inhibitors = carried.len();
+        for (i, kill) in carried.into_iter().zip(kills) {
+            let set = sets.intern(kill);
+            // An empty kill set kills nothing: store no entry, and a missing entry would be a
+            // bug, so store it as an empty range list.
+            let set = if set == NONE { sets.intern_empty() } else { set };
+            out.kill_s.push(i.s);
+            out.kill_k.push(i.k);
+            out.kill_set.push(set);
+        }
+        out.set_off = std::mem::take(&mut sets.off).into();
+        out.set_ranges = std::mem::take(&mut sets.ranges).into();
+        let t_min = Instant::now();
+        let (assembled_states, _) = minimize::minimize(out);
+        // The sets the minimized automaton refers to, renumbered; bitmaps cut into interned blocks.
+        let words = sets.words;
+        let bitmap = |s: u32| {
+            let d = sets.dense[s as usize];
+            (d != NONE).then(|| &sets.bitmaps[d as usize..d as usize + words])
+        };
+        minimize::compact_sets(out, bitmap);
+        stages.add("minimize", t_min.elapsed());
+        stats.dwa_states_assembled = assembled_states;
+        stats.dwa_states_linked = linked;
+        stats.dwa_states = out.default_target.len();
+        stats.token_sets = out.num_sets();
+        stats.max_lookback = max_lookback(out);
+        (self.out, self.stats)
+    }
+}
+
+/// The longest chain of reads from any start state (`u32::MAX` if the DWA has a cycle).
+fn max_lookback(t: &MaskTables) -> u32 {
+    let n = t.num_states();
+    // 0 = unvisited, 1 = on the stack, 2 = done.
+    let mut mark = vec![0u8; n];
+    let mut depth = vec![0u32; n];
+    let mut best = 0;
+    let succ =
+        |d: u32| t.edges(d).map(|e| e.1).chain(std::iter::once(t.default_target[d as usize])).filter(|&x| x != DEAD);
+    let mut stack: Vec<(u32, bool)> = Vec::new();
+    for &s in t.start.iter().filter(|&&s| s != NONE) {
+        stack.clear();
+        stack.push((s, false));
+        while let Some((d, post)) = stack.pop() {
+            let di = d as usize;
+            if post {
+                let deepest = succ(d).map(|x| if t.is_final(x) { 0 } else { depth[x as usize] }).max();
+                depth[di] = 1u32.saturating_add(deepest.unwrap_or(0));
+                mark[di] = 2;
+                continue;
+            }
+            match mark[di] {
+                2 => continue,
+                1 => return u32::MAX,
+                _ => {}
+            }
+            mark[di] = 1;
+            stack.push((d, true));
+            for x in succ(d) {
+                if t.is_final(x) {
+                    continue;
+                }
+                match mark[x as usize] {
+                    0 => stack.push((x, false)),
+                    1 => return u32::MAX,
+                    _ => {}
+                }
+            }
+        }
+        best = best.max(depth[s as usize]);
+    }
+    best
+}
