@@ -134,12 +134,12 @@ impl<'a> Determinizer<'a> {
             .into_iter()
             .map(|s| match s {
                 Settled::Accept(e) => ACCEPT_BIT | e as u64,
-                Settled::Config(c) => match self.config_ids.get(&c) {
-                    Some(&id) => id as u64,
-                    None => {
+                Settled::Config(c) => match self.config_ids.entry(c) {
+                    std::collections::hash_map::Entry::Occupied(o) => *o.get() as u64,
+                    std::collections::hash_map::Entry::Vacant(slot) => {
                         let id = self.configs.len() as u32;
-                        self.configs.push(c.clone());
-                        self.config_ids.insert(c, id);
+                        self.configs.push(slot.key().clone());
+                        slot.insert(id);
                         id as u64
                     }
                 },
@@ -160,12 +160,12 @@ impl<'a> Determinizer<'a> {
         if let Some(r) = self.reads.get(&key) {
             return r.clone();
         }
-        let config = self.configs[c as usize].clone();
+        let config = &self.configs[c as usize];
         // A read whose outcome depends on the state read only through its first lookup is shared
         // by all states with the same first-lookup signature.
         let signature = label.map(|p| {
             let mut sig = Vec::new();
-            self.comp.first_uses(&config, p, &mut sig);
+            self.comp.first_uses(config, p, &mut sig);
             (c, below, sig)
         });
         if let Some(r) = signature.as_ref().and_then(|s| self.shared_reads.get(s)) {
@@ -175,7 +175,7 @@ impl<'a> Determinizer<'a> {
         }
         let mut out = Vec::new();
         self.comp.lr.bottom_touched.set(false);
-        self.comp.read(&config, label, &mut out);
+        self.comp.read(&self.configs[c as usize], label, &mut out);
         let touched = self.comp.lr.bottom_touched.get()
             || out
                 .iter()
@@ -245,7 +245,9 @@ impl<'a> Determinizer<'a> {
 
     /// The [`StateKey`] of local state `v` (configuration → class set).
     fn key_of(&mut self, v: &[(u32, u32)], ctx: &mut KeyCtx, sets: &SetPool, asm: &mut dyn Assembled) -> StateKey {
-        let mut groups: BTreeMap<(u32, u32), Vec<u32>> = BTreeMap::new();
+        // (canonical configuration, lexings below, class), sorted: the groups in key order.
+        let triples = &mut ctx.triples;
+        triples.clear();
         for &(c, set) in v {
             let (cc, node) = match ctx.canon.get(&c) {
                 Some(&x) => x,
@@ -267,17 +269,23 @@ impl<'a> Determinizer<'a> {
                         }
                     },
                 };
-                groups.entry((cc, r)).or_default().push(ci);
+                triples.push((cc, r, ci));
             }
         }
-        groups
-            .into_iter()
-            .map(|((cc, r), mut cis)| {
-                cis.sort_unstable();
-                cis.dedup();
-                (cc, r, asm.tokens(&cis))
-            })
-            .collect()
+        triples.sort_unstable();
+        triples.dedup();
+        let mut key = Vec::new();
+        let mut i = 0;
+        while i < triples.len() {
+            let (cc, r, _) = triples[i];
+            ctx.cis.clear();
+            while i < triples.len() && (triples[i].0, triples[i].1) == (cc, r) {
+                ctx.cis.push(triples[i].2);
+                i += 1;
+            }
+            key.push((cc, r, asm.tokens(&ctx.cis)));
+        }
+        key.into()
     }
 
     /// A new local state's id: a link if an assembled state has its key, else a state to build.
@@ -432,7 +440,14 @@ impl<'a> Determinizer<'a> {
         let entries: BTreeMap<u32, u32> = parts.into_iter().map(|(c, p)| (c, sets.union_many(&p))).collect();
 
         let mut local = Building::default();
-        let mut ctx = KeyCtx { classes, nodes, canon: FastMap::default(), relsig: FastMap::default() };
+        let mut ctx = KeyCtx {
+            classes,
+            nodes,
+            canon: FastMap::default(),
+            relsig: FastMap::default(),
+            triples: Vec::new(),
+            cis: Vec::new(),
+        };
         let start = self.intern_state(entries.into_iter().collect(), &mut local, &mut ctx, &sets, asm)?;
         let mut states: Vec<DState> = Vec::new();
         let lr_states = self.comp.lr.tables.num_states;
@@ -443,14 +458,20 @@ impl<'a> Determinizer<'a> {
             }
             let state = local.contents[d as usize].clone();
             let mut all_labels = false;
-            let mut labels: BTreeSet<u32> = BTreeSet::new();
+            let mut labels: Vec<u32> = Vec::new();
             for &(c, _) in &state {
                 match self.labels_of(c) {
                     None => all_labels = true,
                     Some(l) => labels.extend(l.iter().copied()),
                 }
             }
-            let labels: Vec<u32> = if all_labels { (0..lr_states).collect() } else { labels.into_iter().collect() };
+            let labels: Vec<u32> = if all_labels {
+                (0..lr_states).collect()
+            } else {
+                labels.sort_unstable();
+                labels.dedup();
+                labels
+            };
             // (`parts`: (configuration, class set) in the order found, grouped by configuration
             // with a stable sort: each configuration's parts are united in that order.)
             let mut rho_parts = Vec::new();
@@ -542,4 +563,7 @@ struct KeyCtx<'c> {
     canon: FastMap<u32, (u32, Option<u32>)>,
     /// (class, node) → lexings below.
     relsig: FastMap<(u32, u32), u32>,
+    /// Scratch of [`Determinizer::key_of`].
+    triples: Vec<(u32, u32, u32)>,
+    cis: Vec<u32>,
 }
