@@ -459,11 +459,15 @@ impl<'a> Determinizer<'a> {
             let state = local.contents[d as usize].clone();
             let mut all_labels = false;
             let mut labels: Vec<u32> = Vec::new();
+            // Per configuration, the labels it tells apart (sorted; `None`: all).
+            let mut own: Vec<Option<Rc<[u32]>>> = Vec::with_capacity(state.len());
             for &(c, _) in &state {
-                match self.labels_of(c) {
+                let l = self.labels_of(c);
+                match &l {
                     None => all_labels = true,
                     Some(l) => labels.extend(l.iter().copied()),
                 }
+                own.push(l);
             }
             let labels: Vec<u32> = if all_labels {
                 (0..lr_states).collect()
@@ -477,11 +481,23 @@ impl<'a> Determinizer<'a> {
             let mut rho_parts = Vec::new();
             let mut parts: Vec<(u32, u32)> = Vec::new();
             let mut united = Vec::new();
+            // Each configuration's DEFAULT read (the first step): a label the configuration
+            // does not tell apart has the DEFAULT effect on it (`Labels`), so its read is that.
+            let mut defaults: Vec<Rc<[u64]>> = Vec::with_capacity(state.len());
             let mut step = |label: Option<u32>, det: &mut Self, sets: &mut SetPool| {
                 rho_parts.clear();
                 parts.clear();
-                for &(c, s) in &state {
-                    for &id in det.read_ids(c, label).iter() {
+                for (i, &(c, s)) in state.iter().enumerate() {
+                    let read = match (label, &own[i]) {
+                        (None, _) => {
+                            let r = det.read_ids(c, None);
+                            defaults.push(r.clone());
+                            r
+                        }
+                        (Some(x), Some(l)) if l.binary_search(&x).is_err() => defaults[i].clone(),
+                        (Some(x), _) => det.read_ids(c, Some(x)),
+                    };
+                    for &id in read.iter() {
                         let w = sets.intersect(s, filter(det, id));
                         if w == 0 {
                             continue;
