@@ -11,6 +11,11 @@ use dwac_runtime::artifact::{self, reseal_all, ArtifactError, Header, MAJOR, MIN
 use dwac_runtime::{Artifact, Engine, Matcher, Vocabulary};
 use dwac_tests::*;
 
+/// The allocator of the `dwac` binary and the bench worker: which freed addresses come back, and
+/// when, is what `bytes_do_not_depend_on_concurrent_compiles` must not depend on.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Compile a source for `vocab` and lay out its artifact.
 fn compile(
     kind: SourceKind,
@@ -173,6 +178,50 @@ fn bytes_are_deterministic_across_runs_and_threads() {
     let fp2 = dwac_compile::artifact::grammar_fingerprint(&src, &opts, &EngineOptions::default());
     assert_ne!(fp1, fp2);
     assert_eq!(&a[160..192], &fp1[..]);
+}
+
+/// Many real schemas compiled at once on several threads (the compiler's process-wide caches
+/// shared between them, allocations interleaved) give the bytes each gives compiled alone. An
+/// assembly memo once keyed by a freed automaton's address made this fail in 3 of 4 runs
+/// (19 MaskBench book_* schemas, qwen3, mimalloc as in the CLI); it passed 5 of 5 after the fix.
+#[test]
+fn bytes_do_not_depend_on_concurrent_compiles() {
+    let tok = dwac_vocab::Tokenizer::from_file(&tokenizer_path("qwen3")).unwrap();
+    let info = tok_info(&tok);
+    let texts: Vec<(String, String)> = maskbench_files()
+        .into_iter()
+        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("Glaiveai2K---book_")))
+        .take(19)
+        .map(|p| {
+            let file: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+            (p.display().to_string(), json_dumps(&file["schema"]))
+        })
+        .collect();
+    assert!(texts.len() >= 8, "MaskBench book_* schemas missing ({})", texts.len());
+    let one = |(name, text): &(String, String)| compile(SourceKind::JsonSchema, name, text, tok.vocab(), &info).2;
+    let alone: Vec<Vec<u8>> = texts.iter().map(one).collect();
+    for round in 0..3 {
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let mut got: Vec<Option<Vec<u8>>> = vec![None; texts.len()];
+        let results = std::sync::Mutex::new(&mut got);
+        std::thread::scope(|s| {
+            for _ in 0..3 {
+                s.spawn(|| loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(t) = texts.get(i) else { break };
+                    let bytes = one(t);
+                    results.lock().unwrap()[i] = Some(bytes);
+                });
+            }
+        });
+        for (i, b) in got.iter().enumerate() {
+            assert!(
+                b.as_deref() == Some(&alone[i][..]),
+                "round {round}: {} differs when compiled beside others",
+                texts[i].0
+            );
+        }
+    }
 }
 
 /// A small artifact: a grammar with priorities, ignored whitespace and recursion over a
