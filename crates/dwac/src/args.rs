@@ -1,0 +1,146 @@
+//! The command line: clap's types for every subcommand and its options.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+use dwac_grammar::schema::Draft;
+
+#[derive(Parser)]
+#[command(name = "dwac", version, about = "Ahead-of-time compiled grammar-constrained decoding masks")]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum Cmd {
+    /// Compile grammars or JSON Schemas with a tokenizer into artifacts (one or many inputs).
+    Compile(CompileArgs),
+    /// Show an artifact's header, fingerprints, sections and grammar summary (verifies it).
+    Inspect(InspectArgs),
+    /// Judge texts against a grammar: every token must be in the mask, and the end token at the end.
+    Check(CheckArgs),
+    /// Time every mask and commit on texts.
+    Bench(BenchArgs),
+    /// Print the mask (allowed tokens) after a prefix.
+    Mask(MaskArgs),
+}
+
+/// Options of every command that may compile a source.
+#[derive(Args, Clone)]
+pub(crate) struct CompileOpts {
+    /// HF `tokenizer.json` or a GGUF model file (only its vocabulary is read); default: the embedded GPT-2 tokenizer. With an artifact INPUT it is
+    /// only used to encode text, and must be the artifact's tokenizer.
+    #[arg(long)]
+    pub(crate) tokenizer: Option<PathBuf>,
+    /// JSON Schema: drop keywords that cannot be honoured exactly (each one is listed as a
+    /// warning) instead of refusing the schema. The mask is then looser than the schema.
+    #[arg(long)]
+    pub(crate) lenient: bool,
+    /// JSON Schema: no whitespace between tokens (default: any RFC 8259 whitespace).
+    #[arg(long)]
+    pub(crate) compact: bool,
+    /// JSON Schema: the dialect when `$schema` names none (default 2020-12).
+    #[arg(long, value_parser = Draft::NAMES)]
+    pub(crate) draft: Option<String>,
+    /// Give up compiling an input after this many seconds (a clear error naming it).
+    #[arg(long, default_value_t = 600.0)]
+    pub(crate) max_seconds: f64,
+    /// Give up when the process's resident memory exceeds this many MiB (exit 2).
+    #[arg(long, default_value_t = 8192)]
+    pub(crate) max_memory_mb: u64,
+}
+
+#[derive(Args)]
+pub(crate) struct SourceArgs {
+    /// An artifact (`.dwa`, `.dwa.zst`), or a grammar source compiled in memory first: `.lark`
+    /// or `.gbnf` grammar, or a `.json` JSON Schema.
+    pub(crate) input: Option<PathBuf>,
+    /// Use a single regular expression as the grammar instead of INPUT.
+    #[arg(long, conflicts_with = "input")]
+    pub(crate) regex: Option<String>,
+    #[command(flatten)]
+    pub(crate) opts: CompileOpts,
+}
+
+#[derive(Args)]
+pub(crate) struct CompileArgs {
+    /// Grammar sources: `.lark`, `.gbnf` or `.json` (JSON Schema). Several are compiled in
+    /// parallel.
+    pub(crate) inputs: Vec<PathBuf>,
+    /// Compile a single regular expression instead of INPUT files.
+    #[arg(long, conflicts_with = "inputs")]
+    pub(crate) regex: Option<String>,
+    /// Output file (one input) or directory (several inputs, or an existing directory).
+    /// Default: `artifacts/<stem>.dwa`.
+    #[arg(short, long)]
+    pub(crate) output: Option<PathBuf>,
+    /// Write the zstd transport form (`.dwa.zst`) instead of the plain artifact.
+    #[arg(long)]
+    pub(crate) zstd: bool,
+    /// zstd level of `--zstd` (1–22; higher is smaller and slower).
+    #[arg(long, default_value_t = dwac_compile::artifact::ZSTD_LEVEL, value_parser = clap::value_parser!(i32).range(1..=22))]
+    pub(crate) zstd_level: i32,
+    /// Inputs compiled at once (default: the number of CPUs).
+    #[arg(long)]
+    pub(crate) jobs: Option<usize>,
+    /// One JSON object per input on stdout.
+    #[arg(long)]
+    pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) opts: CompileOpts,
+}
+
+#[derive(Args)]
+pub(crate) struct InspectArgs {
+    /// The artifact (`.dwa` or `.dwa.zst`).
+    pub(crate) artifact: PathBuf,
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Args)]
+pub(crate) struct CheckArgs {
+    #[command(flatten)]
+    pub(crate) source: SourceArgs,
+    /// One text to check (the whole file).
+    #[arg(long, conflicts_with = "jsonl")]
+    pub(crate) text: Option<PathBuf>,
+    /// JSON lines `{"text": "...", "valid": true|false}` (`valid` optional).
+    #[arg(long)]
+    pub(crate) jsonl: Option<PathBuf>,
+    /// Also compute the reference mask at every step and compare it with the mask (slow).
+    #[arg(long)]
+    pub(crate) reference: bool,
+    /// Machine-readable output.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Args)]
+pub(crate) struct BenchArgs {
+    #[command(flatten)]
+    pub(crate) source: SourceArgs,
+    /// JSON lines `{"text": "..."}`: the texts whose tokens are replayed.
+    #[arg(long)]
+    pub(crate) jsonl: PathBuf,
+    /// Replays of every text; per step, the minimum over them is reported next to the first pass.
+    #[arg(long, default_value_t = 3)]
+    pub(crate) replays: usize,
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Args)]
+pub(crate) struct MaskArgs {
+    #[command(flatten)]
+    pub(crate) source: SourceArgs,
+    /// Raw text committed before the mask is computed.
+    #[arg(long, default_value = "")]
+    pub(crate) prefix: String,
+    /// How many allowed tokens to list (human output).
+    #[arg(long, default_value_t = 40)]
+    pub(crate) limit: usize,
+    #[arg(long)]
+    pub(crate) json: bool,
+}

@@ -1,0 +1,240 @@
+//! `dwac compile`: one or many inputs (in parallel, each on a thread of its own) to artifacts.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Result};
+use dwac_compile::artifact::{artifact_bytes, write_atomically, TokenizerInfo};
+use dwac_compile::EngineOptions;
+use dwac_vocab::Tokenizer;
+use serde_json::json;
+
+use crate::args::*;
+use crate::load::*;
+use crate::report::*;
+use crate::watchdog::*;
+
+/// Where each input's artifact goes: `-o FILE` for one input; `-o DIR/<stem>.dwa` for several
+/// (or an existing directory); `artifacts/<stem>.dwa` by default (`.dwa.zst` with `--zstd`).
+pub(crate) fn output_paths(args: &CompileArgs, sources: &[Source]) -> Result<Vec<PathBuf>> {
+    let ext = if args.zstd { "dwa.zst" } else { "dwa" };
+    let stem = |s: &Source| match s {
+        Source::File(p) => p.file_stem().map_or_else(|| "out".to_string(), |x| x.to_string_lossy().to_string()),
+        Source::Regex(_) => "regex".to_string(),
+    };
+    let dir_mode = |o: &Path| sources.len() > 1 || o.is_dir() || o.as_os_str().to_string_lossy().ends_with('/');
+    let paths: Vec<PathBuf> = sources
+        .iter()
+        .map(|s| match &args.output {
+            Some(o) if dir_mode(o) => o.join(format!("{}.{ext}", stem(s))),
+            Some(o) => o.clone(),
+            None => PathBuf::from("artifacts").join(format!("{}.{ext}", stem(s))),
+        })
+        .collect();
+    let mut seen = std::collections::HashMap::new();
+    for (p, s) in paths.iter().zip(sources) {
+        if let Some(prev) = seen.insert(p.clone(), s.display()) {
+            bail!("{} and {} would both be written to {}", prev, s.display(), p.display());
+        }
+    }
+    Ok(paths)
+}
+
+/// Compile one source and write its artifact; the JSON record of the result.
+pub(crate) fn compile_one(
+    source: &Source,
+    out: &Path,
+    args_zstd: Option<i32>,
+    opts: &CompileOpts,
+    tokenizer: &Tokenizer,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<serde_json::Value> {
+    let what = source.display();
+    let built = build(source, opts, tokenizer.vocab(), progress)?;
+    for w in &built.warnings {
+        eprintln!("warning: {w}");
+    }
+    let t0 = Instant::now();
+    let tok = TokenizerInfo { name: tokenizer.name().to_string(), fingerprint: tokenizer.fingerprint() };
+    let raw = artifact_bytes(
+        &built.engine,
+        &built.info,
+        &tok,
+        &built.stats,
+        &schema_options(opts),
+        &EngineOptions::default(),
+    );
+    let bytes = if let Some(level) = args_zstd {
+        dwac_compile::artifact::compress(&raw, level).map_err(|e| anyhow::anyhow!("{what}: compressing: {e}"))?
+    } else {
+        raw.clone()
+    };
+    write_atomically(out, &bytes).map_err(|e| anyhow::anyhow!("{what}: writing {}: {e}", out.display()))?;
+    let write_ms = t0.elapsed().as_secs_f64() * 1e3;
+    let s = &built.stats;
+    let mut rec = json!({
+        "input": what,
+        "ok": true,
+        "artifact": out.display().to_string(),
+        "bytes": bytes.len(),
+        "raw_bytes": raw.len(),
+        "zstd": args_zstd.is_some(),
+        "compile_ms": (s.compile_ms * 10.0).round() / 10.0,
+        "write_ms": (write_ms * 10.0).round() / 10.0,
+        "peak_rss_mb": peak_rss_mb().map(|m| (m * 10.0).round() / 10.0),
+        "tokenizer": tokenizer.name(),
+        "vocab_size": built.engine.vocab().len(),
+        "terminals": s.terminals,
+        "lexer_states": s.lexer_states,
+        "lr_states": s.lr_states,
+        "lr_conflicts": s.lr_conflicts,
+        "warnings": built.warnings.len(),
+    });
+    if let (Some(o), serde_json::Value::Object(m)) = (rec.as_object_mut(), mask_stats_json(s)) {
+        o.extend(m);
+    }
+    Ok(rec)
+}
+
+pub(crate) fn compile(args: CompileArgs) -> Result<u8> {
+    let sources: Vec<Source> = match &args.regex {
+        Some(re) => vec![Source::Regex(re.clone())],
+        None => args.inputs.iter().cloned().map(Source::File).collect(),
+    };
+    if sources.is_empty() {
+        bail!("give one or more grammar files, or --regex PATTERN");
+    }
+    let outputs = output_paths(&args, &sources)?;
+    let tokenizer = Arc::new(load_tokenizer(args.opts.tokenizer.as_deref())?);
+    if sources.len() == 1 {
+        let (bar, mut progress) = lexer_state_bar(args.json);
+        let _watchdog =
+            Watchdog::start(sources[0].display(), args.opts.max_seconds, args.opts.max_memory_mb, Some(bar.clone()));
+        let zstd = args.zstd.then_some(args.zstd_level);
+        let rec = compile_one(&sources[0], &outputs[0], zstd, &args.opts, &tokenizer, &mut progress);
+        bar.finish_and_clear();
+        print_compiled(&rec?, args.json);
+        return Ok(0);
+    }
+    compile_batch(&args, sources, outputs, tokenizer)
+}
+
+/// Many inputs: `--jobs` workers take inputs from a queue; one progress bar; an input over its
+/// time budget is reported as failed and a fresh worker takes its place (the stuck one is left
+/// behind and ends with the process). Exit 1 if any input failed.
+pub(crate) fn compile_batch(
+    args: &CompileArgs,
+    sources: Vec<Source>,
+    outputs: Vec<PathBuf>,
+    tokenizer: Arc<Tokenizer>,
+) -> Result<u8> {
+    use std::sync::mpsc;
+    use std::sync::Mutex;
+    enum Event {
+        Started(usize),
+        Done(usize, Result<serde_json::Value, String>),
+    }
+    let n = sources.len();
+    let _watchdog = Watchdog::start("batch compile".into(), f64::INFINITY, args.opts.max_memory_mb, None);
+    let queue = Arc::new(Mutex::new((0..n).collect::<std::collections::VecDeque<usize>>()));
+    let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |x| x.get())).max(1);
+    let (tx, rx) = mpsc::channel::<Event>();
+    let shared = Arc::new((sources, outputs, args.opts.clone(), args.zstd.then_some(args.zstd_level)));
+    let spawn_worker = || {
+        let (queue, tx, shared, tokenizer) = (queue.clone(), tx.clone(), shared.clone(), tokenizer.clone());
+        std::thread::spawn(move || loop {
+            let Some(i) = queue.lock().ok().and_then(|mut q| q.pop_front()) else { return };
+            if tx.send(Event::Started(i)).is_err() {
+                return;
+            }
+            let (sources, outputs, opts, zstd) = &*shared;
+            let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                compile_one(&sources[i], &outputs[i], *zstd, opts, &tokenizer, &mut |_, _| {})
+            }));
+            let res = match res {
+                Ok(Ok(v)) => Ok(v),
+                Ok(Err(e)) => Err(format!("{e:#}")),
+                Err(p) => Err(format!("{}: internal error: {}", sources[i].display(), panic_message(&*p))),
+            };
+            if tx.send(Event::Done(i, res)).is_err() {
+                return;
+            }
+        });
+    };
+    for _ in 0..jobs.min(n) {
+        spawn_worker();
+    }
+    let bar = indicatif::ProgressBar::new(n as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("compiling {bar:40} {pos}/{len} inputs {elapsed} {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    if args.json {
+        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+    }
+    let t0 = Instant::now();
+    let mut results: Vec<Option<Result<serde_json::Value, String>>> = (0..n).map(|_| None).collect();
+    let mut running: std::collections::HashMap<usize, Instant> = std::collections::HashMap::new();
+    let mut done = 0;
+    while done < n {
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(Event::Started(i)) => {
+                running.insert(i, Instant::now());
+            }
+            Ok(Event::Done(i, r)) => {
+                running.remove(&i);
+                if results[i].is_none() {
+                    results[i] = Some(r);
+                    done += 1;
+                    bar.inc(1);
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+        let late: Vec<usize> = running
+            .iter()
+            .filter(|(_, t)| t.elapsed().as_secs_f64() > args.opts.max_seconds)
+            .map(|(&i, _)| i)
+            .collect();
+        for i in late {
+            running.remove(&i);
+            if results[i].is_none() {
+                results[i] = Some(Err(format!(
+                    "{}: compilation exceeded its time budget of {} s (--max-seconds)",
+                    shared.0[i].display(),
+                    args.opts.max_seconds
+                )));
+                done += 1;
+                bar.inc(1);
+                spawn_worker();
+            }
+        }
+    }
+    bar.finish_and_clear();
+    let mut failed = 0;
+    for (i, r) in results.into_iter().enumerate() {
+        match r {
+            Some(Ok(rec)) => print_compiled(&rec, args.json),
+            Some(Err(e)) => {
+                failed += 1;
+                if args.json {
+                    println!("{}", json!({"input": shared.0[i].display(), "ok": false, "error": e}));
+                }
+                eprintln!("error: {e}");
+            }
+            None => {
+                failed += 1;
+                eprintln!("error: {}: not compiled (a worker stopped)", shared.0[i].display());
+            }
+        }
+    }
+    eprintln!(
+        "compiled {} of {n} inputs in {:.1} s with {jobs} jobs{}",
+        n - failed,
+        t0.elapsed().as_secs_f64(),
+        if failed > 0 { format!("; {failed} failed") } else { String::new() }
+    );
+    Ok(if failed > 0 { 1 } else { 0 })
+}

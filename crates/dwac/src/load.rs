@@ -1,0 +1,179 @@
+//! Loading what a command works on: the tokenizer (a path, GGUF or the embedded default), and a
+//! grammar or schema source compiled in memory, or a verified artifact.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use dwac_compile::artifact::SourceInfo;
+use dwac_compile::{
+    compile_engine_with_progress, parse_source_with, regex_grammar, CompileStats, EngineOptions, SourceKind,
+};
+use dwac_grammar::schema::{Draft, SchemaOptions, Whitespace};
+use dwac_runtime::artifact::Artifact;
+use dwac_runtime::Engine;
+use dwac_vocab::Tokenizer;
+
+use crate::args::*;
+use crate::report::*;
+use crate::watchdog::*;
+
+pub(crate) struct Loaded {
+    pub(crate) engine: Arc<Engine>,
+    /// The tokenizer to encode text with (for an artifact: checked against its fingerprint).
+    pub(crate) tokenizer: Option<Tokenizer>,
+    /// Compile statistics (a source compiled in memory).
+    pub(crate) stats: Option<CompileStats>,
+    /// Microseconds `Artifact::open` took (an artifact input).
+    pub(crate) open_us: Option<f64>,
+}
+
+impl Loaded {
+    pub(crate) fn tokenizer(&self) -> Result<&Tokenizer> {
+        self.tokenizer.as_ref().context(
+            "this artifact was not compiled with the embedded default tokenizer: give --tokenizer FILE (the artifact's tokenizer) to encode text",
+        )
+    }
+
+    pub(crate) fn tokenizer_name(&self) -> Option<&str> {
+        self.tokenizer.as_ref().map(|t| t.name())
+    }
+
+    pub(crate) fn compile_ms(&self) -> Option<f64> {
+        self.stats.as_ref().map(|s| (s.compile_ms * 10.0).round() / 10.0)
+    }
+}
+
+/// An artifact error, naming the file once.
+pub(crate) fn artifact_error(path: &Path, e: dwac_runtime::ArtifactError) -> anyhow::Error {
+    match e {
+        dwac_runtime::ArtifactError::Io { .. } => anyhow::anyhow!("{e}"),
+        _ => anyhow::anyhow!("{}: {e}", path.display()),
+    }
+}
+
+/// Is `path` an artifact (`.dwa` or `.dwa.zst`) rather than a grammar source?
+pub(crate) fn is_artifact(path: &Path) -> bool {
+    let name = path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+    name.ends_with(".dwa") || name.ends_with(".dwa.zst")
+}
+
+pub(crate) fn load_tokenizer(path: Option<&Path>) -> Result<Tokenizer> {
+    match path {
+        Some(p) => Tokenizer::from_file(p).map_err(|e| anyhow::anyhow!("tokenizer: {e}")),
+        None => Tokenizer::default_embedded().context("loading the embedded default tokenizer"),
+    }
+}
+
+pub(crate) fn schema_options(o: &CompileOpts) -> SchemaOptions {
+    SchemaOptions {
+        whitespace: if o.compact { Whitespace::Compact } else { Whitespace::Flexible },
+        lenient: o.lenient,
+        // (clap allows only `Draft::NAMES`.)
+        default_draft: o.draft.as_deref().and_then(Draft::from_name),
+    }
+}
+
+/// A grammar to compile: a file or a `--regex` pattern.
+#[derive(Clone)]
+pub(crate) enum Source {
+    File(PathBuf),
+    Regex(String),
+}
+
+impl Source {
+    pub(crate) fn display(&self) -> String {
+        match self {
+            Source::File(p) => p.display().to_string(),
+            Source::Regex(_) => "--regex".to_string(),
+        }
+    }
+}
+
+/// One compiled source.
+pub(crate) struct Built {
+    pub(crate) engine: Engine,
+    pub(crate) stats: CompileStats,
+    pub(crate) info: SourceInfo,
+    /// Schema compiler and longest-match warnings, located.
+    pub(crate) warnings: Vec<String>,
+}
+
+/// Compile `source` with `vocab`. Errors are one located message.
+pub(crate) fn build(
+    source: &Source,
+    opts: &CompileOpts,
+    vocab: &dwac_runtime::Vocabulary,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<Built> {
+    let what = source.display();
+    let schema_opts = schema_options(opts);
+    let mut warnings = Vec::new();
+    let mut front_end_ms = 0.0;
+    let (grammar, info, is_schema) = match source {
+        Source::Regex(re) => {
+            (regex_grammar(re), SourceInfo { name: "--regex".into(), kind: "regex", text: re.clone() }, false)
+        }
+        Source::File(path) => {
+            if is_artifact(path) {
+                bail!("{what}: is an artifact; compile takes grammar sources (.lark, .gbnf, .json)");
+            }
+            let kind = SourceKind::from_path(path)
+                .with_context(|| format!("{what}: unknown input kind (expected .lark, .gbnf or a .json schema)"))?;
+            let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("{what}: {e}"))?;
+            let t0 = Instant::now();
+            let (g, w) =
+                parse_source_with(kind, &text, &schema_opts).map_err(|e| anyhow::anyhow!(e.located(&what, false)))?;
+            front_end_ms = t0.elapsed().as_secs_f64() * 1e3;
+            warnings.extend(w.into_iter().map(|w| format!("{what}: {w}")));
+            let name = path.file_name().map_or_else(|| what.clone(), |n| n.to_string_lossy().to_string());
+            (g, SourceInfo { name, kind: SourceInfo::kind_name(kind), text }, kind == SourceKind::JsonSchema)
+        }
+    };
+    let (engine, mut stats) =
+        compile_engine_with_progress(&grammar, vocab.clone(), &EngineOptions::default(), progress)
+            .map_err(|e| anyhow::anyhow!(e.located(&what, is_schema)))?;
+    // The front end (source text → grammar IR) is part of the compile.
+    stats.compile_ms += front_end_ms;
+    stats.stages_ms.insert(0, ("front_end", front_end_ms));
+    warnings.extend(stats.warnings.iter().map(|w| w.0.located(&what)));
+    Ok(Built { engine, stats, info, warnings })
+}
+
+pub(crate) fn load(src: &SourceArgs, quiet: bool) -> Result<Loaded> {
+    if let Some(path) = src.input.as_deref().filter(|p| is_artifact(p)) {
+        let t0 = Instant::now();
+        let art = Artifact::open(path).map_err(|e| artifact_error(path, e))?;
+        let open_us = t0.elapsed().as_secs_f64() * 1e6;
+        // The artifact carries its vocabulary; a tokenizer only encodes text, and must match.
+        let tokenizer = match &src.opts.tokenizer {
+            Some(p) => {
+                let t = load_tokenizer(Some(p))?;
+                art.check_tokenizer(&t.fingerprint(), t.vocab())
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+                Some(t)
+            }
+            None => {
+                let t = load_tokenizer(None)?;
+                art.check_tokenizer(&t.fingerprint(), t.vocab()).is_ok().then_some(t)
+            }
+        };
+        return Ok(Loaded { engine: art.engine().clone(), tokenizer, stats: None, open_us: Some(open_us) });
+    }
+    let source = match (&src.input, &src.regex) {
+        (_, Some(re)) => Source::Regex(re.clone()),
+        (Some(path), None) => Source::File(path.clone()),
+        (None, None) => bail!("give a grammar file, an artifact or --regex PATTERN"),
+    };
+    let tokenizer = load_tokenizer(src.opts.tokenizer.as_deref())?;
+    let (bar, mut progress) = lexer_state_bar(quiet);
+    let _watchdog = Watchdog::start(source.display(), src.opts.max_seconds, src.opts.max_memory_mb, Some(bar.clone()));
+    let built = build(&source, &src.opts, tokenizer.vocab(), &mut progress);
+    bar.finish_and_clear();
+    let built = built?;
+    for w in &built.warnings {
+        eprintln!("warning: {w}");
+    }
+    Ok(Loaded { engine: Arc::new(built.engine), tokenizer: Some(tokenizer), stats: Some(built.stats), open_us: None })
+}
