@@ -1,5 +1,5 @@
 //! Plain table types the runtime executes. The compiler fills them; the artifact
-//! (`artifact.rs`) stores them verbatim. Nothing here depends on the compiler.
+//! (`artifact/`) stores them verbatim. Nothing here depends on the compiler.
 
 use crate::array::{Array, Col};
 

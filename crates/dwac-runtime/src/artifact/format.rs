@@ -1,0 +1,211 @@
+//! The format's constants and its single registry of sections (docs/FORMAT.md §§1–4): magic,
+//! versions, flags, the fixed header, the section table entry, section kinds with their names and
+//! element sizes.
+
+use super::*;
+
+/// The first eight bytes of every artifact.
+pub const MAGIC: [u8; 8] = *b"DWAC-ART";
+
+/// NUL-padded label after the magic, so `xxd` output says what the file is.
+pub const LABEL: [u8; 24] = *b"dwac grammar artifact\0\0\0";
+
+/// Written as a native `u32`; reads as `0xFEFF` on a little-endian host.
+pub const ENDIAN_PROBE: u32 = 0xFEFF;
+
+/// Format major version: a reader refuses any other major.
+pub const MAJOR: u16 = 3;
+
+/// Format minor version: a reader accepts older minors (and ignores optional sections it does
+/// not know).
+pub const MINOR: u16 = 1;
+
+/// Size of [`Header`].
+pub const HEADER_LEN: usize = 256;
+
+/// Every section starts at a multiple of this.
+pub const SECTION_ALIGN: usize = 64;
+
+/// Header flag: the file holds the Parser DWA (mask) sections.
+pub const FLAG_MASK: u32 = 1;
+
+/// Section flag: a reader that does not know the kind may skip the section.
+pub const SECTION_OPTIONAL: u32 = 1;
+
+/// Section flag (format 3.1): a `u32` column stored as `u16`s, `0xFFFF` standing for
+/// `u32::MAX` ([`crate::array::Col`]). Only on the kinds [`narrowable`] names.
+pub const SECTION_NARROW: u32 = 2;
+
+/// The `u32` sections a writer may narrow to 16 bits: the big index columns (the lexer's
+/// transitions and `Next⁺` rows, the Parser DWA's edge labels, targets and outputs).
+pub fn narrowable(k: u32) -> bool {
+    matches!(
+        k,
+        kind::LEX_TRANS | kind::LEX_NEXT_PLUS_ROW | kind::DWA_EDGE_LABEL | kind::DWA_EDGE_TARGET | kind::DWA_EDGE_RHO
+    )
+}
+
+/// The fixed header at byte 0 (all integers little-endian; see FORMAT.md §2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+#[repr(C)]
+pub struct Header {
+    pub magic: [u8; 8],
+    pub label: [u8; 24],
+    pub endian: u32,
+    pub major: u16,
+    pub minor: u16,
+    /// [`FLAG_MASK`]; other bits are zero.
+    pub flags: u32,
+    /// Always [`HEADER_LEN`].
+    pub header_len: u32,
+    /// The whole file's length in bytes.
+    pub file_len: u64,
+    /// CRC-32C of the header (this field zero) and the section table.
+    pub header_checksum: u64,
+    pub section_count: u32,
+    /// Byte offset of the section table (right after the header).
+    pub section_table: u32,
+    pub vocab_size: u32,
+    pub eos_count: u32,
+    /// `u32` words of a token mask: `ceil(vocab_size / 32)`.
+    pub mask_words: u32,
+    pub lexer_states: u32,
+    pub lexer_start: u32,
+    pub num_terminals: u32,
+    pub lr_states: u32,
+    pub num_nonterminals: u32,
+    pub dwa_states: u32,
+    pub token_sets: u32,
+    pub reserved: [u32; 4],
+    /// SHA-256 fingerprint of the tokenizer's vocabulary (`dwac-vocab`'s canonical encoding).
+    pub tokenizer_fingerprint: [u8; 32],
+    /// SHA-256 fingerprint of the grammar source, its kind, every compile option and the
+    /// compiler version.
+    pub grammar_fingerprint: [u8; 32],
+    pub reserved2: [u8; 64],
+}
+
+const _: () = assert!(size_of::<Header>() == HEADER_LEN);
+
+/// One entry of the section table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+#[repr(C)]
+pub struct SectionEntry {
+    pub kind: u32,
+    /// [`SECTION_OPTIONAL`]; other bits are zero.
+    pub flags: u32,
+    pub offset: u64,
+    /// Length in bytes (a multiple of the element size).
+    pub len: u64,
+    /// CRC-32C of the section's bytes, zero-extended.
+    pub checksum: u64,
+}
+
+const _: () = assert!(size_of::<SectionEntry>() == 32);
+
+/// Section kinds (FORMAT.md §4). Element type in brackets.
+pub mod kind {
+    /// Metadata, JSON text [u8].
+    pub const META: u32 = 0x0001;
+    pub const VOCAB_OFFSETS: u32 = 0x0101;
+    pub const VOCAB_BYTES: u32 = 0x0102;
+    pub const VOCAB_SPECIAL: u32 = 0x0103;
+    pub const VOCAB_EOS: u32 = 0x0104;
+    pub const LEX_TRANS: u32 = 0x0201;
+    pub const LEX_BYTE_CLASS: u32 = 0x020A;
+    /// Per lexer state, its row of `lexer.next_plus` (format 3.1) [u32, narrowable].
+    pub const LEX_NEXT_PLUS_ROW: u32 = 0x020B;
+    pub const LEX_ACCEPT_OFF: u32 = 0x0202;
+    pub const LEX_ACCEPT: u32 = 0x0203;
+    pub const LEX_NEXT_PLUS: u32 = 0x0204;
+    pub const LEX_IGNORED: u32 = 0x0205;
+    pub const LEX_MUNCH: u32 = 0x0206;
+    pub const LEX_PRIORITY: u32 = 0x0207;
+    pub const LEX_FORK_OFF: u32 = 0x0208;
+    pub const LEX_FORK: u32 = 0x0209;
+    pub const LR_ACTION_ROW: u32 = 0x0301;
+    pub const LR_ACTION_TERM: u32 = 0x0302;
+    pub const LR_ACTION_OFF: u32 = 0x0303;
+    pub const LR_ACTIONS: u32 = 0x0304;
+    pub const LR_GOTO_ROW: u32 = 0x0305;
+    pub const LR_GOTO_NT: u32 = 0x0306;
+    pub const LR_GOTO_TARGET: u32 = 0x0307;
+    pub const LR_RULE_LHS: u32 = 0x0308;
+    pub const LR_RULE_LEN: u32 = 0x0309;
+    pub const NAME_OFF: u32 = 0x0401;
+    pub const NAME_BYTES: u32 = 0x0402;
+    pub const DWA_START: u32 = 0x0501;
+    pub const DWA_START_RHO: u32 = 0x0502;
+    pub const DWA_UNDECIDED: u32 = 0x0503;
+    pub const DWA_EDGE_OFF: u32 = 0x0504;
+    pub const DWA_EDGE_LABEL: u32 = 0x0505;
+    pub const DWA_EDGE_TARGET: u32 = 0x0506;
+    pub const DWA_EDGE_RHO: u32 = 0x0507;
+    pub const DWA_DEFAULT_TARGET: u32 = 0x0508;
+    pub const DWA_DEFAULT_RHO: u32 = 0x0509;
+    pub const SET_OFF: u32 = 0x0601;
+    pub const SET_RANGES: u32 = 0x0602;
+    pub const SET_DENSE: u32 = 0x0603;
+    pub const SET_BLOCK_REFS: u32 = 0x0604;
+    pub const SET_BLOCKS: u32 = 0x0605;
+    pub const KILL_S: u32 = 0x0701;
+    pub const KILL_K: u32 = 0x0702;
+    pub const KILL_SET: u32 = 0x0703;
+}
+
+/// A known section kind: its name and element size.
+pub fn kind_info(k: u32) -> Option<(&'static str, usize)> {
+    use kind::*;
+    Some(match k {
+        META => ("meta", 1),
+        VOCAB_OFFSETS => ("vocab.offsets", 4),
+        VOCAB_BYTES => ("vocab.bytes", 1),
+        VOCAB_SPECIAL => ("vocab.special", 1),
+        VOCAB_EOS => ("vocab.eos", 4),
+        LEX_TRANS => ("lexer.trans", 4),
+        LEX_BYTE_CLASS => ("lexer.byte_class", 1),
+        LEX_NEXT_PLUS_ROW => ("lexer.next_plus_row", 4),
+        LEX_ACCEPT_OFF => ("lexer.accept_off", 4),
+        LEX_ACCEPT => ("lexer.accept", 4),
+        LEX_NEXT_PLUS => ("lexer.next_plus", 8),
+        LEX_IGNORED => ("lexer.ignored", 8),
+        LEX_MUNCH => ("lexer.munch", 1),
+        LEX_PRIORITY => ("lexer.priority", 4),
+        LEX_FORK_OFF => ("lexer.fork_off", 4),
+        LEX_FORK => ("lexer.fork", 4),
+        LR_ACTION_ROW => ("lr.action_row", 4),
+        LR_ACTION_TERM => ("lr.action_term", 4),
+        LR_ACTION_OFF => ("lr.action_off", 4),
+        LR_ACTIONS => ("lr.actions", 4),
+        LR_GOTO_ROW => ("lr.goto_row", 4),
+        LR_GOTO_NT => ("lr.goto_nt", 4),
+        LR_GOTO_TARGET => ("lr.goto_target", 4),
+        LR_RULE_LHS => ("lr.rule_lhs", 4),
+        LR_RULE_LEN => ("lr.rule_len", 4),
+        NAME_OFF => ("names.offsets", 4),
+        NAME_BYTES => ("names.bytes", 1),
+        DWA_START => ("dwa.start", 4),
+        DWA_START_RHO => ("dwa.start_rho", 4),
+        DWA_UNDECIDED => ("dwa.undecided", 4),
+        DWA_EDGE_OFF => ("dwa.edge_off", 4),
+        DWA_EDGE_LABEL => ("dwa.edge_label", 4),
+        DWA_EDGE_TARGET => ("dwa.edge_target", 4),
+        DWA_EDGE_RHO => ("dwa.edge_rho", 4),
+        DWA_DEFAULT_TARGET => ("dwa.default_target", 4),
+        DWA_DEFAULT_RHO => ("dwa.default_rho", 4),
+        SET_OFF => ("sets.offsets", 4),
+        SET_RANGES => ("sets.ranges", 4),
+        SET_DENSE => ("sets.dense", 4),
+        SET_BLOCK_REFS => ("sets.block_refs", 4),
+        SET_BLOCKS => ("sets.blocks", 4),
+        KILL_S => ("kill.state", 4),
+        KILL_K => ("kill.terminal", 4),
+        KILL_SET => ("kill.set", 4),
+        _ => return None,
+    })
+}
+
+/// Is section kind `k` part of the Parser DWA (present exactly when [`FLAG_MASK`] is set)?
+pub(super) fn is_mask_kind(k: u32) -> bool {
+    (0x0500..0x0800).contains(&k)
+}
