@@ -13,7 +13,7 @@
 //! deduplicated by pattern and named by its source text. An empty literal `""` means ε.
 //! EBNF operators are lowered to left-recursive helper nonterminals like in the Lark front-end.
 
-use crate::lark::{check_terminal_regex, escape_literal, lower_repeat, push_regex_char, Ebnf, Helpers};
+use crate::ebnf::{check_terminal_regex, escape_literal, lower_repeat, push_regex_char, Ebnf, Helpers};
 use crate::{Grammar, GrammarError, Munch, Span, Symbol, Terminal};
 use std::collections::HashMap;
 

@@ -1,8 +1,9 @@
-//! dwac-grammar: the grammar IR with spans, the Lark and GBNF front-ends, and the
-//! normalization passes (useless symbols, ε-rules, unit cycles, right recursion).
+//! dwac-grammar: the grammar IR with spans, the Lark, GBNF and JSON Schema front-ends, and
+//! the normalization passes (useless symbols, ε-rules, unit cycles, right recursion).
 //! It knows nothing about tokens or artifacts.
 
 pub mod diag;
+mod ebnf;
 pub mod gbnf;
 pub mod ir;
 pub mod lark;

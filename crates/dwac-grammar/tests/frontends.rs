@@ -322,7 +322,7 @@ fn all_test_grammars() -> Vec<PathBuf> {
     let mut v = files_in(&data("broken"));
     v.extend(files_in(&data("valid")));
     v.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../grammars/json.lark"));
-    v.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lark_common.lark"));
+    v.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lark/lark_common.lark"));
     let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/grammars");
     let mut stack = vec![corpus];
     while let Some(d) = stack.pop() {
