@@ -618,7 +618,7 @@ pub fn run(a: BenchArgs) -> Result<()> {
         Worker::new("dwac", exe, vec!["schema-worker".into(), "--tokenizer".into(), tok.display().to_string()], mem);
     let mut peer = if a.peer {
         anyhow::ensure!(a.tokenizer != "bytes", "--peer needs a real tokenizer.json");
-        let bin = crate::bench::build_rust_peer("llguidance")?;
+        let bin = crate::util::build_rust_peer("llguidance")?;
         Some(Worker::new("llguidance", bin, vec!["--tokenizer".into(), tok.display().to_string()], mem))
     } else {
         None

@@ -78,3 +78,23 @@ pub fn round(x: f64, d: i32) -> f64 {
     let m = 10f64.powi(d);
     (x * m).round() / m
 }
+
+/// Build one of the Rust peers (`xtask/peers/<name>`, its own workspace and lock file) into
+/// `target/peers/<name>`; returns the binary.
+pub fn build_rust_peer(name: &str) -> anyhow::Result<std::path::PathBuf> {
+    use anyhow::Context;
+    let root = dwac_tests::repo_root();
+    let manifest = root.join("xtask/peers").join(name).join("Cargo.toml");
+    let target = root.join("target/peers").join(name);
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    eprintln!("building the {name} peer (cargo build --release --manifest-path xtask/peers/{name}/Cargo.toml)");
+    let st = std::process::Command::new(cargo)
+        .args(["build", "--release", "--quiet", "--manifest-path"])
+        .arg(&manifest)
+        .arg("--target-dir")
+        .arg(&target)
+        .status()
+        .with_context(|| format!("running cargo for the {name} peer"))?;
+    anyhow::ensure!(st.success(), "building the {name} peer failed ({st})");
+    Ok(target.join("release").join(format!("dwac-peer-{name}")))
+}

@@ -80,10 +80,6 @@ pub(crate) fn min_into(acc: &mut [f64], xs: &[f64]) {
     }
 }
 
-/// Reset this process's peak RSS (VmHWM), so that the next reading is one job's peak.
-pub(crate) fn reset_peak_rss() {
-    let _ = std::fs::write("/proc/self/clear_refs", "5");
-}
 
 // The process's CPU time (every thread's, so a compile that runs on several threads shows its
 // total CPU next to its wall time): the same function the Rust peers include.
@@ -91,37 +87,16 @@ pub(crate) fn reset_peak_rss() {
 mod cpu;
 pub(crate) use cpu::process_cpu_ms;
 
-pub(crate) fn peak_rss_mb() -> Option<f64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb / 1024.0)
-}
-
-/// Build one of the Rust peers (`xtask/peers/<name>`, its own workspace and lock file) into
-/// `target/peers/<name>`; returns the binary.
-pub fn build_rust_peer(name: &str) -> Result<PathBuf> {
-    let root = repo_root();
-    let manifest = root.join("xtask/peers").join(name).join("Cargo.toml");
-    let target = root.join("target/peers").join(name);
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    eprintln!("building the {name} peer (cargo build --release --manifest-path xtask/peers/{name}/Cargo.toml)");
-    let st = Command::new(cargo)
-        .args(["build", "--release", "--quiet", "--manifest-path"])
-        .arg(&manifest)
-        .arg("--target-dir")
-        .arg(&target)
-        .status()
-        .with_context(|| format!("running cargo for the {name} peer"))?;
-    anyhow::ensure!(st.success(), "building the {name} peer failed ({st})");
-    Ok(target.join("release").join(format!("dwac-peer-{name}")))
-}
+// A job's peak RSS: the same functions the Rust peers include.
+#[path = "../../peers/common/rss.rs"]
+mod rss;
+pub(crate) use rss::{peak_rss_mb, reset_peak_rss};
 
 fn setup_peer(name: &str) -> Result<EngineSpec> {
     let root = repo_root();
     match name {
         "llguidance" | "glrmask" => {
-            Ok(EngineSpec { name: name.to_string(), program: build_rust_peer(name)?, args: vec!["bench".into()] })
+            Ok(EngineSpec { name: name.to_string(), program: crate::util::build_rust_peer(name)?, args: vec!["bench".into()] })
         }
         "xgrammar" => {
             eprintln!("preparing the xgrammar venv (bash xtask/peers/xgrammar/setup.sh)");

@@ -62,6 +62,9 @@ use serde_json::{json, Value};
 
 #[path = "../../common/cpu.rs"]
 mod cpu;
+#[path = "../../common/rss.rs"]
+mod rss;
+use rss::{peak_rss_mb, reset_peak_rss};
 use cpu::process_cpu_ms;
 
 /// The global allocator of dwac's CLI and bench worker, so every Rust engine in the benchmark
@@ -183,16 +186,6 @@ fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
-fn reset_peak_rss() {
-    let _ = std::fs::write("/proc/self/clear_refs", "5");
-}
-
-fn peak_rss_mb() -> Option<f64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb / 1024.0)
-}
 
 #[inline]
 fn bit(mask: &[u32], id: u32) -> bool {

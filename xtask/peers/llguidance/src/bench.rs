@@ -53,6 +53,9 @@ use crate::panic_message;
 
 #[path = "../../common/cpu.rs"]
 mod cpu;
+#[path = "../../common/rss.rs"]
+mod rss;
+use rss::{peak_rss_mb, reset_peak_rss};
 use cpu::process_cpu_ms;
 
 const WELL_KNOWN_EOS: &[&str] = &[
@@ -149,16 +152,6 @@ fn resolve_eos(tok_path: &Path, tok_json: &Value) -> Result<Vec<u32>> {
     Ok(eos)
 }
 
-fn reset_peak_rss() {
-    let _ = std::fs::write("/proc/self/clear_refs", "5");
-}
-
-fn peak_rss_mb() -> Option<f64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb / 1024.0)
-}
 
 /// Per-step times of one replay over all traces, in trace order.
 #[derive(Default)]
