@@ -421,7 +421,7 @@ fn narrow_columns_are_written_when_they_fit_and_read_back_exactly() {
     assert!(matches!(a.engine().tables().lexer.trans, Col::Narrow(_)) && matches!(m.edge_target, Col::Narrow(_)));
     assert!(m.edge_target.contains(u32::MAX) || m.default_target.contains(&u32::MAX), "DEAD is stored as 0xFFFF");
     // Read back as the values written: re-laying out the read engine gives the same bytes.
-    let again = dwac_runtime::artifact::layout(*a.header(), a.metadata(), &artifact::columns(a.engine()));
+    let again = artifact::layout(*a.header(), a.metadata(), &artifact::columns(a.engine()));
     assert_eq!(again, bytes);
     // The narrow flag where it does not belong.
     let entry = |b: &[u8], kind: u32| {

@@ -255,7 +255,7 @@ fn json_grammar_maskbench_four_tokenizers() {
         let tok = dwac_vocab::Tokenizer::from_file(&tokenizer_path(name)).unwrap();
         let engine = engine_from_file("grammars/json.lark", tok.vocab().clone());
         let traces: Vec<Vec<u32>> = texts.iter().map(|t| tok.encode(t).unwrap()).collect();
-        let r = dwac_tests::differential::differential(&engine, &traces, 2, &mut |_| {});
+        let r = differential::differential(&engine, &traces, 2, &mut |_| {});
         println!(
             "{name}: {} steps compared, {} reference masks computed",
             r.steps_compared, r.reference_masks_computed
@@ -297,7 +297,7 @@ fn maskbench_schemas_sample() {
         };
         let engine = Arc::new(engine);
         let traces = valid_traces(&tok, &v, 3);
-        let r = dwac_tests::differential::differential(&engine, &traces, 2, &mut |_| {});
+        let r = differential::differential(&engine, &traces, 2, &mut |_| {});
         let name = f.file_name().unwrap().to_string_lossy().into_owned();
         assert_eq!(r.mismatches, 0, "{name}: {:?}", r.examples);
         assert_eq!(r.fallbacks, 0, "{name}");

@@ -38,7 +38,7 @@ pub const SPLITS: [&str; 2] = ["Glaiveai2K", "Github_easy"];
 /// Bytes of the runtime tables: every `Vec`'s length × element size, plus the terminal names' bytes.
 pub fn tables_bytes(t: &GrammarTables) -> u64 {
     fn b<T>(v: &[T]) -> u64 {
-        std::mem::size_of_val(v) as u64
+        size_of_val(v) as u64
     }
     let l = &t.lexer;
     let r = &t.lr;

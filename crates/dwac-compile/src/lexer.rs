@@ -26,7 +26,7 @@ enum Role {
 /// Upper bound on DFA states before minimization (a budget, not a limit of the design).
 pub const MAX_DFA_STATES: usize = 250_000;
 
-fn compile_nfa(patterns: &[&str]) -> Result<NFA, Box<regex_automata::nfa::thompson::BuildError>> {
+fn compile_nfa(patterns: &[&str]) -> Result<NFA, Box<thompson::BuildError>> {
     NFA::compiler()
         .syntax(syntax::Config::new().unicode(true).utf8(true))
         .configure(thompson::Config::new().which_captures(WhichCaptures::None).shrink(false))

@@ -1,5 +1,5 @@
 //! dwac-compile: grammar IR → normalized grammar → LR tables + lexer DFA → the runtime's
-//! [`GrammarTables`] → the Parser DWA (`dwa`) → the artifact (`artifact`: the writer; the
+//! [`GrammarTables`](dwac_runtime::GrammarTables) → the Parser DWA (`dwa`) → the artifact (`artifact`: the writer; the
 //! runtime reads the same tables back as zero-copy views).
 
 pub mod artifact;

@@ -3,7 +3,7 @@
 //!
 //! Maximal munch with inhibitors is a finite-state transducer from bytes to terminal
 //! sequences, so the terminal sequences it can produce form a regular language `R`. Its states
-//! at lexeme boundaries are the sets `H` of carried inhibitors ([`Boundaries`]): from `H`, a
+//! at lexeme boundaries are the sets `H` of carried inhibitors (`Boundaries`): from `H`, a
 //! lexeme of terminal `t` is realizable when running its bytes through `H` fires no inhibitor,
 //! and it leads to the boundary state made of the surviving inhibitors plus the one `t` creates.
 //! Ignored terminals are ε-moves. The text language is empty exactly when `L(G) ∩ R` is, which

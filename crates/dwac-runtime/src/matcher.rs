@@ -490,7 +490,10 @@ impl Matcher {
 
     /// Emit `term` (a lexeme ending at lexer state `q2`) on every stack of `heads`: an ignored
     /// terminal leaves the stacks as they are; any other is reduced to and shifted.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the hot commit path: the lexeme, its end state and the caller's scratch buffers, passed apart so that none is borrowed through `self`"
+    )]
     #[inline]
     fn emit(
         &self,
@@ -522,7 +525,7 @@ impl Matcher {
 
     /// Emit a lexeme whose terminals have different priorities (DESIGN.md §2, `prio.rs`): per
     /// stack, only the highest-priority group that can be used there.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments, reason = "as `emit`, plus the priority groups of the lexeme")]
     fn emit_prioritized(
         &self,
         acc: &[u32],

@@ -80,7 +80,6 @@ pub(crate) fn min_into(acc: &mut [f64], xs: &[f64]) {
     }
 }
 
-
 // The process's CPU time (every thread's, so a compile that runs on several threads shows its
 // total CPU next to its wall time): the same function the Rust peers include.
 #[path = "../../peers/common/cpu.rs"]
@@ -95,9 +94,11 @@ pub(crate) use rss::{peak_rss_mb, reset_peak_rss};
 fn setup_peer(name: &str) -> Result<EngineSpec> {
     let root = repo_root();
     match name {
-        "llguidance" | "glrmask" => {
-            Ok(EngineSpec { name: name.to_string(), program: crate::util::build_rust_peer(name)?, args: vec!["bench".into()] })
-        }
+        "llguidance" | "glrmask" => Ok(EngineSpec {
+            name: name.to_string(),
+            program: crate::util::build_rust_peer(name)?,
+            args: vec!["bench".into()],
+        }),
         "xgrammar" => {
             eprintln!("preparing the xgrammar venv (bash xtask/peers/xgrammar/setup.sh)");
             let st = Command::new("bash")

@@ -115,7 +115,7 @@ pub(super) struct Assembler {
     max_dwa_states: usize,
     /// The automaton built for (thread class, the classes' lexings), with its configurations and
     /// serial number; `None`: over budget.
-    #[allow(clippy::type_complexity)]
+    #[allow(clippy::type_complexity, reason = "a memo table whose key and value are documented above")]
     built_for: FastMap<(u32, Vec<Vec<Sig>>), Option<(Rc<LocalDwa>, usize, usize)>>,
     /// Local automata are told apart by a serial number, never by address: an automaton
     /// replaced in `built_for` is freed, and a later one may get its address, which would then
@@ -129,7 +129,7 @@ pub(super) struct Assembler {
     /// Assembled automata by (their local automaton's serial number, class sizes): the class
     /// tokens they were assembled with and their start entries. A state with the same automaton
     /// and the same tokens in every class has the same tables: it takes those entries.
-    #[allow(clippy::type_complexity)]
+    #[allow(clippy::type_complexity, reason = "a memo table whose key and value are documented above")]
     assembled: FastMap<(usize, Vec<usize>), Vec<(Vec<Tokens>, u32, u32)>>,
 }
 
@@ -172,7 +172,10 @@ impl Assembler {
     /// Determinize (unless an earlier state's automaton serves) and assemble the automaton of
     /// lexer state `q` from its classes and UNDECIDED tokens. `walk`: the time its walk took,
     /// `tq`: when its message arrived (for the slowest-state statistic).
-    #[allow(clippy::too_many_arguments)]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "one lexer state's message from the walking thread, taken apart, plus the determinizer and the stage timer the driver owns"
+    )]
     pub(super) fn state(
         &mut self,
         det: &mut Determinizer,

@@ -119,7 +119,10 @@ pub struct Composer<'a> {
     /// Lookahead checks by (class, known segment): `None` if some terminal of the class can be
     /// shifted, else the simulations left waiting; and whether the check looked at the
     /// segment's bottom beyond a first lookup ([`Lr::bottom_touched`]).
-    #[allow(clippy::type_complexity)]
+    #[allow(
+        clippy::type_complexity,
+        reason = "a memo table whose key and value are documented above; a named type would be used only here"
+    )]
     looks: FastMap<(u32, Vec<u32>), (Option<std::rc::Rc<[(u32, Wait)]>>, bool)>,
     /// Expansions done for the current plan, and the most allowed (work budget): past it,
     /// `exhausted` is set and expansions stop producing outcomes.

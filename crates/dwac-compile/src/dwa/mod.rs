@@ -128,7 +128,7 @@ pub fn build_mask_tables(
 
 /// [`build_mask_tables`], reporting `(lexer states done, lexer states)` as it goes.
 ///
-/// Two threads: one walks the vocabulary trie from each lexer state ([`walk_states`]), the other
+/// Two threads: one walks the vocabulary trie from each lexer state (`walking::walk_states`), the other
 /// (this one) determinizes and assembles each state's automaton as its classes arrive, in state
 /// order, so the tables are the same as one thread's. Everything the walker interns (terminal
 /// sets, step sequences) comes along with the classes that first name it.

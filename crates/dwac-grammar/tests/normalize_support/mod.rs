@@ -1,7 +1,7 @@
 //! Test support for normalization and LR tables: a tiny BNF notation, a bounded-language
 //! enumerator, a seeded random-grammar generator and independent structural checks.
 //! Shared with `dwac-lr`'s tests through `#[path]`.
-#![allow(dead_code)]
+#![allow(dead_code, reason = "each test binary that includes these helpers uses only some of them")]
 
 use dwac_grammar::{Grammar, Symbol, Terminal};
 use std::collections::{BTreeSet, HashMap};

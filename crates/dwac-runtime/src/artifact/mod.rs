@@ -255,7 +255,7 @@ impl Artifact {
         let find = |k: u32| sections.iter().find(|e| e.kind == k);
         for k in (0..0x0800).filter(|&k| kind_info(k).is_some()) {
             // (`lexer.next_plus_row` came with 3.1: a 3.0 file has one Next⁺ row per state.)
-            let want = (!is_mask_kind(k) || has_mask) && (k != kind::LEX_NEXT_PLUS_ROW || h.minor >= 1);
+            let want = (!is_mask_kind(k) || has_mask) && (k != LEX_NEXT_PLUS_ROW || h.minor >= 1);
             if want != find(k).is_some() {
                 let name = kind_info(k).map_or("?", |i| i.0);
                 return Err(corrupt(if want {

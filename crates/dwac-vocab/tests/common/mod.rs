@@ -1,5 +1,5 @@
 //! Shared test helpers: locating `shared/data`, building the round-trip corpus.
-#![allow(dead_code)]
+#![allow(dead_code, reason = "each test binary that includes these helpers uses only some of them")]
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;

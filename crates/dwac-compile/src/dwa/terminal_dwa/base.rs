@@ -39,7 +39,10 @@ impl<'a> Walker<'a> {
     /// and, when it has lexings, walked from `q` into `sc.per_token` (or `sc.undecided`). Where a
     /// byte leads both to the same branches, everything below agrees and is skipped; where the
     /// subtree is large, the two are compared again one level down.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "a recursive walk of two branch ranges at once, with the walk's scratch and the terminal pool borrowed apart from the walker"
+    )]
     pub(super) fn diff(
         &mut self,
         node: u32,
@@ -55,7 +58,7 @@ impl<'a> Walker<'a> {
     }
 
     /// [`Self::diff`] below `child`, the child of `node` by byte `b`.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments, reason = "as `diff`, one level down")]
     pub(super) fn diff_child(
         &mut self,
         node: u32,

@@ -12,7 +12,7 @@ pub struct TrieIndex {
     /// `a` from 0 to the child's height: over the nodes `v` below it (the child included) whose
     /// reach, `v`'s depth below the child plus `v`'s height, exceeds `a`, their tokens plus two
     /// per child. Entered in two lexer states that agree for `a` bytes
-    /// ([`Horizon::agreement`]), those are the nodes [`Walker::diff`] may have to visit (a step
+    /// ([`Horizon::agreement`]), those are the nodes `Walker::diff` may have to visit (a step
     /// of both sides per child) and the tokens it may have to walk; the other nodes lie in
     /// subtrees it skips. A cost estimate, in tokens.
     pub reach_off: Vec<u32>,

@@ -112,7 +112,7 @@ pub struct Walker<'a> {
     pub derived: usize,
     /// Ticks at each base made or used.
     clock: u64,
-    /// States whose classes are those of an equivalent state ([`Walker::state_memo`]).
+    /// States whose classes are those of an equivalent state (`Walker::state_memo`).
     pub equivalent: usize,
     /// Words of a token bitmap.
     words: usize,
@@ -317,7 +317,7 @@ impl<'a> Walker<'a> {
     /// `q`'s block of bounded-horizon equivalence at the height `h` of the tokens it can lex,
     /// with `h`, when no inhibitor is created within `h` bytes of `q`: states with the same
     /// key have the same classes and UNDECIDED tokens (by the argument of
-    /// [`Self::equivalent_branches`] at the root). Outside `q0` a token has a lexing only if
+    /// `Walker::equivalent_branches` at the root). Outside `q0` a token has a lexing only if
     /// the DFA steps on its first byte (a lexeme is emitted on entering an accepting state, not
     /// on leaving it), so `h` is one more than the highest subtree below such a byte (a state
     /// inside a multi-byte UTF-8 character lexes only the short tokens that start with a

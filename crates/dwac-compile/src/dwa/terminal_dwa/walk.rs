@@ -98,7 +98,10 @@ impl<'a> Walker<'a> {
     }
 
     /// [`Self::walk`] below `child`, the child of `node` by byte `b`.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "a recursive walk: node, byte, child and branch range, with the walk's scratch and the terminal pool borrowed apart from the walker"
+    )]
     pub(super) fn walk_child(
         &mut self,
         node: u32,
