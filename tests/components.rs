@@ -1,4 +1,4 @@
-//! Component oracles (ALGORITHM.md §6): each stage of the Parser DWA compiler against a direct,
+//! Component oracles (ARCHITECTURE.md "Invariants"): each stage of the Parser DWA compiler against a direct,
 //! unshared computation of what it stands for.
 //!
 //! * **Terminal DWA vs direct lexing**: from every lexer state, every token's set of lexings as

@@ -1,4 +1,4 @@
-//! The central correctness test (DESIGN.md §2): the Parser DWA's mask equals the reference mask
+//! The central correctness test (ARCHITECTURE.md, "The contract"): the Parser DWA's mask equals the reference mask
 //! (clone, commit each token, test liveness) at every step.
 //!
 //! Random walks sample the next token from the mask (biased towards tokens that span several
@@ -131,7 +131,7 @@ fn json_grammar_small_vocabulary() {
     assert!(n > 800, "{n}");
 }
 
-/// Contextual priorities (DESIGN.md §2), guards read on the stack: every grammar of the priority
+/// Contextual priorities (ARCHITECTURE.md, "The contract"), guards read on the stack: every grammar of the priority
 /// tests, including the one where one GSS node stands for two stacks that resolve differently.
 #[test]
 fn priority_grammars() {

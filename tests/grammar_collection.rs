@@ -11,7 +11,7 @@
 //! * `invalid`: sentences outside the language; dwac must reject them (commit error or not
 //!   accepting).
 //! * `munch`: sentences Lark accepts (Earley parser, its default `dynamic` lexer) that dwac
-//!   rejects because its lexing is maximal munch over all terminals with inhibitors (DESIGN.md
+//!   rejects because its lexing is maximal munch over all terminals with inhibitors (ARCHITECTURE.md
 //!   §2), whereas Lark's dynamic lexer lets the parser pick, at each position, among the
 //!   terminals it expects (each matched greedily on its own). A real semantic difference,
 //!   documented here, not a bug.

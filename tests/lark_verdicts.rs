@@ -3,7 +3,7 @@
 //!
 //! Where Lark's LALR (contextual lexer) and Earley (dynamic lexer) parsers agree and the reading
 //! does not rest on a lexing choice dwac deliberately does not make (`longer_match`: a higher
-//! priority beating a longer match, DESIGN.md §2), dwac must agree with them. Every sentence,
+//! priority beating a longer match, ARCHITECTURE.md "The contract"), dwac must agree with them. Every sentence,
 //! flagged or not, must also match the verdict derived by hand from the contract (`dwac`), whose
 //! `note` says why. Sentences marked `readings_differ` are ones where reading the lazy
 //! quantifiers greedily would give the other verdict: the test checks that too, so it can tell

@@ -1,4 +1,4 @@
-//! Contextual terminal priorities (DESIGN.md §2): where several terminals match the same
+//! Contextual terminal priorities (ARCHITECTURE.md, "The contract"): where several terminals match the same
 //! lexeme, a lower-priority terminal is used only on stacks where none of the higher-priority
 //! ones can be shifted; equal priorities fork; longest match comes first.
 //!

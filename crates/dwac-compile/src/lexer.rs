@@ -280,7 +280,7 @@ fn build_component(terminals: &[Terminal], active: &[bool]) -> Result<ComponentD
     };
     // Matched patterns → accepted terminals: main matched, every `also` matched, no `except`
     // matched. Every such terminal stays in the accept set whatever its priority: priorities
-    // are contextual (DESIGN.md §2) and resolved against the parser stack at run time.
+    // are contextual (ARCHITECTURE.md, "The contract") and resolved against the parser stack at run time.
     let finalize = |raw: &[u32]| -> Vec<u32> {
         let mut out: Vec<u32> = Vec::new();
         let mut i = 0;

@@ -25,7 +25,7 @@ pub enum CompileError {
     Regex { terminal: String, message: String },
     #[error("terminal {terminal} matches the empty string (no terminal may)")]
     EmptyMatch { terminal: String },
-    /// No text is in the language once lexing is longest match (DESIGN.md §2).
+    /// No text is in the language once lexing is longest match (ARCHITECTURE.md, "The contract").
     #[error("{0}")]
     EmptyLanguage(dwac_grammar::GrammarError),
     #[error("budget exceeded: {0}")]

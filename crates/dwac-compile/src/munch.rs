@@ -1,4 +1,4 @@
-//! What longest-match lexing does to the grammar's language (DESIGN.md §2): parser states it
+//! What longest-match lexing does to the grammar's language (ARCHITECTURE.md, "The contract"): parser states it
 //! turns into dead ends, and whether any text is left at all.
 //!
 //! Maximal munch with inhibitors is a finite-state transducer from bytes to terminal
@@ -372,7 +372,7 @@ fn immediately_separable(lex: &LexerTables, g: &Grammar) -> bool {
 /// A dead end is an LR state entered by shifting a terminal `t`, where the text may not end,
 /// and where no terminal with an ACTION entry (an over-approximation, under LALR, of what can
 /// come next) can follow `t` under longest match, even with ignored terminals between: a text
-/// that reaches that point has no completion, yet the branch stays live (DESIGN.md §2).
+/// that reaches that point has no completion, yet the branch stays live (ARCHITECTURE.md, "The contract").
 pub fn analyse(
     lex: &LexerTables,
     lr: &LrTables,

@@ -9,9 +9,9 @@ use dwac_grammar::{Grammar, Munch, Symbol, Terminal};
 use dwac_runtime::lexer::Inhibitor;
 use dwac_runtime::{LexerTables, Matcher, Vocabulary, DEAD};
 
-/// Run the streaming lexer of ALGORITHM.md §1.1, returning the terminal sequences of the
+/// Run the streaming lexer (ARCHITECTURE.md "The contract"), returning the terminal sequences of the
 /// branches at a lexeme boundary after `input`. The "parser" is `shiftable(seq, t)`: can `t`
-/// follow the non-ignored terminals `seq`? Priorities are contextual (DESIGN.md §2): at each
+/// follow the non-ignored terminals `seq`? Priorities are contextual (ARCHITECTURE.md, "The contract"): at each
 /// lexeme, only the highest-priority group with a usable terminal (ignored ones always are) is used.
 fn lexings(lex: &LexerTables, input: &[u8], shiftable: &dyn Fn(&[u32], u32) -> bool) -> Vec<Vec<String>> {
     type Branch = (u32, Vec<Inhibitor>, Vec<u32>);
@@ -108,7 +108,7 @@ fn lexing_vectors_reproduce_exactly() {
     assert!(n >= 60, "only {n} vectors");
 }
 
-/// Contextual priorities (DESIGN.md §2), our own vectors in the spec's format plus a priority per
+/// Contextual priorities (ARCHITECTURE.md, "The contract"), our own vectors in the spec's format plus a priority per
 /// terminal and, optionally, `sentences`: the terminal sequences a parser allows (a terminal is
 /// shiftable where it extends the lexed sequence to a prefix of one of them; without `sentences`
 /// every terminal is). `lexings` are the sequences on boundary branches after `input`. Each

@@ -1,4 +1,4 @@
-//! The GBNF front-end (llama.cpp grammars) → [`Grammar`] (DESIGN.md §7).
+//! The GBNF front-end (llama.cpp grammars) → [`Grammar`] (ARCHITECTURE.md "Crates").
 //!
 //! Syntax: rules `name ::= expr` (names `[a-zA-Z0-9_-]+`; a rule may span lines, and a new rule
 //! begins where `name ::=` appears), `root` is the start rule, comments `# ...`, string literals

@@ -20,7 +20,7 @@ impl Span {
     }
 }
 
-/// Which longer matches inhibit an early split after a terminal (DESIGN.md §2).
+/// Which longer matches inhibit an early split after a terminal (ARCHITECTURE.md, "The contract").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Munch {
     /// `K_t = T`: any terminal (ignored ones included) matching a longer prefix kills the split.

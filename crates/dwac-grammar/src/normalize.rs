@@ -1,4 +1,4 @@
-//! Grammar normalization (ALGORITHM.md §2.1): the passes that make reduction chains
+//! Grammar normalization (ARCHITECTURE.md "Invariants", normalized grammar): the passes that make reduction chains
 //! between two shifts bounded, so the Parser DWA can be acyclic.
 //!
 //! Every pass is a separate function from [`Grammar`] to [`Grammar`] (plus a flag or a
@@ -560,7 +560,7 @@ pub fn remove_unit_cycles(g: &Grammar) -> Grammar {
 // ---------------------------------------------------------------------------------------
 // Pass 4: right recursion.
 
-/// Rewrite right recursion into left recursion (ALGORITHM.md §2.1 step 4).
+/// Rewrite right recursion into left recursion (ARCHITECTURE.md "Invariants", normalized grammar).
 ///
 /// For every strongly connected component of the right-end graph that has a cycle, order
 /// its members `A1 … Am` (reverse postorder of a DFS inside the component, so only the

@@ -1,5 +1,5 @@
 //! dwac-lr: LALR(1) tables for a normalized grammar, with every conflict kept for GLR
-//! (ALGORITHM.md §2.1 step 6).
+//! (ARCHITECTURE.md "Invariants", normalized grammar).
 //!
 //! [`build`] takes a [`Normalized`] grammar (ε-free; reduced and cycle-free in practice)
 //! and produces [`dwac_runtime::LrTables`]:

@@ -1,4 +1,4 @@
-//! Streaming maximal munch with inhibitors (ALGORITHM.md §1.1), one byte at a time.
+//! Streaming maximal munch with inhibitors (ARCHITECTURE.md "The contract"), one byte at a time.
 
 use crate::tables::{LexerTables, DEAD, MUNCH_GLOBAL, MUNCH_NONE, MUNCH_OWN};
 

@@ -1,4 +1,4 @@
-//! Contextual terminal priorities (DESIGN.md §2), resolved per stack.
+//! Contextual terminal priorities (ARCHITECTURE.md, "The contract"), resolved per stack.
 //!
 //! Where a lexeme matches terminals of several priorities, a lower-priority terminal is used
 //! only on stacks where none of the higher-priority ones can be shifted; equal priorities

@@ -9,7 +9,7 @@ pub const DEAD: u32 = u32::MAX;
 /// Longest right-hand side a rule may have (the grammar is ε-free, so every rule has ≥ 1).
 pub const MAX_RULE_LEN: u32 = 1 << 16;
 
-/// Per-terminal inhibition set `K_t` (DESIGN.md §2), as stored in [`LexerTables::munch`].
+/// Per-terminal inhibition set `K_t` (ARCHITECTURE.md, "The contract"), as stored in [`LexerTables::munch`].
 pub const MUNCH_GLOBAL: u8 = 0;
 /// `K_t = {t}`.
 pub const MUNCH_OWN: u8 = 1;
@@ -69,7 +69,7 @@ impl Vocabulary {
     }
 }
 
-/// One byte DFA for all terminals (ALGORITHM.md §0: `L = (Q, q0, δ, acc)`).
+/// One byte DFA for all terminals (`L = (Q, q0, δ, acc)`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LexerTables {
     pub num_states: u32,
@@ -100,7 +100,7 @@ pub struct LexerTables {
     pub ignored: Array<u64>,
     /// Per-terminal inhibition mode: [`MUNCH_GLOBAL`], [`MUNCH_OWN`] or [`MUNCH_NONE`].
     pub munch: Array<u8>,
-    /// Per-terminal priority (Lark `NAME.n`; 0 by default). Contextual (DESIGN.md §2): where
+    /// Per-terminal priority (Lark `NAME.n`; 0 by default). Contextual (ARCHITECTURE.md, "The contract"): where
     /// several terminals match the same lexeme, a lower-priority one is used only on stacks
     /// where none of the higher-priority ones can be shifted; equal priorities fork.
     pub priority: Array<i32>,

@@ -1,4 +1,4 @@
-//! Exact token bytes from a Hugging Face `tokenizer.json` (DESIGN.md §8).
+//! Exact token bytes from a Hugging Face `tokenizer.json` (ARCHITECTURE.md "Crates").
 //!
 //! This crate is the only one in the workspace that depends on the `tokenizers` crate. It turns a
 //! `tokenizer.json` (plus, optionally, the `tokenizer_config.json` / `special_tokens_map.json` /

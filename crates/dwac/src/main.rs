@@ -1,4 +1,4 @@
-//! `dwac`: the command-line tool (DESIGN.md §9). Exit codes: 0 success, 1 a check failed,
+//! `dwac`: the command-line tool (ARCHITECTURE.md "Crates"). Exit codes: 0 success, 1 a check failed,
 //! 2 bad input or usage.
 
 mod args;

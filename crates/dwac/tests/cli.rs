@@ -1,4 +1,4 @@
-//! The CLI contract (DESIGN.md §9): JSON output fields, exit codes 0/1/2, clear errors.
+//! The CLI contract (ARCHITECTURE.md "Crates"): JSON output fields, exit codes 0/1/2, clear errors.
 
 use std::path::PathBuf;
 use std::process::{Command, Output};

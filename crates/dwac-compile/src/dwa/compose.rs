@@ -1,8 +1,8 @@
-//! Composition (ALGORITHM.md §3): what the lexings of a lexer state's tokens do to a stack.
+//! Composition (ARCHITECTURE.md "The Parser DWA", step 3): what the lexings of a lexer state's tokens do to a stack.
 //!
 //! A lexing is a sequence of [`Step`]s (a lexeme's terminals to shift, or a guarded ignored
 //! terminal) followed by a lookahead check: the pending partial lexeme must still be able to become
-//! a terminal that can be shifted (DESIGN.md §2, one-lexeme lookahead). The lexings of a lexer
+//! a terminal that can be shifted (one-lexeme lookahead, ARCHITECTURE.md "The contract"). The lexings of a lexer
 //! state's tokens form a trie of steps ([`Plan`]): a node is a step sequence, its children extend it
 //! by one step, and its *ends* are lexings that stop there, each with a lookahead class.
 //!
@@ -10,11 +10,11 @@
 //! the end whose lookahead is being checked) and the simulations in flight. Each step runs its
 //! terminals' templates ([`templates`](super::templates)) on the known segment the previous step
 //! left, so pushes of one terminal are consumed by the pops of the next before anything of the real
-//! stack is read: the push/pop cancellation of ALGORITHM.md §3. A finished step continues into every
+//! stack is read: the push/pop cancellation of ARCHITECTURE.md "The Parser DWA", step 3. A finished step continues into every
 //! child and end of its node: lexings with a common beginning share its simulation, and the token
 //! classes riding on a configuration are split among the children by the determinizer.
 //!
-//! **Priorities** (DESIGN.md §2) are per stack: a step carries a *guard*, the higher-priority
+//! **Priorities** (ARCHITECTURE.md, "The contract") are per stack: a step carries a *guard*, the higher-priority
 //! terminals that matched the same lexeme. On a stack where a guard terminal can be shifted, the step
 //! dies. A guard can need deeper reads than the step itself; its outcomes then wait in `done` and
 //! absorb each real state read meanwhile, which is why such a configuration needs every label

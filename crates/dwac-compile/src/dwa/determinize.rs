@@ -1,4 +1,4 @@
-//! Weighted determinization (ALGORITHM.md §4.2–4.3): the Parser DWA of one lexer state.
+//! Weighted determinization (ARCHITECTURE.md "The Parser DWA", step 4): the Parser DWA of one lexer state.
 //!
 //! A DWA state is a map from configurations ([`Config`]) to the token classes still riding on
 //! them (absolute residuals: the state alone says which tokens are undecided). Reading a real

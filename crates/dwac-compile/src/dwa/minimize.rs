@@ -1,4 +1,4 @@
-//! Minimization of the assembled Parser DWA (ALGORITHM.md §4.3, "Minimization"), across lexer
+//! Minimization of the assembled Parser DWA (ARCHITECTURE.md "The Parser DWA", step 7), across lexer
 //! states: two states are merged when they have the same future, that is the same output set
 //! and an equivalent target on every label (explicit edges and the DEFAULT edge).
 //!
@@ -7,7 +7,7 @@
 //! the row is canonical: two states that read every label alike have equal rows once their
 //! targets are replaced by their classes). Token sets are interned, so outputs compare by id.
 //!
-//! * **Acyclic** automata (every grammar whose reduction chains are bounded, DESIGN.md §2) are
+//! * **Acyclic** automata (every grammar whose reduction chains are bounded, ARCHITECTURE.md "The contract") are
 //!   minimized in one pass: rows are interned in reverse topological order, targets replaced by
 //!   their class first, which gives the minimum by construction (two states are equivalent iff
 //!   their canonical rows over classes are equal, by induction on height).

@@ -1,4 +1,4 @@
-//! The Lark front-end: Lark grammar text → [`Grammar`] (DESIGN.md §7).
+//! The Lark front-end: Lark grammar text → [`Grammar`] (ARCHITECTURE.md "Crates").
 //!
 //! # Supported dialect
 //!
@@ -7,7 +7,7 @@
 //!   may continue on following lines that start with `|`. Aliases `-> name` are accepted and ignored.
 //! * Comments `// ...` and `# ...`; a `\` at the end of a line continues it.
 //! * Terminal definitions `NAME: expr` and `NAME.N: expr` (priority `N`, may be negative; priorities
-//!   are contextual, DESIGN.md §2: they rank same-length matches against what the parser can shift).
+//!   are contextual, ARCHITECTURE.md "The contract": they rank same-length matches against what the parser can shift).
 //!   A terminal definition may use string literals, regex literals, ranges `"a".."z"`, other
 //!   terminals, groups, `|`, `?`, `*`, `+`, `[...]`, `~ n` and `~ n..m`; it compiles into one Rust
 //!   regex. Recursive terminal definitions are an error.

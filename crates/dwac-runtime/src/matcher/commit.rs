@@ -115,7 +115,7 @@ impl Matcher {
         }
     }
 
-    /// Emit a lexeme whose terminals have different priorities (DESIGN.md §2, `prio.rs`): per
+    /// Emit a lexeme whose terminals have different priorities (ARCHITECTURE.md, "The contract"; `prio.rs`): per
     /// stack, only the highest-priority group that can be used there.
     #[allow(clippy::too_many_arguments, reason = "as `emit`, plus the priority groups of the lexeme")]
     pub(super) fn emit_prioritized(
@@ -172,7 +172,7 @@ impl Matcher {
         }
     }
 
-    /// Keep only branches satisfying the one-lexeme lookahead `LA` (DESIGN.md §2).
+    /// Keep only branches satisfying the one-lexeme lookahead `LA` (ARCHITECTURE.md, "The contract").
     pub(super) fn prune(&self, threads: Vec<Thread>, sc: &mut Scratch) -> Vec<Thread> {
         let t = &self.engine.tables;
         let (lex, lr) = (&t.lexer, &t.lr);

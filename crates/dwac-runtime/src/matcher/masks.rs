@@ -108,7 +108,7 @@ impl Matcher {
         self.engine.vocab.len().div_ceil(32)
     }
 
-    /// The mask (DESIGN.md §2): bit `v % 32` of `out[v / 32]` is set iff token `v` is allowed
+    /// The mask (ARCHITECTURE.md, "The contract"): bit `v % 32` of `out[v / 32]` is set iff token `v` is allowed
     /// (end tokens included). Read from the Parser DWA without lexing or parsing (`mask.rs`);
     /// equal to [`fill_reference_mask`](Self::fill_reference_mask) by construction, which the
     /// differential tests check. Without a DWA, or where it does not cover a thread (a lexer
@@ -266,7 +266,7 @@ impl Matcher {
         Ok(out)
     }
 
-    /// The reference mask (DESIGN.md §2): for every token, clone, commit, test liveness;
+    /// The reference mask (ARCHITECTURE.md, "The contract"): for every token, clone, commit, test liveness;
     /// end tokens where the output may end. Bit `v % 32` of `out[v / 32]` is token `v`.
     /// Slow and obviously right. `out` must hold at least [`mask_words`](Self::mask_words) words.
     pub fn fill_reference_mask(&self, out: &mut [u32]) -> Result<(), MaskError> {

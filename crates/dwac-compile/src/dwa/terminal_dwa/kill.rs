@@ -1,4 +1,4 @@
-//! `KILL` sets (ALGORITHM.md §4.1): the tokens whose bytes fire an inhibitor carried across a
+//! `KILL` sets (ARCHITECTURE.md "The Parser DWA", step 1): the tokens whose bytes fire an inhibitor carried across a
 //! token boundary, computed once per inhibitor behaviour and shared between grammars.
 
 use super::*;
@@ -106,7 +106,7 @@ pub fn kill_set_shared(lex: &LexerTables, trie: &Trie, index: &TrieIndex, i: Inh
     set
 }
 
-/// The tokens whose bytes fire inhibitor `i` (ALGORITHM.md §4.1 `KILL`).
+/// The tokens whose bytes fire inhibitor `i` (`KILL`, ARCHITECTURE.md "The Parser DWA", step 5).
 pub fn kill_set(lex: &LexerTables, trie: &Trie, i: Inhibitor) -> Vec<u32> {
     let mut out = Vec::new();
     let mut stack = vec![(0u32, i)];

@@ -1,4 +1,4 @@
-//! The Terminal DWA (ALGORITHM.md §4.1): from a lexer state a thread can be in, every token's
+//! The Terminal DWA (ARCHITECTURE.md "The Parser DWA", step 1): from a lexer state a thread can be in, every token's
 //! possible lexings, found by walking the vocabulary trie through the lexer exactly as `commit`
 //! steps (lexer components forked at `q0`, maximal munch with inhibitors created inside the token,
 //! same-length forks, contextual priorities as guards), and the `KILL` sets of inhibitors carried
