@@ -53,7 +53,7 @@ pub fn build_lexer(terminals: &[Terminal], active: &[bool]) -> Result<LexerTable
     let mut total = 0usize;
     for &c in &comps {
         let act: Vec<bool> = (0..nt).map(|i| is_active(i) && terminals[i].component == c).collect();
-        let part = build_component(terminals, &act)?;
+        let part = shared_component(terminals, &act)?;
         total += part.0;
         if total > MAX_DFA_STATES {
             return Err(CompileError::Budget(format!("lexer DFA exceeds {MAX_DFA_STATES} states")));
@@ -87,6 +87,83 @@ pub fn build_lexer(terminals: &[Terminal], active: &[bool]) -> Result<LexerTable
 
 /// One component's DFA: (states, transitions `[q·256+b]`, accept sets), start state 0.
 type ComponentDfa = (usize, Vec<u32>, Vec<Vec<u32>>);
+
+/// What a component's DFA depends on: per active terminal, in id order, its patterns and
+/// whether it is lazy (nothing else of a terminal enters [`build_component`]).
+type ComponentKey = Vec<(String, Vec<String>, Vec<String>, bool)>;
+
+/// Component DFAs the process keeps (the most recently used first), and the transition words
+/// they may hold in all (a memory bound, 32 MB).
+const COMPONENT_CACHE: usize = 32;
+const COMPONENT_CACHE_WORDS: usize = 8 << 20;
+
+/// A cached component: states, its bytes' classes and the transitions by class (`[q·k+c]`),
+/// accept sets by position among the component's terminals.
+struct CachedComponent {
+    n: usize,
+    class: Vec<u16>,
+    k: usize,
+    trans: Vec<u32>,
+    accs: Vec<Vec<u32>>,
+}
+
+/// [`build_component`], through a cache kept for the process: a component with the same
+/// patterns as one built before (the string formats of JSON Schema, `date-time` above all,
+/// recur from schema to schema) is copied rather than built again, its accept sets renamed to
+/// this grammar's terminal ids. The key holds the patterns themselves (compared in full), so a
+/// hit is the DFA the build would give, and the tables do not depend on what the process
+/// compiled before.
+fn shared_component(terminals: &[Terminal], active: &[bool]) -> Result<ComponentDfa, CompileError> {
+    type Entry = (ComponentKey, CachedComponent);
+    static CACHE: std::sync::Mutex<Vec<Entry>> = std::sync::Mutex::new(Vec::new());
+    let ids: Vec<u32> =
+        (0..terminals.len() as u32).filter(|&i| active.get(i as usize).copied().unwrap_or(true)).collect();
+    let key: ComponentKey = ids
+        .iter()
+        .map(|&i| {
+            let t = &terminals[i as usize];
+            (t.regex.clone(), t.also.clone(), t.except.clone(), t.lazy)
+        })
+        .collect();
+    {
+        let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(at) = cache.iter().position(|(k, _)| *k == key) {
+            let entry = cache.remove(at);
+            let c = &entry.1;
+            let mut trans = Vec::with_capacity(c.n * 256);
+            for row in c.trans.chunks_exact(c.k) {
+                trans.extend(c.class.iter().map(|&x| row[x as usize]));
+            }
+            let accs = c.accs.iter().map(|a| a.iter().map(|&p| ids[p as usize]).collect()).collect();
+            let n = c.n;
+            cache.insert(0, entry);
+            return Ok((n, trans, accs));
+        }
+    }
+    let part = build_component(terminals, active)?;
+    let (n, trans, accs) = &part;
+    let (class, k) = crate::minimize::byte_classes(*n, trans);
+    let mut rep = vec![0usize; k];
+    for b in (0..256).rev() {
+        rep[class[b] as usize] = b;
+    }
+    let by_class: Vec<u32> = trans.chunks_exact(256).flat_map(|row| rep.iter().map(move |&b| row[b])).collect();
+    // (Every accepted terminal is one of the component's: `build_component` reads no other.)
+    let position = |t: u32| ids.binary_search(&t).map_or(u32::MAX, |p| p as u32);
+    let accs = accs.iter().map(|a| a.iter().map(|&t| position(t)).collect()).collect();
+    let cached = CachedComponent { n: *n, class, k, trans: by_class, accs };
+    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    if !cache.iter().any(|(k, _)| *k == key) {
+        cache.insert(0, (key, cached));
+        cache.truncate(COMPONENT_CACHE);
+        let mut words = 0;
+        cache.retain(|(_, c)| {
+            words += c.trans.len();
+            words <= COMPONENT_CACHE_WORDS
+        });
+    }
+    Ok(part)
+}
 
 /// Build one component's DFA.
 fn build_component(terminals: &[Terminal], active: &[bool]) -> Result<ComponentDfa, CompileError> {
@@ -598,4 +675,30 @@ fn name_look_error(e: CompileError, terminals: &[Terminal], pat_term: &[u32], _n
         }
     }
     e
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A component taken from the process's cache is the one the build gives, with this
+    /// grammar's terminal ids in its accept sets.
+    #[test]
+    fn a_cached_component_is_the_built_one_with_this_grammars_ids() {
+        // (A pattern no other test uses, so the first build below is a miss.)
+        let date = Terminal { component: 1, ..Terminal::new("DATE", "[0-9]{4}-(?:0[1-9]|1[0-2])-cache-test") };
+        let word = Terminal::new("WORD", "[a-z]+");
+        let first = build_lexer(&[word.clone(), date.clone()], &[true, true]).unwrap();
+        let again = build_lexer(&[word.clone(), date.clone()], &[true, true]).unwrap();
+        assert_eq!(first, again, "a hit must give the tables a build gives");
+        // The same terminals at other ids: an inactive terminal in front shifts them by one.
+        let shifted = build_lexer(&[Terminal::new("X", "x"), word, date], &[false, true, true]).unwrap();
+        assert_eq!(shifted.num_states, first.num_states);
+        let accepted =
+            |l: &LexerTables| -> Vec<Vec<u32>> { (0..l.num_states).map(|q| l.accepts(q).to_vec()).collect() };
+        let want: Vec<Vec<u32>> =
+            accepted(&first).into_iter().map(|a| a.into_iter().map(|t| t + 1).collect()).collect();
+        assert_eq!(accepted(&shifted), want);
+        assert!(want.iter().any(|a| a == &[2]), "DATE (id 2) is accepted somewhere");
+    }
 }
