@@ -404,7 +404,7 @@ fn the_transport_filter_shrinks_the_frame_and_round_trips() {
     assert!(matches!(Artifact::from_bytes(&foreign), Err(ArtifactError::Zstd(_))));
 }
 
-/// Format 3.1's narrow columns: the writer stores the four big index columns as `u16`s when
+/// Narrow columns (format 3.1 on): the writer stores the big index columns as `u16`s when
 /// they fit, the reader reads them as the same values (the masks are the reference oracle's),
 /// and the narrow flag on any other section, or a narrow length that is not whole rows, is a
 /// typed error.
@@ -416,10 +416,13 @@ fn narrow_columns_are_written_when_they_fit_and_read_back_exactly() {
     let narrow: Vec<u32> =
         a.sections().iter().filter(|e| e.flags & artifact::SECTION_NARROW != 0).map(|e| e.kind).collect();
     use artifact::kind::*;
-    assert_eq!(narrow, [LEX_TRANS, LEX_NEXT_PLUS_ROW, DWA_EDGE_LABEL, DWA_EDGE_TARGET, DWA_EDGE_RHO]);
+    assert_eq!(
+        narrow,
+        [LEX_TRANS, LEX_NEXT_PLUS_ROW, DWA_EDGE_LABEL, DWA_EDGE_OUTCOME, DWA_OUTCOME_TARGET, DWA_OUTCOME_RHO]
+    );
     let m = a.engine().mask_tables().unwrap();
-    assert!(matches!(a.engine().tables().lexer.trans, Col::Narrow(_)) && matches!(m.edge_target, Col::Narrow(_)));
-    assert!(m.edge_target.contains(u32::MAX) || m.default_target.contains(&u32::MAX), "DEAD is stored as 0xFFFF");
+    assert!(matches!(a.engine().tables().lexer.trans, Col::Narrow(_)) && matches!(m.outcome_target, Col::Narrow(_)));
+    assert!(m.outcome_target.contains(u32::MAX), "DEAD is stored as 0xFFFF");
     // Read back as the values written: re-laying out the read engine gives the same bytes.
     let again = artifact::layout(*a.header(), a.metadata(), &artifact::columns(a.engine()));
     assert_eq!(again, bytes);

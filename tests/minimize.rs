@@ -57,7 +57,7 @@ fn reachable(t: &MaskTables) -> usize {
         seen[s as usize] = true;
     }
     while let Some(d) = queue.pop_front() {
-        for x in t.edges(d).map(|e| e.1).chain(std::iter::once(t.default_target[d as usize])) {
+        for x in t.edges(d).map(|e| e.1).chain(std::iter::once(t.default_edge(d).0)) {
             if x != DEAD && !seen[x as usize] {
                 seen[x as usize] = true;
                 queue.push_back(x);

@@ -5,10 +5,15 @@
 //! * For every lexer state `q` a thread can be in, `start[q]` is the DWA state to read that
 //!   thread's stacks from, and `start_rho[q]` the tokens accepted before reading anything
 //!   (`ALWAYS[q]`: tokens that emit no terminal and keep the pending lexeme viable).
-//! * A DWA state `d` reads one LR state (a GSS node's label): an explicit edge
-//!   `edge_label[e] → edge_target[e]` (sorted by label) or else the default edge. Taking an edge
-//!   outputs the token set `edge_rho[e]` (`default_rho[d]`): tokens whose every check is decided
-//!   on this stack prefix. A state with no explicit edge and a [`DEAD`] default is final.
+//! * A DWA state `d` reads one LR state (a GSS node's label): an explicit edge, found by label in
+//!   the state's sorted label list, or else the DEFAULT edge. Each edge leads to one of the
+//!   state's *outcomes*, a (target state, output token set) pair: taking it outputs the tokens
+//!   whose every check is decided on this stack prefix. A state with no explicit edge and a
+//!   [`DEAD`] DEFAULT target is final.
+//! * Stored compactly (format 4.0): states with the same label list share one copy of it, and an
+//!   edge stores only the index of its outcome among the state's distinct outcomes (outcome 0
+//!   being the DEFAULT edge), so an edge costs 2 + 2 bytes where most states have few distinct
+//!   outcomes over many labels.
 //! * Token sets are sorted, disjoint half-open ranges of token ids.
 //! * `kill_*`: for a carried inhibitor `(s, k)`, the tokens whose bytes fire it.
 
@@ -186,6 +191,80 @@ pub fn pack_bitmaps<'b>(bitmaps: impl IntoIterator<Item = &'b [u32]>, words: usi
     (refs, blocks)
 }
 
+/// Appends states to a [`MaskTables`] automaton in its stored form: label lists interned across
+/// states, outcomes made distinct per state (the DEFAULT edge first). Use one writer per
+/// automaton, from empty tables to the last state.
+#[derive(Default)]
+pub struct DwaWriter {
+    /// Label list → its offset in `edge_label`.
+    rows: std::collections::HashMap<Vec<u32>, u32>,
+    labels: Vec<u32>,
+    /// The current state's outcomes and their indices.
+    outcomes: Vec<(u32, u32)>,
+    index: std::collections::HashMap<(u32, u32), u32>,
+}
+
+impl DwaWriter {
+    pub fn new() -> DwaWriter {
+        DwaWriter::default()
+    }
+
+    /// Append a state with the DEFAULT edge `default` (target, output) and the explicit edges
+    /// `edges` (label, target, output), in increasing label order; returns the state's id.
+    pub fn push(
+        &mut self,
+        t: &mut MaskTables,
+        default: (u32, u32),
+        edges: impl IntoIterator<Item = (u32, u32, u32)>,
+    ) -> u32 {
+        if t.edge_off.is_empty() {
+            t.edge_off.push(0);
+        }
+        if t.outcome_off.is_empty() {
+            t.outcome_off.push(0);
+        }
+        let id = t.num_states() as u32;
+        self.labels.clear();
+        self.outcomes.clear();
+        self.index.clear();
+        self.outcomes.push(default);
+        self.index.insert(default, 0);
+        {
+            let mut ko = t.edge_outcome.to_mut();
+            for (label, target, rho) in edges {
+                debug_assert!(self.labels.last().is_none_or(|&l| l < label), "edges must be sorted by label");
+                self.labels.push(label);
+                let next = self.outcomes.len() as u32;
+                let k = *self.index.entry((target, rho)).or_insert(next);
+                if k == next {
+                    self.outcomes.push((target, rho));
+                }
+                ko.push(k);
+            }
+        }
+        let off = match self.rows.get(&self.labels) {
+            Some(&off) => off,
+            None => {
+                let off = t.edge_label.len() as u32;
+                t.edge_label.to_mut().extend_from_slice(&self.labels);
+                self.rows.insert(self.labels.clone(), off);
+                off
+            }
+        };
+        t.label_off.push(off);
+        t.edge_off.push(t.edge_outcome.len() as u32);
+        {
+            let (mut tg, mut rh) = (t.outcome_target.to_mut(), t.outcome_rho.to_mut());
+            for &(target, rho) in &self.outcomes {
+                tg.push(target);
+                rh.push(rho);
+            }
+        }
+        t.outcome_off.push(t.outcome_target.len() as u32);
+        id
+    }
+}
+
 /// The Parser DWA and its token sets.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct MaskTables {
@@ -198,15 +277,24 @@ pub struct MaskTables {
     /// Per lexer state: tokens the DWA leaves UNDECIDED (too many or too long lexings), decided
     /// at run time by committing them; a set or [`NONE`].
     pub undecided: Array<u32>,
-    /// Per DWA state: its explicit edges are `edge_off[d]..edge_off[d+1]`.
+    /// Per DWA state: its explicit edges are `edge_off[d]..edge_off[d+1]` (indices into
+    /// `edge_outcome`).
     pub edge_off: Array<u32>,
-    /// (Narrowed to 16 bits in an artifact when the values fit, as are the targets and outputs.)
+    /// Per DWA state: where its label list starts in `edge_label`. Edge `e` of state `d` reads
+    /// label `edge_label[label_off[d] + (e - edge_off[d])]`; a state's labels are sorted, and
+    /// states with equal label lists share one.
+    pub label_off: Array<u32>,
+    /// The label lists. (Narrowed to 16 bits in an artifact when the values fit, as are the edge
+    /// outcomes and the outcomes' targets and outputs.)
     pub edge_label: Col,
-    pub edge_target: Col,
-    pub edge_rho: Col,
-    /// Per DWA state: the default edge (target or [`DEAD`]) and its output (or [`NONE`]).
-    pub default_target: Array<u32>,
-    pub default_rho: Array<u32>,
+    /// Per explicit edge: its outcome, an index into its state's outcomes.
+    pub edge_outcome: Col,
+    /// Per DWA state: its outcomes are `outcome_off[d]..outcome_off[d+1]` (at least one), distinct
+    /// (target, output) pairs; the first is the DEFAULT edge.
+    pub outcome_off: Array<u32>,
+    /// Per outcome: the target state (or [`DEAD`]) and the output token set (or [`NONE`]).
+    pub outcome_target: Col,
+    pub outcome_rho: Col,
     /// Token set `i` is a bitmap if `set_dense[i]` says so; otherwise the ranges
     /// `set_ranges[2j]..set_ranges[2j+1]` for `j` in `set_off[i]..set_off[i+1]`.
     pub set_off: Array<u32>,
@@ -229,34 +317,54 @@ pub struct MaskTables {
 
 impl MaskTables {
     pub fn num_states(&self) -> usize {
-        self.default_target.len()
+        self.outcome_off.len().saturating_sub(1)
     }
 
-    /// The explicit edges of state `d`: indices into `edge_label`, `edge_target`, `edge_rho`.
+    /// The explicit edges of state `d`: indices into `edge_outcome`.
     #[inline]
     pub fn edge_range(&self, d: u32) -> std::ops::Range<usize> {
         self.edge_off[d as usize] as usize..self.edge_off[d as usize + 1] as usize
     }
 
+    /// Outcome `o` (an index into the outcome columns): (target, output).
+    #[inline]
+    fn outcome(&self, o: usize) -> (u32, u32) {
+        (self.outcome_target.get(o), self.outcome_rho.get(o))
+    }
+
+    /// The DEFAULT edge of state `d`: (target, output).
+    #[inline]
+    pub fn default_edge(&self, d: u32) -> (u32, u32) {
+        self.outcome(self.outcome_off[d as usize] as usize)
+    }
+
     /// The explicit edges of state `d`: (label, target, output), by label.
     pub fn edges(&self, d: u32) -> impl Iterator<Item = (u32, u32, u32)> + '_ {
-        self.edge_range(d).map(|i| (self.edge_label.get(i), self.edge_target.get(i), self.edge_rho.get(i)))
+        let r = self.edge_range(d);
+        let (labels, outcomes) = (self.label_off[d as usize] as usize, self.outcome_off[d as usize] as usize);
+        r.clone().map(move |e| {
+            let (t, rho) = self.outcome(outcomes + self.edge_outcome.get(e) as usize);
+            (self.edge_label.get(labels + e - r.start), t, rho)
+        })
     }
 
     /// Read `label` from state `d`: the next state ([`DEAD`] if none) and the output set.
     #[inline]
     pub fn step(&self, d: u32, label: u32) -> (u32, u32) {
         let r = self.edge_range(d);
-        match self.edge_label.search(r.start, r.end, label) {
-            Some(i) => (self.edge_target.get(i), self.edge_rho.get(i)),
-            None => (self.default_target[d as usize], self.default_rho[d as usize]),
-        }
+        let l = self.label_off[d as usize] as usize;
+        let k = match self.edge_label.search(l, l + r.len(), label) {
+            Some(i) => self.edge_outcome.get(r.start + i - l) as usize,
+            None => 0,
+        };
+        self.outcome(self.outcome_off[d as usize] as usize + k)
     }
 
     /// Does state `d` read anything further?
     #[inline]
     pub fn is_final(&self, d: u32) -> bool {
-        self.edge_off[d as usize] == self.edge_off[d as usize + 1] && self.default_target[d as usize] == DEAD
+        let r = self.edge_range(d);
+        r.is_empty() && self.outcome_target.get(self.outcome_off[d as usize] as usize) == DEAD
     }
 
     /// The ranges of set `s`, as (start, end) pairs flattened (none for a bitmap set: see
@@ -336,23 +444,30 @@ impl MaskTables {
         check(self.start_rho.iter().all(|&s| set_ok(s)), "start output out of range")?;
         check(self.undecided.len() == lexer_states as usize, "undecided table size")?;
         check(self.undecided.iter().all(|&s| set_ok(s)), "undecided set out of range")?;
+        check(self.outcome_off.len() == n + 1, "outcome offsets size")?;
+        check(self.outcome_off.first() == Some(&0), "outcome offsets start")?;
+        check(self.outcome_off.windows(2).all(|w| w[0] < w[1]), "every state has its DEFAULT outcome")?;
+        let no = self.outcome_off.last().copied().unwrap_or(0) as usize;
+        check(self.outcome_target.len() == no && self.outcome_rho.len() == no, "outcomes size")?;
+        check(self.outcome_target.iter().all(state_ok), "outcome target out of range")?;
+        check(self.outcome_rho.iter().all(set_ok), "outcome output out of range")?;
         check(self.edge_off.len() == n + 1, "edge offsets size")?;
         check(self.edge_off.first() == Some(&0), "edge offsets start")?;
         check(self.edge_off.windows(2).all(|w| w[0] <= w[1]), "edge offsets order")?;
         let ne = self.edge_off.last().copied().unwrap_or(0) as usize;
-        check(self.edge_label.len() == ne && self.edge_target.len() == ne && self.edge_rho.len() == ne, "edges size")?;
+        check(self.edge_outcome.len() == ne, "edge outcomes size")?;
+        check(self.label_off.len() == n, "label offsets size")?;
         for d in 0..n {
             let (a, b) = (self.edge_off[d] as usize, self.edge_off[d + 1] as usize);
+            let l = self.label_off[d] as usize;
+            check(l.checked_add(b - a).is_some_and(|end| end <= self.edge_label.len()), "label list out of range")?;
             check(
-                (a + 1..b).all(|i| self.edge_label.get(i - 1) < self.edge_label.get(i)),
+                (l + 1..l + b - a).all(|i| self.edge_label.get(i - 1) < self.edge_label.get(i)),
                 "edge labels must be sorted",
             )?;
+            let outcomes = self.outcome_off[d + 1] - self.outcome_off[d];
+            check(self.edge_outcome.range(a, b).all(|k| k < outcomes), "edge outcome out of range")?;
         }
-        check(self.edge_target.iter().all(state_ok), "edge target out of range")?;
-        check(self.edge_rho.iter().all(set_ok), "edge output out of range")?;
-        check(self.default_rho.len() == n, "default outputs size")?;
-        check(self.default_target.iter().all(|&d| state_ok(d)), "default target out of range")?;
-        check(self.default_rho.iter().all(|&s| set_ok(s)), "default output out of range")?;
         check(self.set_off.first() == Some(&0), "set offsets start")?;
         check(self.set_off.windows(2).all(|w| w[0] <= w[1]), "set offsets order")?;
         check(self.set_off.last().map(|&x| 2 * x as usize) == Some(self.set_ranges.len()), "set ranges size")?;

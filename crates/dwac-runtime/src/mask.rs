@@ -391,20 +391,21 @@ mod tests {
             let set_or_none = |rng: &mut Rng| if rng.below(3) == 0 { NONE } else { rng.below(10) as u32 };
             // A small DWA over LR states 0..4.
             let states = 6;
-            let (mut edge_off, mut edge_label, mut edge_target, mut edge_rho) = (vec![0u32], vec![], vec![], vec![]);
-            let (mut default_target, mut default_rho) = (vec![], vec![]);
+            let mut dwa = MaskTables::default();
+            let mut writer = crate::dwa::DwaWriter::new();
             for _ in 0..states {
                 let mut labels: Vec<u32> = (0..rng.below(3)).map(|_| rng.below(4) as u32).collect();
                 labels.sort_unstable();
                 labels.dedup();
-                for l in labels {
-                    edge_label.push(l);
-                    edge_target.push(if rng.below(4) == 0 { DEAD } else { rng.below(states) as u32 });
-                    edge_rho.push(set_or_none(&mut rng));
-                }
-                edge_off.push(edge_label.len() as u32);
-                default_target.push(if rng.below(3) == 0 { DEAD } else { rng.below(states) as u32 });
-                default_rho.push(set_or_none(&mut rng));
+                let edges: Vec<(u32, u32, u32)> = labels
+                    .into_iter()
+                    .map(|l| {
+                        let target = if rng.below(4) == 0 { DEAD } else { rng.below(states) as u32 };
+                        (l, target, set_or_none(&mut rng))
+                    })
+                    .collect();
+                let default = (if rng.below(3) == 0 { DEAD } else { rng.below(states) as u32 }, set_or_none(&mut rng));
+                writer.push(&mut dwa, default, edges);
             }
             let lexer_states = 3;
             let t = MaskTables {
@@ -415,12 +416,13 @@ mod tests {
                     .into(),
                 start_rho: (0..lexer_states).map(|_| set_or_none(&mut rng)).collect::<Vec<_>>().into(),
                 undecided: vec![NONE; lexer_states].into(),
-                edge_off: edge_off.into(),
-                edge_label: edge_label.into(),
-                edge_target: edge_target.into(),
-                edge_rho: edge_rho.into(),
-                default_target: default_target.into(),
-                default_rho: default_rho.into(),
+                edge_off: dwa.edge_off,
+                label_off: dwa.label_off,
+                edge_label: dwa.edge_label,
+                edge_outcome: dwa.edge_outcome,
+                outcome_off: dwa.outcome_off,
+                outcome_target: dwa.outcome_target,
+                outcome_rho: dwa.outcome_rho,
                 set_off: set_off.into(),
                 set_ranges: set_ranges.into(),
                 // (Offsets in words → offsets in block refs: one block per set here.)

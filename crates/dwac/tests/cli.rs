@@ -211,7 +211,7 @@ fn artifacts_compile_inspect_and_serve_check_bench_mask() {
     let o = dwac(&["inspect", &art, "--json"]);
     assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
     let v = json(&o);
-    assert_eq!(v["format"], "3.1");
+    assert_eq!(v["format"], "4.0");
     assert_eq!(v["vocab_size"], 50257);
     // The big index columns fit in 16 bits here: written narrow.
     let narrow: Vec<&str> = v["sections"]
@@ -223,7 +223,14 @@ fn artifacts_compile_inspect_and_serve_check_bench_mask() {
         .collect();
     assert_eq!(
         narrow,
-        ["lexer.trans", "lexer.next_plus_row", "dwa.edge_label", "dwa.edge_target", "dwa.edge_rho"],
+        [
+            "lexer.trans",
+            "lexer.next_plus_row",
+            "dwa.edge_label",
+            "dwa.edge_outcome",
+            "dwa.outcome_target",
+            "dwa.outcome_rho"
+        ],
         "{v}"
     );
     assert_eq!(v["tokenizer"], "gpt2");
@@ -310,12 +317,12 @@ fn error_messages_of_every_class() {
         vec!["inspect".into(), "nonexistent.dwa".into()],
         vec![
             "mask".into(),
-            "tests/data/golden/format-3.0.dwa".into(),
+            "tests/data/golden/format-4.0.dwa".into(),
             "--tokenizer".into(),
             "../shared/data/tokenizers/qwen3/tokenizer.json".into(),
         ],
-        vec!["check".into(), "tests/data/golden/format-3.0.dwa".into(), "--text".into(), format!("{fx}/notes.txt")],
-        vec!["compile".into(), "tests/data/golden/format-3.0.dwa".into(), "-o".into(), "/tmp/x.dwa".into()],
+        vec!["check".into(), "tests/data/golden/format-4.0.dwa".into(), "--text".into(), format!("{fx}/notes.txt")],
+        vec!["compile".into(), "tests/data/golden/format-4.0.dwa".into(), "-o".into(), "/tmp/x.dwa".into()],
         vec!["compile".into()],
         vec!["frobnicate".into()],
     ];
@@ -352,9 +359,9 @@ fn a_gguf_vocabulary_compiles_and_its_artifact_serves_the_same_tokenizer_json() 
 
 #[test]
 fn inspect_output() {
-    let o = dwac(&["inspect", "tests/data/golden/format-3.0.dwa"]);
+    let o = dwac(&["inspect", "tests/data/golden/format-4.0.dwa"]);
     assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
     insta::assert_snapshot!("inspect_human", String::from_utf8_lossy(&o.stdout));
-    let o = dwac(&["inspect", "tests/data/golden/format-3.0.dwa", "--json"]);
+    let o = dwac(&["inspect", "tests/data/golden/format-4.0.dwa", "--json"]);
     insta::assert_snapshot!("inspect_json", String::from_utf8_lossy(&o.stdout));
 }

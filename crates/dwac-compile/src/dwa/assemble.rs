@@ -7,7 +7,7 @@
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use dwac_runtime::dwa::{MaskTables, NONE};
+use dwac_runtime::dwa::{DwaWriter, MaskTables, NONE};
 use dwac_runtime::lexer::Inhibitor;
 use dwac_runtime::DEAD;
 
@@ -105,6 +105,8 @@ impl Assembled for Tables<'_> {
 /// lets later states reuse the work of earlier ones.
 pub(super) struct Assembler {
     pub(super) out: MaskTables,
+    /// Appends the assembled states to `out`.
+    writer: DwaWriter,
     pub(super) stats: MaskStats,
     sets: TokenSets,
     union: Union,
@@ -143,8 +145,10 @@ impl Assembler {
                 start_rho: vec![NONE; n].into(),
                 undecided: vec![NONE; n].into(),
                 edge_off: vec![0].into(),
+                outcome_off: vec![0].into(),
                 ..MaskTables::default()
             },
+            writer: DwaWriter::new(),
             stats: MaskStats::default(),
             sets: TokenSets::new(n_tokens),
             union: Union::default(),
@@ -278,7 +282,7 @@ impl Assembler {
         };
         // Local ids → assembled ids: links stand for their assembled state, the others are
         // appended in order.
-        let base = self.out.default_target.len() as u32;
+        let base = self.out.num_states() as u32;
         let mut ids = Vec::with_capacity(local.states.len());
         let mut next = base;
         for d in 0..local.states.len() as u32 {
@@ -297,14 +301,13 @@ impl Assembler {
             if local.links.contains_key(&(d as u32)) {
                 continue;
             }
-            for &(label, target, rho) in &st.edges {
-                self.out.edge_label.push(label);
-                self.out.edge_target.push(global(target));
-                self.out.edge_rho.push(to_tokens(rho, &mut self.sets));
-            }
-            self.out.edge_off.push(self.out.edge_label.len() as u32);
-            self.out.default_target.push(global(st.default.0));
-            self.out.default_rho.push(to_tokens(st.default.1, &mut self.sets));
+            let edges: Vec<(u32, u32, u32)> = st
+                .edges
+                .iter()
+                .map(|&(label, target, rho)| (label, global(target), to_tokens(rho, &mut self.sets)))
+                .collect();
+            let default = (global(st.default.0), to_tokens(st.default.1, &mut self.sets));
+            self.writer.push(&mut self.out, default, edges);
         }
         for (d, k) in local.keys.iter().enumerate() {
             if let Some(k) = k {
@@ -325,7 +328,7 @@ impl Assembler {
 
     /// The assembled automaton has grown past [`MaskOptions::max_dwa_states`].
     pub(super) fn over_budget(&self) -> bool {
-        self.out.default_target.len() > self.max_dwa_states
+        self.out.num_states() > self.max_dwa_states
     }
 
     /// The `KILL` sets of the carried inhibitors, then minimization across lexer states and the
@@ -362,7 +365,7 @@ impl Assembler {
         stages.add("minimize", t_min.elapsed());
         stats.dwa_states_assembled = assembled_states;
         stats.dwa_states_linked = linked;
-        stats.dwa_states = out.default_target.len();
+        stats.dwa_states = out.num_states();
         stats.token_sets = out.num_sets();
         stats.max_lookback = max_lookback(out);
         (self.out, self.stats)
@@ -376,8 +379,7 @@ fn max_lookback(t: &MaskTables) -> u32 {
     let mut mark = vec![0u8; n];
     let mut depth = vec![0u32; n];
     let mut best = 0;
-    let succ =
-        |d: u32| t.edges(d).map(|e| e.1).chain(std::iter::once(t.default_target[d as usize])).filter(|&x| x != DEAD);
+    let succ = |d: u32| t.edges(d).map(|e| e.1).chain(std::iter::once(t.default_edge(d).0)).filter(|&x| x != DEAD);
     let mut stack: Vec<(u32, bool)> = Vec::new();
     for &s in t.start.iter().filter(|&&s| s != NONE) {
         stack.clear();

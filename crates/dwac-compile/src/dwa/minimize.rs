@@ -21,7 +21,7 @@
 
 use std::collections::VecDeque;
 
-use dwac_runtime::dwa::{pack_bitmaps, MaskTables, NONE};
+use dwac_runtime::dwa::{pack_bitmaps, DwaWriter, MaskTables, NONE};
 use dwac_runtime::DEAD;
 
 use super::FastMap;
@@ -32,7 +32,8 @@ type Row = (u32, u32, Vec<(u32, u32, u32)>);
 /// The row of state `d` with targets mapped by `class` (DEAD stays DEAD).
 fn row(t: &MaskTables, d: u32, class: &[u32]) -> Row {
     let map = |x: u32| if x == DEAD { DEAD } else { class[x as usize] };
-    let def = (map(t.default_target[d as usize]), t.default_rho[d as usize]);
+    let (dt, dr) = t.default_edge(d);
+    let def = (map(dt), dr);
     let edges = t.edges(d).map(|(l, x, r)| (l, map(x), r)).filter(|&(_, x, r)| (x, r) != def).collect();
     (def.0, def.1, edges)
 }
@@ -60,7 +61,7 @@ fn postorder(t: &MaskTables) -> Result<Vec<u32>, Vec<bool>> {
             }
             mark[di] = 1;
             stack.push((d, true));
-            for x in t.edges(d).map(|e| e.1).chain(std::iter::once(t.default_target[di])) {
+            for x in t.edges(d).map(|e| e.1).chain(std::iter::once(t.default_edge(d).0)) {
                 if x == DEAD {
                     continue;
                 }
@@ -160,30 +161,24 @@ pub fn minimize(t: &mut MaskTables) -> (usize, usize) {
         }
     }
     let map = |c: u32| if c == DEAD { DEAD } else { new_id[c as usize] };
-    let (mut off, mut label, mut target, mut rho) = (vec![0u32], Vec::new(), Vec::new(), Vec::new());
-    let (mut dt, mut dr) = (Vec::with_capacity(order.len()), Vec::with_capacity(order.len()));
+    let mut out = MaskTables { edge_off: vec![0].into(), outcome_off: vec![0].into(), ..MaskTables::default() };
+    let mut writer = DwaWriter::new();
     for &c in &order {
         let (d, r, edges) = row(t, rep[c as usize], &class);
-        for (l, x, o) in edges {
-            label.push(l);
-            target.push(map(x));
-            rho.push(o);
-        }
-        off.push(label.len() as u32);
-        dt.push(map(d));
-        dr.push(r);
+        writer.push(&mut out, (map(d), r), edges.into_iter().map(|(l, x, o)| (l, map(x), o)));
     }
     let start: Vec<u32> =
         t.start.iter().map(|&s| if s == NONE { NONE } else { new_id[class[s as usize] as usize] }).collect();
-    (t.start, t.edge_off, t.edge_label) = (start.into(), off.into(), label.into());
-    (t.edge_target, t.edge_rho) = (target.into(), rho.into());
-    (t.default_target, t.default_rho) = (dt.into(), dr.into());
+    t.start = start.into();
+    (t.edge_off, t.label_off, t.edge_label, t.edge_outcome) =
+        (out.edge_off, out.label_off, out.edge_label, out.edge_outcome);
+    (t.outcome_off, t.outcome_target, t.outcome_rho) = (out.outcome_off, out.outcome_target, out.outcome_rho);
     (before, t.num_states())
 }
 
 /// Keep only the token sets the tables refer to, renumbered in the order they are first
-/// referred to (start outputs, UNDECIDED sets, then state by state each edge's output and the
-/// DEFAULT output, then the kill sets), so that equal automata have equal set tables however
+/// referred to (start outputs, UNDECIDED sets, then state by state the outputs of its outcomes,
+/// DEFAULT first, then the kill sets), so that equal automata have equal set tables however
 /// the sets were interned while building, and cut the bitmaps kept into interned blocks
 /// (format 3.0). `bitmap(s)` is set `s`'s bitmap (`words` words) if it is a bitmap set: `t`'s
 /// `set_dense`, `block_refs` and `blocks` are not read. Returns the number of sets before and
@@ -204,14 +199,9 @@ pub fn compact_sets<'b>(t: &mut MaskTables, bitmap: impl Fn(u32) -> Option<&'b [
     };
     let start_rho: Vec<u32> = t.start_rho.iter().map(|&s| renumber(s, &mut order)).collect();
     let undecided: Vec<u32> = t.undecided.iter().map(|&s| renumber(s, &mut order)).collect();
-    let mut edge_rho = Vec::with_capacity(t.edge_rho.len());
-    let mut default_rho = Vec::with_capacity(t.default_rho.len());
-    for d in 0..t.num_states() {
-        let (a, b) = (t.edge_off[d] as usize, t.edge_off[d + 1] as usize);
-        for s in t.edge_rho.range(a, b) {
-            edge_rho.push(renumber(s, &mut order));
-        }
-        default_rho.push(renumber(t.default_rho[d], &mut order));
+    let mut outcome_rho = Vec::with_capacity(t.outcome_rho.len());
+    for s in t.outcome_rho.iter() {
+        outcome_rho.push(renumber(s, &mut order));
     }
     let kill_set: Vec<u32> = t.kill_set.iter().map(|&s| renumber(s, &mut order)).collect();
     let words = t.words();
@@ -234,8 +224,7 @@ pub fn compact_sets<'b>(t: &mut MaskTables, bitmap: impl Fn(u32) -> Option<&'b [
     let (block_refs, blocks) = pack_bitmaps(dense, words);
     t.start_rho = start_rho.into();
     t.undecided = undecided.into();
-    t.edge_rho = edge_rho.into();
-    t.default_rho = default_rho.into();
+    t.outcome_rho = outcome_rho.into();
     t.kill_set = kill_set.into();
     t.set_off = off.into();
     t.set_ranges = ranges.into();

@@ -14,11 +14,11 @@ pub const LABEL: [u8; 24] = *b"dwac grammar artifact\0\0\0";
 pub const ENDIAN_PROBE: u32 = 0xFEFF;
 
 /// Format major version: a reader refuses any other major.
-pub const MAJOR: u16 = 3;
+pub const MAJOR: u16 = 4;
 
 /// Format minor version: a reader accepts older minors (and ignores optional sections it does
 /// not know).
-pub const MINOR: u16 = 1;
+pub const MINOR: u16 = 0;
 
 /// Size of [`Header`].
 pub const HEADER_LEN: usize = 256;
@@ -37,11 +37,17 @@ pub const SECTION_OPTIONAL: u32 = 1;
 pub const SECTION_NARROW: u32 = 2;
 
 /// The `u32` sections a writer may narrow to 16 bits: the big index columns (the lexer's
-/// transitions and `Next⁺` rows, the Parser DWA's edge labels, targets and outputs).
+/// transitions and `Next⁺` rows, the Parser DWA's edge labels and outcomes, the outcomes'
+/// targets and outputs).
 pub fn narrowable(k: u32) -> bool {
     matches!(
         k,
-        kind::LEX_TRANS | kind::LEX_NEXT_PLUS_ROW | kind::DWA_EDGE_LABEL | kind::DWA_EDGE_TARGET | kind::DWA_EDGE_RHO
+        kind::LEX_TRANS
+            | kind::LEX_NEXT_PLUS_ROW
+            | kind::DWA_EDGE_LABEL
+            | kind::DWA_EDGE_OUTCOME
+            | kind::DWA_OUTCOME_TARGET
+            | kind::DWA_OUTCOME_RHO
     )
 }
 
@@ -138,11 +144,20 @@ pub mod kind {
     pub const DWA_START_RHO: u32 = 0x0502;
     pub const DWA_UNDECIDED: u32 = 0x0503;
     pub const DWA_EDGE_OFF: u32 = 0x0504;
+    /// Label lists, shared by the states that have the same one [u32, narrowable].
     pub const DWA_EDGE_LABEL: u32 = 0x0505;
-    pub const DWA_EDGE_TARGET: u32 = 0x0506;
-    pub const DWA_EDGE_RHO: u32 = 0x0507;
-    pub const DWA_DEFAULT_TARGET: u32 = 0x0508;
-    pub const DWA_DEFAULT_RHO: u32 = 0x0509;
+    // (0x0506–0x0509, format 3's per-edge targets and outputs and per-state DEFAULT edge, are
+    // retired: format 4 stores outcomes.)
+    /// Per state, where its label list starts (format 4.0) [u32].
+    pub const DWA_LABEL_OFF: u32 = 0x050A;
+    /// Per edge, its outcome's index among its state's outcomes (format 4.0) [u32, narrowable].
+    pub const DWA_EDGE_OUTCOME: u32 = 0x050B;
+    /// Per state, its outcomes' offsets; the first is the DEFAULT edge (format 4.0) [u32].
+    pub const DWA_OUTCOME_OFF: u32 = 0x050C;
+    /// Per outcome, its target state (format 4.0) [u32, narrowable].
+    pub const DWA_OUTCOME_TARGET: u32 = 0x050D;
+    /// Per outcome, its output token set (format 4.0) [u32, narrowable].
+    pub const DWA_OUTCOME_RHO: u32 = 0x050E;
     pub const SET_OFF: u32 = 0x0601;
     pub const SET_RANGES: u32 = 0x0602;
     pub const SET_DENSE: u32 = 0x0603;
@@ -189,10 +204,11 @@ pub fn kind_info(k: u32) -> Option<(&'static str, usize)> {
         DWA_UNDECIDED => ("dwa.undecided", 4),
         DWA_EDGE_OFF => ("dwa.edge_off", 4),
         DWA_EDGE_LABEL => ("dwa.edge_label", 4),
-        DWA_EDGE_TARGET => ("dwa.edge_target", 4),
-        DWA_EDGE_RHO => ("dwa.edge_rho", 4),
-        DWA_DEFAULT_TARGET => ("dwa.default_target", 4),
-        DWA_DEFAULT_RHO => ("dwa.default_rho", 4),
+        DWA_LABEL_OFF => ("dwa.label_off", 4),
+        DWA_EDGE_OUTCOME => ("dwa.edge_outcome", 4),
+        DWA_OUTCOME_OFF => ("dwa.outcome_off", 4),
+        DWA_OUTCOME_TARGET => ("dwa.outcome_target", 4),
+        DWA_OUTCOME_RHO => ("dwa.outcome_rho", 4),
         SET_OFF => ("sets.offsets", 4),
         SET_RANGES => ("sets.ranges", 4),
         SET_DENSE => ("sets.dense", 4),

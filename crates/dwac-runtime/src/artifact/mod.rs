@@ -254,8 +254,7 @@ impl Artifact {
         let has_mask = h.flags & FLAG_MASK != 0;
         let find = |k: u32| sections.iter().find(|e| e.kind == k);
         for k in (0..0x0800).filter(|&k| kind_info(k).is_some()) {
-            // (`lexer.next_plus_row` came with 3.1: a 3.0 file has one Next⁺ row per state.)
-            let want = (!is_mask_kind(k) || has_mask) && (k != LEX_NEXT_PLUS_ROW || h.minor >= 1);
+            let want = !is_mask_kind(k) || has_mask;
             if want != find(k).is_some() {
                 let name = kind_info(k).map_or("?", |i| i.0);
                 return Err(corrupt(if want {
@@ -315,7 +314,7 @@ impl Artifact {
             accept_off: c32(LEX_ACCEPT_OFF)?,
             accept: c32(LEX_ACCEPT)?,
             next_plus: c64(LEX_NEXT_PLUS)?,
-            next_plus_row: if h.minor >= 1 { cn(LEX_NEXT_PLUS_ROW)? } else { (0..h.lexer_states).collect() },
+            next_plus_row: cn(LEX_NEXT_PLUS_ROW)?,
             ignored: c64(LEX_IGNORED)?,
             munch: c8(LEX_MUNCH)?,
             priority: col::<i32>(&backing, &sections, LEX_PRIORITY)?,
@@ -363,11 +362,12 @@ impl Artifact {
                 start_rho: c32(DWA_START_RHO)?,
                 undecided: c32(DWA_UNDECIDED)?,
                 edge_off: c32(DWA_EDGE_OFF)?,
+                label_off: c32(DWA_LABEL_OFF)?,
                 edge_label: cn(DWA_EDGE_LABEL)?,
-                edge_target: cn(DWA_EDGE_TARGET)?,
-                edge_rho: cn(DWA_EDGE_RHO)?,
-                default_target: c32(DWA_DEFAULT_TARGET)?,
-                default_rho: c32(DWA_DEFAULT_RHO)?,
+                edge_outcome: cn(DWA_EDGE_OUTCOME)?,
+                outcome_off: c32(DWA_OUTCOME_OFF)?,
+                outcome_target: cn(DWA_OUTCOME_TARGET)?,
+                outcome_rho: cn(DWA_OUTCOME_RHO)?,
                 set_off: c32(SET_OFF)?,
                 set_ranges: c32(SET_RANGES)?,
                 set_dense: c32(SET_DENSE)?,
