@@ -197,14 +197,60 @@ pub fn pack_bitmaps<'b>(bitmaps: impl IntoIterator<Item = &'b [u32]>, words: usi
 #[derive(Default)]
 pub struct DwaWriter {
     /// Label list → its offset in `edge_label`.
-    rows: std::collections::HashMap<Vec<u32>, u32>,
+    rows: WordMap<Vec<u32>, u32>,
     labels: Vec<u32>,
-    /// The current state's outcomes and their indices.
+    /// The current state's outcomes, and their indices once there are more than
+    /// [`Self::LINEAR`] (fewer are found by a scan).
     outcomes: Vec<(u32, u32)>,
-    index: std::collections::HashMap<(u32, u32), u32>,
+    index: WordMap<(u32, u32), u32>,
+}
+
+/// A hash map keyed by integers, with a multiply-rotate hash (the writer hashes every label of
+/// every state: a general-purpose hash costs more than the rest of the writing).
+type WordMap<K, V> = std::collections::HashMap<K, V, std::hash::BuildHasherDefault<WordHasher>>;
+
+#[derive(Default)]
+struct WordHasher(u64);
+
+impl WordHasher {
+    #[inline]
+    fn mix(&mut self, w: u64) {
+        self.0 = (self.0 ^ w).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(26);
+    }
+}
+
+impl std::hash::Hasher for WordHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.mix(u64::from_le_bytes(c.try_into().unwrap_or_default()));
+        }
+        let mut last = [0u8; 8];
+        let rest = chunks.remainder();
+        last[..rest.len()].copy_from_slice(rest);
+        self.mix(u64::from_le_bytes(last) ^ (rest.len() as u64) << 59);
+    }
+
+    #[inline]
+    fn write_u32(&mut self, x: u32) {
+        self.mix(x as u64);
+    }
+
+    #[inline]
+    fn write_usize(&mut self, x: usize) {
+        self.mix(x as u64);
+    }
+
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
 }
 
 impl DwaWriter {
+    /// Outcomes up to which a state's are found by a scan rather than the hash index.
+    const LINEAR: usize = 8;
+
     pub fn new() -> DwaWriter {
         DwaWriter::default()
     }
@@ -228,17 +274,31 @@ impl DwaWriter {
         self.outcomes.clear();
         self.index.clear();
         self.outcomes.push(default);
-        self.index.insert(default, 0);
         {
             let mut ko = t.edge_outcome.to_mut();
             for (label, target, rho) in edges {
                 debug_assert!(self.labels.last().is_none_or(|&l| l < label), "edges must be sorted by label");
                 self.labels.push(label);
+                let o = (target, rho);
                 let next = self.outcomes.len() as u32;
-                let k = *self.index.entry((target, rho)).or_insert(next);
-                if k == next {
-                    self.outcomes.push((target, rho));
-                }
+                let k = if self.outcomes.len() <= Self::LINEAR {
+                    match self.outcomes.iter().position(|&x| x == o) {
+                        Some(i) => i as u32,
+                        None => {
+                            self.outcomes.push(o);
+                            if self.outcomes.len() > Self::LINEAR {
+                                self.index.extend(self.outcomes.iter().enumerate().map(|(i, &x)| (x, i as u32)));
+                            }
+                            next
+                        }
+                    }
+                } else {
+                    let k = *self.index.entry(o).or_insert(next);
+                    if k == next {
+                        self.outcomes.push(o);
+                    }
+                    k
+                };
                 ko.push(k);
             }
         }
@@ -512,5 +572,62 @@ impl MaskTables {
             check((self.kill_s[i - 1], self.kill_k[i - 1]) < (self.kill_s[i], self.kill_k[i]), "kill table order")?;
         }
         check(self.kill_set.iter().all(|&s| (s as usize) < sets), "kill set out of range")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// States written through [`DwaWriter`] read back edge for edge: outcomes made distinct per
+    /// state (past the linear scan too), label lists shared between states with equal ones, and
+    /// every label read as written (explicit edges, DEFAULT elsewhere).
+    #[test]
+    fn written_states_read_back_with_shared_labels_and_distinct_outcomes() {
+        let mut t =
+            MaskTables { set_off: vec![0, 0, 0, 0].into(), set_dense: vec![NONE; 3].into(), ..MaskTables::default() };
+        t.blocks = vec![0; BLOCK_WORDS].into();
+        let mut w = DwaWriter::new();
+        // State 0: 40 labels to 20 distinct outcomes (past `LINEAR`), one equal to the DEFAULT.
+        let wide: Vec<(u32, u32, u32)> =
+            (0..40u32).map(|i| (3 * i + 1, if i % 20 == 7 { 2 } else { (i % 20) % 4 }, (i % 20) / 7)).collect();
+        // (DEFAULT edge, explicit edges) per state.
+        type Row = ((u32, u32), Vec<(u32, u32, u32)>);
+        let rows: Vec<Row> = vec![
+            ((2, 1), wide.clone()),
+            // Same labels, other outcomes: shares state 0's label list.
+            ((DEAD, NONE), wide.iter().map(|&(l, _, r)| (l, DEAD, (r + 1) % 3)).collect()),
+            // Final.
+            ((DEAD, NONE), vec![]),
+            ((1, 0), vec![(0, 3, 2), (5, DEAD, NONE)]),
+        ];
+        for (i, (default, edges)) in rows.iter().enumerate() {
+            assert_eq!(w.push(&mut t, *default, edges.iter().copied()), i as u32);
+        }
+        t.validate(0, 0).unwrap();
+        assert_eq!(t.num_states(), 4);
+        assert_eq!(t.label_off[0], t.label_off[1], "equal label lists are shared");
+        assert_eq!(t.edge_label.len(), 40 + 2);
+        for (d, (default, edges)) in rows.iter().enumerate() {
+            let d = d as u32;
+            assert_eq!(t.default_edge(d), *default);
+            assert_eq!(t.edges(d).collect::<Vec<_>>(), *edges);
+            let outcomes = t.outcome_off[d as usize + 1] - t.outcome_off[d as usize];
+            let mut distinct: Vec<(u32, u32)> = edges.iter().map(|&(_, x, r)| (x, r)).collect();
+            distinct.push(*default);
+            distinct.sort_unstable();
+            distinct.dedup();
+            assert_eq!(outcomes as usize, distinct.len(), "state {d}: outcomes are distinct");
+            for label in 0..130 {
+                let want = edges.iter().find(|e| e.0 == label).map_or(*default, |&(_, x, r)| (x, r));
+                assert_eq!(t.step(d, label), want, "state {d}, label {label}");
+            }
+        }
+        assert!(t.is_final(2) && !t.is_final(0) && !t.is_final(1) && !t.is_final(3));
+        // An outcome index past the state's outcomes is refused.
+        let mut bad = t.clone();
+        let last = bad.edge_outcome.len() - 1;
+        bad.edge_outcome.to_mut()[last] = 7;
+        assert!(bad.validate(0, 0).is_err());
     }
 }
