@@ -707,6 +707,89 @@ fn check_samples(case: &Case, engine: &Arc<Engine>, root: &Path, problems: &mut 
     summary
 }
 
+/// One case of the table, checked: its row, the problems found and the notes to print.
+struct Checked {
+    status: String,
+    detail: String,
+    problems: Vec<String>,
+    notes: Vec<String>,
+}
+
+fn check_case(case: &Case, root: &Path, gpt2: &dwac_vocab::Tokenizer) -> Checked {
+    let mut problems = Vec::new();
+    let mut notes = Vec::new();
+    let f = case.file;
+    let src = std::fs::read_to_string(root.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
+    if f.ends_with(".lark") {
+        // A Lark file gets another start rule only if it has no `start` rule; then it is the
+        // first rule, and a file without rules keeps the "no `start` rule" diagnostic.
+        let no_start = matches!(dwac_grammar::lark::parse(&src), Err(e) if e.message.contains(NO_START));
+        let first = first_lark_rule(&src);
+        match case.start {
+            Some(start) if !no_start => {
+                problems.push(format!("{f}: has a `start` rule, drop the start override {start:?}"));
+            }
+            Some(start) if first != Some(start) => {
+                problems.push(format!("{f}: start override {start:?} is not the first rule {first:?}"));
+            }
+            None if no_start && first.is_some() => {
+                problems.push(format!("{f}: no `start` rule: set `start: {first:?}` (the first rule)"));
+            }
+            _ => {}
+        }
+    }
+    let (status, detail) = match (load(f, &src, case.start), case.status) {
+        (Ok((engine, warnings)), Status::Loads) => {
+            for w in &warnings {
+                notes.push(format!("  warning: {f}:{w}"));
+            }
+            let mut want: Vec<String> =
+                case.warns.iter().map(|(t, u)| format!("`{t}` can never be directly followed by `{u}`")).collect();
+            let mut got: Vec<String> = warnings
+                .iter()
+                .filter_map(|w| w.split(": ").nth(1).map(|m| m.split(" here").next().unwrap_or(m).to_string()))
+                .collect();
+            want.sort();
+            got.sort();
+            if got != want {
+                problems.push(format!("{f}: longest-match warnings {got:?}, expected {want:?}"));
+            }
+            let mut summary = check_samples(case, &engine, root, &mut problems);
+            summary += &dwa_differential(case, &src, root, gpt2, &mut problems);
+            let status = match case.start {
+                Some(s) => format!("loads (start {s})"),
+                None => "loads".to_string(),
+            };
+            (status, summary)
+        }
+        (Ok(_), Status::Fails(reason)) => {
+            problems.push(format!("{f}: expected to fail ({reason}) but loads: add samples and mark it Loads"));
+            ("LOADS (expected failure)".to_string(), String::new())
+        }
+        (Err(e), status) => {
+            let first = e.message.lines().next().unwrap_or("").to_string();
+            let clear = e.line > 0 || CLEAR_WORDS.iter().any(|w| e.message.contains(w));
+            if !clear {
+                problems.push(format!("{f}: unclear diagnostic (no line:column, names no feature): {first}"));
+            }
+            match status {
+                Status::Fails(reason) if e.message.contains(reason) => {}
+                Status::Fails(reason) => {
+                    problems.push(format!("{f}: fails, but not with {reason:?}: {first}"));
+                }
+                Status::Loads => problems.push(format!("{f}: expected to load, fails: {first}")),
+            }
+            let at = if e.line > 0 { format!("line {}: ", e.line) } else { String::new() };
+            let status = match case.start {
+                Some(s) => format!("fails (start {s})"),
+                None => "fails".to_string(),
+            };
+            (status, format!("{at}{first}"))
+        }
+    };
+    Checked { status, detail, problems, notes }
+}
+
 #[test]
 fn every_grammar_loads_and_parses_samples_or_fails_clearly() {
     let t0 = Instant::now();
@@ -736,82 +819,38 @@ fn every_grammar_loads_and_parses_samples_or_fails_clearly() {
         }
     }
 
+    // The cases are independent: checked on every core, then reported in table order.
+    let cases: Vec<&Case> = EXPECTED.iter().filter(|c| on_disk.iter().any(|d| d == c.file)).collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let done: std::sync::Mutex<Vec<Option<Checked>>> = std::sync::Mutex::new((0..cases.len()).map(|_| None).collect());
+    let gpt2 = dwac_vocab::Tokenizer::default_embedded().unwrap();
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(cases.len().max(1));
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(case) = cases.get(i) else { break };
+                let t = Instant::now();
+                let mut c = check_case(case, &root, &gpt2);
+                c.detail = format!("{} [{:.1} s]", c.detail, t.elapsed().as_secs_f64());
+                done.lock().unwrap()[i] = Some(c);
+            });
+        }
+    });
     let mut table = Vec::new();
     let (mut n_loads, mut n_fails) = (0, 0);
-    let gpt2 = dwac_vocab::Tokenizer::default_embedded().unwrap();
-    for case in EXPECTED.iter().filter(|c| on_disk.iter().any(|d| d == c.file)) {
-        let f = case.file;
-        let src = std::fs::read_to_string(root.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
-        if f.ends_with(".lark") {
-            // A Lark file gets another start rule only if it has no `start` rule; then it is the
-            // first rule, and a file without rules keeps the "no `start` rule" diagnostic.
-            let no_start = matches!(dwac_grammar::lark::parse(&src), Err(e) if e.message.contains(NO_START));
-            let first = first_lark_rule(&src);
-            match case.start {
-                Some(start) if !no_start => {
-                    problems.push(format!("{f}: has a `start` rule, drop the start override {start:?}"));
-                }
-                Some(start) if first != Some(start) => {
-                    problems.push(format!("{f}: start override {start:?} is not the first rule {first:?}"));
-                }
-                None if no_start && first.is_some() => {
-                    problems.push(format!("{f}: no `start` rule: set `start: {first:?}` (the first rule)"));
-                }
-                _ => {}
-            }
+    for (case, out) in cases.iter().zip(done.into_inner().unwrap()) {
+        let Checked { status, detail, problems: found, notes } = out.expect("every case is checked");
+        if status.starts_with("loads") {
+            n_loads += 1;
+        } else if status.starts_with("fails") {
+            n_fails += 1;
         }
-        let (status, detail) = match (load(f, &src, case.start), case.status) {
-            (Ok((engine, warnings)), Status::Loads) => {
-                n_loads += 1;
-                for w in &warnings {
-                    println!("  warning: {f}:{w}");
-                }
-                let mut want: Vec<String> =
-                    case.warns.iter().map(|(t, u)| format!("`{t}` can never be directly followed by `{u}`")).collect();
-                let mut got: Vec<String> = warnings
-                    .iter()
-                    .filter_map(|w| w.split(": ").nth(1).map(|m| m.split(" here").next().unwrap_or(m).to_string()))
-                    .collect();
-                want.sort();
-                got.sort();
-                if got != want {
-                    problems.push(format!("{f}: longest-match warnings {got:?}, expected {want:?}"));
-                }
-                let mut summary = check_samples(case, &engine, &root, &mut problems);
-                summary += &dwa_differential(case, &src, &root, &gpt2, &mut problems);
-                let status = match case.start {
-                    Some(s) => format!("loads (start {s})"),
-                    None => "loads".to_string(),
-                };
-                (status, summary)
-            }
-            (Ok(_), Status::Fails(reason)) => {
-                problems.push(format!("{f}: expected to fail ({reason}) but loads: add samples and mark it Loads"));
-                ("LOADS (expected failure)".to_string(), String::new())
-            }
-            (Err(e), status) => {
-                n_fails += 1;
-                let first = e.message.lines().next().unwrap_or("").to_string();
-                let clear = e.line > 0 || CLEAR_WORDS.iter().any(|w| e.message.contains(w));
-                if !clear {
-                    problems.push(format!("{f}: unclear diagnostic (no line:column, names no feature): {first}"));
-                }
-                match status {
-                    Status::Fails(reason) if e.message.contains(reason) => {}
-                    Status::Fails(reason) => {
-                        problems.push(format!("{f}: fails, but not with {reason:?}: {first}"));
-                    }
-                    Status::Loads => problems.push(format!("{f}: expected to load, fails: {first}")),
-                }
-                let at = if e.line > 0 { format!("line {}: ", e.line) } else { String::new() };
-                let status = match case.start {
-                    Some(s) => format!("fails (start {s})"),
-                    None => "fails".to_string(),
-                };
-                (status, format!("{at}{first}"))
-            }
-        };
-        table.push((f, status, detail));
+        for n in notes {
+            println!("{n}");
+        }
+        problems.extend(found);
+        table.push((case.file, status, detail));
     }
 
     let w = table.iter().map(|r| r.0.len()).max().unwrap_or(0);
