@@ -181,6 +181,11 @@ impl<'a> Determinizer<'a> {
                 .iter()
                 .any(|s| matches!(s, Settled::Config(Config { phase: Phase::Step { done, .. } }) if !done.is_empty()));
         let ids = self.ids(out);
+        if self.comp.exhausted {
+            // (Cut short by the work budget: the build fails, and the read is not kept for a
+            // later one.)
+            return ids;
+        }
         if let (Some(sig), false) = (signature, touched) {
             self.shared_reads.insert(sig, ids.clone());
         }
