@@ -22,7 +22,7 @@ use dwac_compile::dwa::compose::{Step, ANY};
 use dwac_compile::dwa::sets::SetPool;
 use dwac_compile::dwa::templates::{Lr, Outcome, Read, Wait};
 use dwac_compile::dwa::terminal_dwa::{
-    carried_inhibitors, kill_set_shared, TrieIndex, Walker, BASE_FROM, MAX_LEXINGS, MAX_STEPS,
+    carried_inhibitors, kill_set_shared, Prewalker, Prewalks, TrieIndex, Walker, BASE_FROM, MAX_LEXINGS, MAX_STEPS,
 };
 use dwac_compile::dwa::{build_mask_tables, MaskOptions};
 use dwac_compile::{compile_grammar, parse_source, SourceKind};
@@ -760,6 +760,52 @@ fn closure_walks_shared_between_grammars() {
         }
     }
     assert!(hits > 0, "the second grammar replayed no walk of the first");
+}
+
+/// Subtrees walked ahead by the assembling thread (`Prewalker`) and replayed by the walker give
+/// the classes, with the same ids, that a walker that walks them itself finds. Driven by hand,
+/// so that every state's subtrees are prewalked before the walker gets there: strings with
+/// `minLength` and `maxLength` counters (the case prewalks are for, a lexer state per counter
+/// position, each walked in full) and a plain string.
+#[test]
+fn prewalked_subtrees_replay_as_walked() {
+    let vocab = dwac_vocab::Tokenizer::default_embedded().unwrap().vocab().clone();
+    let trie = trie_of(&vocab);
+    let index = std::sync::Arc::new(TrieIndex::new(&trie));
+    let schema = serde_json::json!({"type": "object", "properties": {
+        "id": {"type": "string", "minLength": 6, "maxLength": 16},
+        "secret": {"type": "string", "minLength": 9},
+        "note": {"type": "string"}
+    }, "required": ["id", "secret"]});
+    let sg = dwac_grammar::schema::compile_schema(&schema, &Default::default()).unwrap();
+    let tables = compile_grammar(&sg.grammar).unwrap().tables;
+    let lex = &tables.lexer;
+    let horizon = Walker::horizon_for(lex, &index);
+    let prewalks = Prewalks::default();
+    let mut prewalker = Prewalker::new(lex, &trie, std::sync::Arc::clone(&index), std::sync::Arc::clone(&horizon));
+    let mut replaying =
+        Walker::with_horizon(lex, &trie, std::sync::Arc::clone(&index), horizon).with_prewalks(&prewalks);
+    let mut walking = Walker::new(lex, &trie);
+    let (mut terms_r, mut terms_w) = (SetPool::new(), SetPool::new());
+    let mut recorded = 0;
+    for q in boundary_states(lex) {
+        // Everything within the prewalks' window past the state before this one.
+        prewalks.at(q.saturating_sub(1));
+        while prewalker.one(&prewalks) {
+            recorded += 1;
+        }
+        prewalks.at(q);
+        let (cr, ur) = replaying.classes(q, &mut terms_r);
+        let (cw, uw) = walking.classes(q, &mut terms_w);
+        assert_eq!(ur, uw, "state {q}: UNDECIDED tokens differ");
+        assert_eq!(cr.len(), cw.len(), "state {q}: class counts differ");
+        for (a, b) in cr.iter().zip(&cw) {
+            assert_eq!(a.sigs, b.sigs, "state {q}: lexings differ");
+            assert_eq!(a.tokens.to_vec(), b.tokens.to_vec(), "state {q}: tokens differ");
+        }
+    }
+    assert_eq!(replaying.nodes(), walking.nodes(), "the step-sequence tries differ");
+    assert!(prewalks.replayed() > 10, "{} of {recorded} prewalks replayed", prewalks.replayed());
 }
 
 /// Does a token of `bytes` fire inhibitor `i` (a longer match appears before the inhibitor is

@@ -47,6 +47,7 @@ use compose::{Composer, Step};
 use determinize::Determinizer;
 use sets::SetPool;
 use templates::Lr;
+use terminal_dwa::{Prewalker, Prewalks, Walker};
 use walking::{shared_trie, walk_states, Kills, Walked};
 
 /// Limits of one mask-table build.
@@ -158,9 +159,13 @@ pub fn build_mask_tables_with_progress(
     // The walker's inputs, taken by its thread, or by this one if no thread can be started.
     let walk_args = Mutex::new(Some((terms, (eof_class, vocab.eos.to_vec()), tx)));
     let kills = Kills::new(lex, trie, &trie_index);
+    let horizon = Walker::horizon_for(lex, &trie_index);
+    let prewalks = Prewalks::default();
+    let mut prewalker = Prewalker::new(lex, trie, Arc::clone(&trie_index), Arc::clone(&horizon));
     let walk = || {
         let (terms, eos, tx) = walk_args.lock().unwrap_or_else(|e| e.into_inner()).take()?;
-        Some(walk_states(lex, trie, Arc::clone(&trie_index), terms, eos, tx, &kills))
+        let parts = (trie, Arc::clone(&trie_index), Arc::clone(&horizon));
+        Some(walk_states(lex, parts, terms, eos, tx, &kills, &prewalks))
     };
     let mut over: Option<String> = None;
     let walk_time = std::thread::scope(|scope| {
@@ -175,7 +180,8 @@ pub fn build_mask_tables_with_progress(
                 Ok(msg) => msg,
                 Err(mpsc::TryRecvError::Disconnected) => break,
                 Err(mpsc::TryRecvError::Empty) => {
-                    if kills.one() {
+                    // (Then subtrees the walker will need: [`Prewalks`].)
+                    if kills.one() || prewalker.one(&prewalks) {
                         continue;
                     }
                     match rx.recv() {

@@ -11,8 +11,9 @@ use dwac_runtime::trie::Trie;
 use dwac_runtime::{LexerTables, Vocabulary};
 
 use super::compose::Step;
+use super::horizon::Horizon;
 use super::sets::SetPool;
-use super::terminal_dwa::{carried_inhibitors, kill_set_shared, TokenClass, Tokens, TrieIndex, Walker};
+use super::terminal_dwa::{carried_inhibitors, kill_set_shared, Prewalks, TokenClass, Tokens, TrieIndex, Walker};
 use super::FastMap;
 
 /// The byte trie of `vocab`'s non-special tokens. The vocabulary side of the build: the last
@@ -113,15 +114,15 @@ impl<'a> Kills<'a> {
 /// assembling thread's pool has (it mirrors this one). Returns the time spent walking.
 pub(super) fn walk_states(
     lex: &LexerTables,
-    trie: &Trie,
-    index: Arc<TrieIndex>,
+    (trie, index, horizon): (&Trie, Arc<TrieIndex>, Arc<Horizon>),
     mut terms: SetPool,
     (eof_class, eos): (u32, Vec<u32>),
     tx: mpsc::Sender<Walked>,
     kills: &Kills,
+    prewalks: &Prewalks,
 ) -> Duration {
     let t0 = Instant::now();
-    let mut walker = Walker::with_index(lex, trie, index);
+    let mut walker = Walker::with_horizon(lex, trie, index, horizon).with_prewalks(prewalks);
     let mut seen: FastMap<(u64, u32), ()> = FastMap::default();
     let (mut nodes_sent, mut sets_sent) = (0, terms.len());
     for q in 0..lex.num_states {
@@ -129,6 +130,7 @@ pub(super) fn walk_states(
             continue;
         }
         let tq = Instant::now();
+        prewalks.at(q);
         // States of one block of bounded-horizon equivalence with the same thread class have
         // the same classes, UNDECIDED tokens and automaton (`Walker::block`): they share the
         // first one's copy of it.

@@ -153,13 +153,9 @@ impl<'a> Walker<'a> {
     /// nothing else in the lists), else `e` itself. [`ENTRY_DEAD`] and [`ENTRY_WALK`] are
     /// keyed as themselves.
     pub(super) fn entry_key(&self, e: u32, child: u32) -> u64 {
-        let h = self.index.height[child as usize];
         match e {
             ENTRY_DEAD | ENTRY_WALK => e as u64,
-            _ => match self.horizon.block_at(e, h).filter(|_| self.horizon.inhibitor_free(e, h)) {
-                Some(block) => 1 << 32 | block as u64,
-                None => 2 << 32 | e as u64,
-            },
+            _ => live_entry_key(&self.horizon, &self.index, e, child),
         }
     }
 

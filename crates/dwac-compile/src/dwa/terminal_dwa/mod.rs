@@ -27,6 +27,7 @@ mod base;
 mod closure;
 mod index;
 mod kill;
+mod prewalk;
 mod step;
 mod tokens;
 mod walk;
@@ -35,11 +36,13 @@ mod walk;
 use base::*;
 use closure::*;
 use kill::KillCache;
+use prewalk::{fill_row, live_entry_key, PREWALK_FROM};
 use step::*;
 use walk::*;
 
 pub use index::TrieIndex;
 pub use kill::{carried_inhibitors, kill_set, kill_set_shared};
+pub use prewalk::{Prewalker, Prewalks};
 pub use tokens::{Sig, TokenClass, Tokens, BITMAP_FROM};
 
 /// Lexings a token prefix may have before its tokens are left to run time (UNDECIDED).
@@ -98,7 +101,9 @@ pub struct Walker<'a> {
     /// Token counts below the trie's nodes.
     index: Arc<TrieIndex>,
     /// Bounded-horizon equivalence of lexer states, up to the trie's height.
-    horizon: Horizon,
+    horizon: Arc<Horizon>,
+    /// Subtrees walked ahead by the assembling thread ([`Prewalks`]).
+    prewalks: Option<&'a Prewalks>,
     /// States with at least this many tokens with a lexing become bases.
     base_from: usize,
     /// Scratch: a token bitmap, all zero between uses.
@@ -122,6 +127,15 @@ pub struct Walker<'a> {
     /// last asked for ([`Walker::walk_single`] asks for one per trie node with tokens, mostly
     /// with one prefix).
     sig_cache: Vec<(u32, u32)>,
+    /// Per lexer state `q` and byte class: what [`Walker::walk_single`] does with a byte of
+    /// that class from `q` (`step_row[q * num_classes + class]`: the next state when the byte
+    /// only moves the lexer on, or [`ACT_SKIP`] / [`ACT_LEAVE`]), each row filled when the walk
+    /// first needs it (`row_ready`). One load per trie edge instead of a DFA step, an accept
+    /// list and a `Next⁺` row.
+    step_row: Vec<u32>,
+    row_ready: Vec<bool>,
+    /// The byte classes of the lexer, as plain bytes.
+    byte_class: [u8; 256],
     /// Per entry lexer state: its closure, or `None` if it has none worth sharing.
     closure_memo: FastMap<u32, Option<Arc<Closure>>>,
     /// Subtree walks replayed from the closure cache rather than recorded.
@@ -144,6 +158,18 @@ impl<'a> Walker<'a> {
     /// [`Walker::new`] with `trie`'s index already built (shared by the grammars compiled
     /// against one vocabulary).
     pub fn with_index(lex: &'a LexerTables, trie: &'a Trie, index: Arc<TrieIndex>) -> Walker<'a> {
+        let horizon = Arc::new(Horizon::new(lex, index.height[0]));
+        Walker::with_horizon(lex, trie, index, horizon)
+    }
+
+    /// [`Walker::with_index`] with the lexer's bounded-horizon equivalence already computed
+    /// ([`Walker::horizon_for`]).
+    pub fn with_horizon(
+        lex: &'a LexerTables,
+        trie: &'a Trie,
+        index: Arc<TrieIndex>,
+        horizon: Arc<Horizon>,
+    ) -> Walker<'a> {
         let root_len = trie.children(0).iter().map(|&(_, c)| index.subtree_len[c as usize] as usize).collect();
         Walker {
             lex,
@@ -165,7 +191,8 @@ impl<'a> Walker<'a> {
             root_results: Vec::new(),
             root_bulk: Vec::new(),
             bases: Vec::new(),
-            horizon: Horizon::new(lex, index.height[0]),
+            horizon,
+            prewalks: None,
             index,
             base_from: BASE_FROM,
             always_derive: false,
@@ -177,6 +204,9 @@ impl<'a> Walker<'a> {
             words: (trie.tokens.iter().max().map_or(0, |&t| t as usize + 1)).div_ceil(64),
             root_len,
             sig_cache: vec![(u32::MAX, 0); lex.num_states as usize],
+            step_row: Vec::new(),
+            row_ready: vec![false; lex.num_states as usize],
+            byte_class: std::array::from_fn(|b| lex.byte_class[b]),
             closure_memo: FastMap::default(),
             closure_hits: 0,
             closure_walks: true,
@@ -189,6 +219,17 @@ impl<'a> Walker<'a> {
     pub fn with_bases(mut self, from: usize, always: bool) -> Self {
         self.base_from = from;
         self.always_derive = always;
+        self
+    }
+
+    /// The bounded-horizon equivalence a walker of `lex` over `index`'s trie uses.
+    pub fn horizon_for(lex: &LexerTables, index: &TrieIndex) -> Arc<Horizon> {
+        Arc::new(Horizon::new(lex, index.height[0]))
+    }
+
+    /// Replay the subtrees `prewalks` holds rather than walking them.
+    pub fn with_prewalks(mut self, prewalks: &'a Prewalks) -> Self {
+        self.prewalks = Some(prewalks);
         self
     }
 

@@ -6,6 +6,12 @@ use super::*;
 /// Pairs [`Walker::root_memo`] may hold in all (a memory bound; past it subtrees are walked).
 pub(super) const ROOT_MEMO_PAIRS: usize = 24 << 20;
 
+/// [`Walker::step_row`]: the byte leaves no lexing.
+pub(super) const ACT_SKIP: u32 = u32::MAX;
+
+/// [`Walker::step_row`]: the byte does more than move the lexer on ([`Walker::leave`]).
+pub(super) const ACT_LEAVE: u32 = u32::MAX - 1;
+
 /// Per-walk scratch: the branch arena, the (token, signature set) pairs found and the token
 /// lists found in bulk, undecided tokens.
 #[derive(Default)]
@@ -61,22 +67,18 @@ impl<'a> Walker<'a> {
             };
             sc.per_token.extend(trie.tokens_at(node).iter().map(|&tok| (tok, id)));
         }
+        let k = lex.num_classes as usize;
+        let row = br.q as usize * k;
+        if !self.row_ready[br.q as usize] {
+            fill_row(lex, &mut self.step_row, br.q);
+            self.row_ready[br.q as usize] = true;
+        }
         for &(b, child) in trie.children(node) {
-            let q2 = lex.step(br.q, b);
-            if q2 == DEAD {
-                continue;
+            match self.step_row[row + self.byte_class[b as usize] as usize] {
+                ACT_SKIP => {}
+                ACT_LEAVE => self.leave(node, b, child, br, sc, terms),
+                q2 => self.walk_single(child, Branch { q: q2, inh: 0, prefix: br.prefix }, sc, terms),
             }
-            if lex.accepts(q2).is_empty() {
-                if lex.can_continue(q2) {
-                    if q2 != lex.start {
-                        self.walk_single(child, Branch { q: q2, inh: 0, prefix: br.prefix }, sc, terms);
-                    } else {
-                        self.leave(node, b, child, br, sc, terms);
-                    }
-                }
-                continue;
-            }
-            self.leave(node, b, child, br, sc, terms);
         }
     }
 
@@ -150,7 +152,18 @@ impl<'a> Walker<'a> {
                 // (Through a closure only below a large subtree: the closure's table costs more
                 // than a small walk, and what pays is reusing the walks of large subtrees.)
                 let large = self.index.subtree_len[child as usize] >= CLOSURE_WALK_FROM;
-                if e == self.lex.start || !large || !self.closure_walks || !self.closure_walk(child, e, sc, terms) {
+                // (A subtree the assembling thread walked ahead is replayed, [`Prewalks`].)
+                let prewalked = self
+                    .prewalks
+                    .filter(|_| e != self.lex.start && self.index.subtree_len[child as usize] >= PREWALK_FROM)
+                    .and_then(|pw| pw.take(key));
+                if let Some(rec) = prewalked {
+                    self.replay(&rec, sc, terms);
+                } else if e == self.lex.start
+                    || !large
+                    || !self.closure_walks
+                    || !self.closure_walk(child, e, sc, terms)
+                {
                     self.walk(child, start, n, sc, terms);
                 }
                 let found = &sc.per_token[before..];

@@ -1,0 +1,323 @@
+//! Prewalks: the assembling thread, while it has no classes to determinize, walks ahead of the
+//! walker. The large subtrees below the root's children that the walker's coming lexer states
+//! enter with one fresh branch are walked (recorded as a closure walk is, with lexer states for
+//! closure states) and handed to the walker, which replays them instead of walking them.
+//!
+//! A grammar whose lexer counts (`minLength`, `maxLength`, `{m,n}`) walks the whole vocabulary
+//! once per counter position, one state after the other, while the other core waits for their
+//! classes; with prewalks both cores walk.
+//!
+//! The tables do not depend on who walked what: a subtree is keyed as [`Walker::root_memo`]
+//! keys it (the root child and the entry state's block of bounded-horizon equivalence at the
+//! child's height), so its recorded walk yields the (token, signature) pairs the walker's own
+//! walk would (the argument of `Walker::equivalent_branches` at the root), and the replay
+//! interns every id in the walk's order ([`Walker::closure_walk`]'s argument).
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Condvar, Mutex};
+
+use super::*;
+
+/// Tokens below a root child from which its walk may be a prewalk.
+pub(super) const PREWALK_FROM: u32 = 128;
+
+/// Lexer states past the walker's a prewalk may look at.
+const WINDOW: u32 = 64;
+
+/// Events and tokens the finished prewalks not yet replayed may hold in all (a memory bound;
+/// past it, the assembling thread waits).
+const HELD: usize = 16 << 20;
+
+/// A subtree walk recorded by [`Prewalker`]: its lexer states (the closure states of its
+/// events) and events.
+pub(super) struct Recorded {
+    pub(super) states: Vec<u32>,
+    pub(super) walk: ClosureWalk,
+}
+
+impl Recorded {
+    fn size(&self) -> usize {
+        self.walk.events.len() + self.walk.tokens.iter().map(|t| t.2.len()).sum::<usize>()
+    }
+}
+
+enum Slot {
+    /// Walked (or being walked) by the walker itself.
+    Walker,
+    /// Being walked by the assembling thread.
+    Helper,
+    Done(Arc<Recorded>),
+}
+
+#[derive(Default)]
+struct Shared {
+    slots: FastMap<(u32, u64), Slot>,
+    /// Sizes of the `Done` slots, summed.
+    held: usize,
+    /// Where the next prewalk looks: lexer state and index of the root's child.
+    cursor: (u32, usize),
+    /// The keys of the walks recorded, with the lexer state each was recorded for, in that
+    /// order: one the walker has passed without taking it is dropped.
+    order: std::collections::VecDeque<(u32, (u32, u64))>,
+}
+
+/// The prewalks of one build, shared by the walker and the assembling thread.
+#[derive(Default)]
+pub struct Prewalks {
+    shared: Mutex<Shared>,
+    done: Condvar,
+    /// The lexer state the walker is at.
+    progress: AtomicU32,
+    /// Subtrees the walker replayed (statistics).
+    replayed: AtomicU32,
+}
+
+impl Prewalks {
+    /// The walker is at lexer state `q`.
+    pub fn at(&self, q: u32) {
+        self.progress.store(q, Ordering::Relaxed);
+    }
+
+    /// Subtrees the walker took from prewalks.
+    pub fn replayed(&self) -> u32 {
+        self.replayed.load(Ordering::Relaxed)
+    }
+
+    /// The walker's side: the recorded walk of `key`, waiting for it if the assembling thread
+    /// is at it; `None` (and the key is the walker's from now on) if no one has walked it.
+    pub(super) fn take(&self, key: (u32, u64)) -> Option<Arc<Recorded>> {
+        let mut sh = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            match sh.slots.get(&key) {
+                None | Some(Slot::Walker) => {
+                    sh.slots.insert(key, Slot::Walker);
+                    return None;
+                }
+                Some(Slot::Helper) => sh = self.done.wait(sh).unwrap_or_else(|e| e.into_inner()),
+                Some(Slot::Done(r)) => {
+                    let r = Arc::clone(r);
+                    self.replayed.fetch_add(1, Ordering::Relaxed);
+                    sh.held -= r.size();
+                    sh.slots.insert(key, Slot::Walker);
+                    return Some(r);
+                }
+            }
+        }
+    }
+}
+
+/// Puts a slot taken by the assembling thread back to the walker if its walk does not finish
+/// (the walker would otherwise wait for it for ever).
+struct Release<'p> {
+    prewalks: &'p Prewalks,
+    key: Option<(u32, u64)>,
+}
+
+impl Drop for Release<'_> {
+    fn drop(&mut self) {
+        if let Some(key) = self.key {
+            let mut sh = self.prewalks.shared.lock().unwrap_or_else(|e| e.into_inner());
+            sh.slots.insert(key, Slot::Walker);
+            self.prewalks.done.notify_all();
+        }
+    }
+}
+
+/// The assembling thread's side: records the walks of subtrees the walker will need.
+pub struct Prewalker<'a> {
+    lex: &'a LexerTables,
+    trie: &'a Trie,
+    index: Arc<TrieIndex>,
+    horizon: Arc<Horizon>,
+    /// As [`Walker::step_row`].
+    step_row: Vec<u32>,
+    row_ready: Vec<bool>,
+    /// Scratch for [`Prewalker::record`]: per lexer state, its number in the walk being
+    /// recorded (all `u32::MAX` between walks).
+    cs_of: Vec<u32>,
+}
+
+impl<'a> Prewalker<'a> {
+    pub fn new(lex: &'a LexerTables, trie: &'a Trie, index: Arc<TrieIndex>, horizon: Arc<Horizon>) -> Prewalker<'a> {
+        let row_ready = vec![false; lex.num_states as usize];
+        Prewalker { lex, trie, index, horizon, step_row: Vec::new(), row_ready, cs_of: Vec::new() }
+    }
+
+    /// Record one subtree walk the walker will need soon and no one has walked; false if there
+    /// is none within 64 lexer states of the walker (or the held walks are at their bound).
+    pub fn one(&mut self, prewalks: &Prewalks) -> bool {
+        let lex = self.lex;
+        let root = self.trie.children(0);
+        let key = {
+            let mut sh = prewalks.shared.lock().unwrap_or_else(|e| e.into_inner());
+            if sh.held >= HELD {
+                return false;
+            }
+            let progress = prewalks.progress.load(Ordering::Relaxed);
+            while let Some(&(_, key)) = sh.order.front().filter(|(q, _)| *q < progress) {
+                sh.order.pop_front();
+                if let Some(Slot::Done(r)) = sh.slots.get(&key) {
+                    sh.held -= r.size();
+                    sh.slots.remove(&key);
+                }
+            }
+            let end = progress.saturating_add(WINDOW + 1).min(lex.num_states);
+            if sh.cursor.0 <= progress {
+                sh.cursor = (progress + 1, 0);
+            }
+            let mut found = None;
+            'states: while sh.cursor.0 < end {
+                let q = sh.cursor.0;
+                if q != lex.start && lex.can_continue(q) {
+                    while sh.cursor.1 < root.len() {
+                        let (b, child) = root[sh.cursor.1];
+                        sh.cursor.1 += 1;
+                        if self.index.subtree_len[child as usize] < PREWALK_FROM {
+                            continue;
+                        }
+                        let Some(e) = fresh_entry(lex, q, b) else { continue };
+                        let key = (child, live_entry_key(&self.horizon, &self.index, e, child));
+                        if let std::collections::hash_map::Entry::Vacant(v) = sh.slots.entry(key) {
+                            v.insert(Slot::Helper);
+                            found = Some((key, e, q));
+                            break 'states;
+                        }
+                    }
+                }
+                sh.cursor = (q + 1, 0);
+            }
+            found
+        };
+        let Some((key, e, q)) = key else { return false };
+        let mut release = Release { prewalks, key: Some(key) };
+        let mut states = Vec::new();
+        let mut cs_of = std::mem::take(&mut self.cs_of);
+        cs_of.resize(lex.num_states as usize, u32::MAX);
+        let mut events = Vec::new();
+        let mut by_cs: Vec<Vec<u32>> = Vec::new();
+        self.record(key.0, e, &mut states, &mut cs_of, &mut events, &mut by_cs);
+        for &q in &states {
+            cs_of[q as usize] = u32::MAX;
+        }
+        self.cs_of = cs_of;
+        let tokens = by_cs
+            .into_iter()
+            .enumerate()
+            .filter(|(_, t)| !t.is_empty())
+            .map(|(cs, t)| (cs as u32, t.iter().copied().min().unwrap_or(0), Arc::<[u32]>::from(t)))
+            .collect();
+        let rec = Arc::new(Recorded { states, walk: ClosureWalk { events, tokens } });
+        release.key = None;
+        let mut sh = prewalks.shared.lock().unwrap_or_else(|e| e.into_inner());
+        sh.held += rec.size();
+        sh.slots.insert(key, Slot::Done(rec));
+        sh.order.push_back((q, key));
+        prewalks.done.notify_all();
+        true
+    }
+
+    /// [`Walker::walk_single`] below `node` at lexer state `q` (one fresh branch), recorded as
+    /// [`Walker::record`] records a closure walk, each lexer state numbered at its first use.
+    fn record(
+        &mut self,
+        node: u32,
+        q: u32,
+        states: &mut Vec<u32>,
+        cs_of: &mut [u32],
+        out: &mut Vec<Event>,
+        by_cs: &mut Vec<Vec<u32>>,
+    ) {
+        let cs = |cs_of: &mut [u32], states: &mut Vec<u32>, by_cs: &mut Vec<Vec<u32>>| {
+            if cs_of[q as usize] == u32::MAX {
+                cs_of[q as usize] = states.len() as u32;
+                states.push(q);
+                by_cs.push(Vec::new());
+            }
+            cs_of[q as usize]
+        };
+        let at = self.trie.tokens_at(node);
+        if !at.is_empty() {
+            let c = cs(cs_of, states, by_cs);
+            if by_cs[c as usize].is_empty() {
+                out.push(Event::First { cs: c });
+            }
+            by_cs[c as usize].extend_from_slice(at);
+        }
+        let lex = self.lex;
+        let k = lex.num_classes as usize;
+        if !self.row_ready[q as usize] {
+            fill_row(lex, &mut self.step_row, q);
+            self.row_ready[q as usize] = true;
+        }
+        for &(b, child) in self.trie.children(node) {
+            match self.step_row[q as usize * k + lex.byte_class[b as usize] as usize] {
+                ACT_SKIP => {}
+                ACT_LEAVE => {
+                    let c = cs(cs_of, states, by_cs);
+                    out.push(Event::Leave { node, b, child, cs: c });
+                }
+                q2 => self.record(child, q2, states, cs_of, out, by_cs),
+            }
+        }
+    }
+}
+
+/// The state a token's first byte `b` enters from `q` (not the start) when it enters one fresh
+/// branch there and [`Walker::walk_single`] walks on below (`Walker::entries`' fast path).
+fn fresh_entry(lex: &LexerTables, q: u32, b: u8) -> Option<u32> {
+    let q2 = lex.step(q, b);
+    (q2 != DEAD && lex.accepts(q2).is_empty() && lex.can_continue(q2) && q2 != lex.start).then_some(q2)
+}
+
+/// [`Walker::entry_key`] of a live entry state `e`.
+pub(super) fn live_entry_key(horizon: &Horizon, index: &TrieIndex, e: u32, child: u32) -> u64 {
+    let h = index.height[child as usize];
+    match horizon.block_at(e, h).filter(|_| horizon.inhibitor_free(e, h)) {
+        Some(block) => 1 << 32 | block as u64,
+        None => 2 << 32 | e as u64,
+    }
+}
+
+/// Fill `q`'s row of a step-row table ([`Walker::step_row`]), allocating the table first.
+pub(super) fn fill_row(lex: &LexerTables, step_row: &mut Vec<u32>, q: u32) {
+    let k = lex.num_classes as usize;
+    if step_row.is_empty() {
+        *step_row = vec![ACT_SKIP; lex.num_states as usize * k];
+    }
+    for c in 0..k {
+        let q2 = lex.trans.get(q as usize * k + c);
+        step_row[q as usize * k + c] = if q2 == DEAD {
+            ACT_SKIP
+        } else if !lex.accepts(q2).is_empty() {
+            ACT_LEAVE
+        } else if !lex.can_continue(q2) {
+            ACT_SKIP
+        } else if q2 == lex.start {
+            ACT_LEAVE
+        } else {
+            q2
+        };
+    }
+}
+
+impl<'a> Walker<'a> {
+    /// Replay a recorded walk (as [`Walker::closure_walk`] replays a closure walk).
+    pub(super) fn replay(&mut self, rec: &Recorded, sc: &mut Scratch, terms: &mut SetPool) {
+        let mut sig = vec![u32::MAX; rec.states.len()];
+        for &event in &rec.walk.events {
+            match event {
+                Event::First { cs } => {
+                    let class = self.class(rec.states[cs as usize], terms);
+                    sig[cs as usize] = self.single_sig_id((0, class));
+                }
+                Event::Leave { node, b, child, cs } => {
+                    let br = Branch { q: rec.states[cs as usize], inh: 0, prefix: 0 };
+                    self.leave(node, b, child, br, sc, terms);
+                }
+            }
+        }
+        for (cs, min, tokens) in &rec.walk.tokens {
+            sc.bulk.push((sig[*cs as usize], *min, Arc::clone(tokens)));
+        }
+    }
+}
