@@ -88,6 +88,10 @@ pub struct Walker<'a> {
     /// first bytes into the same string-interior state), so each is walked once per grammar
     /// instead of once per state.
     root_memo: FastMap<(u32, u64), RootResult>,
+    /// Results of the subtrees below the root's children entered any other way (a lexeme
+    /// emitted on the first byte, forks, inhibitors, more than one branch): by (child, the
+    /// branch list after the first byte), which is all the walk below reads.
+    branch_memo: FastMap<(u32, Box<[Branch]>), RootResult>,
     /// Classes and UNDECIDED tokens of lexer states walked in full or derived, by their key of
     /// bounded-horizon equivalence ([`Walker::block`]): an equivalent state has the same.
     state_memo: FastMap<u64, StateClasses>,
@@ -186,6 +190,7 @@ impl<'a> Walker<'a> {
             sig_index: FastMap::default(),
             single_sig: FastMap::default(),
             root_memo: FastMap::default(),
+            branch_memo: FastMap::default(),
             state_memo: FastMap::default(),
             state_memo_words: 0,
             root_results: Vec::new(),

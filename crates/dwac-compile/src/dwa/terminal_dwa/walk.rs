@@ -177,6 +177,27 @@ impl<'a> Walker<'a> {
                     self.root_memo.insert(key, RootResult { pairs, bulk });
                 }
             }
+        } else if node == 0 {
+            // Any other entry below a root child: keyed by the child and the whole branch list
+            // (the walk below depends on nothing else), e.g. a number's first digit from every
+            // state where a whitespace lexeme ends before it.
+            let key = (child, sc.arena[start..start + n].to_vec().into_boxed_slice());
+            if let Some(&RootResult { pairs: (off, len), bulk: (boff, blen) }) = self.branch_memo.get(&key) {
+                sc.per_token.extend_from_slice(&self.root_results[off as usize..(off + len) as usize]);
+                sc.bulk.extend_from_slice(&self.root_bulk[boff as usize..(boff + blen) as usize]);
+                return;
+            }
+            let (before, undecided_before, bulk_before) = (sc.per_token.len(), sc.undecided.len(), sc.bulk.len());
+            self.walk(child, start, n, sc, terms);
+            let found = &sc.per_token[before..];
+            let found_bulk = &sc.bulk[bulk_before..];
+            if sc.undecided.len() == undecided_before && self.root_results.len() + found.len() <= ROOT_MEMO_PAIRS {
+                let pairs = (self.root_results.len() as u32, found.len() as u32);
+                let bulk = (self.root_bulk.len() as u32, found_bulk.len() as u32);
+                self.root_results.extend_from_slice(found);
+                self.root_bulk.extend_from_slice(found_bulk);
+                self.branch_memo.insert(key, RootResult { pairs, bulk });
+            }
         } else {
             self.walk(child, start, n, sc, terms);
         }
