@@ -22,7 +22,8 @@ use dwac_compile::dwa::compose::{Step, ANY};
 use dwac_compile::dwa::sets::SetPool;
 use dwac_compile::dwa::templates::{Lr, Outcome, Read, Wait};
 use dwac_compile::dwa::terminal_dwa::{
-    carried_inhibitors, kill_set_shared, Prewalker, Prewalks, TrieIndex, Walker, BASE_FROM, MAX_LEXINGS, MAX_STEPS,
+    carried_inhibitors, kill_set_shared, Prewalker, Prewalks, TokenClass, TrieIndex, Walker, BASE_FROM, MAX_LEXINGS,
+    MAX_STEPS,
 };
 use dwac_compile::dwa::{build_mask_tables, MaskOptions};
 use dwac_compile::{compile_grammar, parse_source, SourceKind};
@@ -723,6 +724,16 @@ fn walk_thread_builds_the_same_tables() {
     }
 }
 
+/// Two walkers' classes and UNDECIDED tokens of one state are the same, ids included.
+fn assert_same_classes(at: &str, (ca, ua): (Vec<TokenClass>, Vec<u32>), (cb, ub): (Vec<TokenClass>, Vec<u32>)) {
+    assert_eq!(ua, ub, "{at}: UNDECIDED tokens differ");
+    assert_eq!(ca.len(), cb.len(), "{at}: class counts differ");
+    for (a, b) in ca.iter().zip(&cb) {
+        assert_eq!(a.sigs, b.sigs, "{at}: lexings differ");
+        assert_eq!(a.tokens.to_vec(), b.tokens.to_vec(), "{at}: tokens differ");
+    }
+}
+
 /// Subtree walks recorded by one grammar's walker and replayed by another's
 /// (`Walker::closure_walk`, shared through the vocabulary's `TrieIndex`) give the classes, with
 /// the same ids, that a walker that walks every subtree in full finds.
@@ -745,14 +756,8 @@ fn closure_walks_shared_between_grammars() {
         let mut fresh = Walker::new(lex, &trie).without_closure_walks();
         let (mut terms_s, mut terms_f) = (SetPool::new(), SetPool::new());
         for q in boundary_states(lex) {
-            let (cs, us) = shared.classes(q, &mut terms_s);
-            let (cf, uf) = fresh.classes(q, &mut terms_f);
-            assert_eq!(us, uf, "schema {i}, state {q}: UNDECIDED tokens differ");
-            assert_eq!(cs.len(), cf.len(), "schema {i}, state {q}: class counts differ");
-            for (a, b) in cs.iter().zip(&cf) {
-                assert_eq!(a.sigs, b.sigs, "schema {i}, state {q}: lexings differ");
-                assert_eq!(a.tokens.to_vec(), b.tokens.to_vec(), "schema {i}, state {q}: tokens differ");
-            }
+            let at = format!("schema {i}, state {q}");
+            assert_same_classes(&at, shared.classes(q, &mut terms_s), fresh.classes(q, &mut terms_f));
         }
         assert_eq!(fresh.closure_hits, 0);
         if i > 0 {
@@ -795,14 +800,8 @@ fn prewalked_subtrees_replay_as_walked() {
             recorded += 1;
         }
         prewalks.at(q);
-        let (cr, ur) = replaying.classes(q, &mut terms_r);
-        let (cw, uw) = walking.classes(q, &mut terms_w);
-        assert_eq!(ur, uw, "state {q}: UNDECIDED tokens differ");
-        assert_eq!(cr.len(), cw.len(), "state {q}: class counts differ");
-        for (a, b) in cr.iter().zip(&cw) {
-            assert_eq!(a.sigs, b.sigs, "state {q}: lexings differ");
-            assert_eq!(a.tokens.to_vec(), b.tokens.to_vec(), "state {q}: tokens differ");
-        }
+        let at = format!("state {q}");
+        assert_same_classes(&at, replaying.classes(q, &mut terms_r), walking.classes(q, &mut terms_w));
     }
     assert_eq!(replaying.nodes(), walking.nodes(), "the step-sequence tries differ");
     assert!(prewalks.replayed() > 10, "{} of {recorded} prewalks replayed", prewalks.replayed());

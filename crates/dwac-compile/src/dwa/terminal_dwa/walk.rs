@@ -127,6 +127,33 @@ impl<'a> Walker<'a> {
         n > MAX_LEXINGS || sc.arena[start..start + n].iter().any(|b| self.depth[b.prefix as usize] > MAX_STEPS)
     }
 
+    /// Append the results of a memoized subtree below a root child.
+    fn replay_root(&self, RootResult { pairs: (off, len), bulk: (boff, blen) }: RootResult, sc: &mut Scratch) {
+        sc.per_token.extend_from_slice(&self.root_results[off as usize..(off + len) as usize]);
+        sc.bulk.extend_from_slice(&self.root_bulk[boff as usize..(boff + blen) as usize]);
+    }
+
+    /// Keep what a subtree's walk added to `sc` since `mark` (its lengths of `per_token`,
+    /// `undecided` and `bulk` before the walk) for [`Self::replay_root`]; `None` if the walk left
+    /// tokens UNDECIDED (rare; such subtrees are walked again) or the memo is full
+    /// ([`ROOT_MEMO_PAIRS`]).
+    fn keep_root(
+        &mut self,
+        sc: &Scratch,
+        (before, undecided_before, bulk_before): (usize, usize, usize),
+    ) -> Option<RootResult> {
+        let found = &sc.per_token[before..];
+        let found_bulk = &sc.bulk[bulk_before..];
+        if sc.undecided.len() != undecided_before || self.root_results.len() + found.len() > ROOT_MEMO_PAIRS {
+            return None;
+        }
+        let pairs = (self.root_results.len() as u32, found.len() as u32);
+        let bulk = (self.root_bulk.len() as u32, found_bulk.len() as u32);
+        self.root_results.extend_from_slice(found);
+        self.root_bulk.extend_from_slice(found_bulk);
+        Some(RootResult { pairs, bulk })
+    }
+
     /// Walk the trie below `child` (a child of `node`) with the (non-empty) branches
     /// `arena[start..start + n]`.
     pub(super) fn walk_region(
@@ -142,12 +169,10 @@ impl<'a> Walker<'a> {
             self.trie.subtree_tokens(child, &mut sc.undecided);
         } else if node == 0 && n == 1 && sc.arena[start].inh == 0 && sc.arena[start].prefix == 0 {
             let key = (child, self.entry_key(sc.arena[start].q, child));
-            if let Some(&RootResult { pairs: (off, len), bulk: (boff, blen) }) = self.root_memo.get(&key) {
-                sc.per_token.extend_from_slice(&self.root_results[off as usize..(off + len) as usize]);
-                sc.bulk.extend_from_slice(&self.root_bulk[boff as usize..(boff + blen) as usize]);
+            if let Some(&r) = self.root_memo.get(&key) {
+                self.replay_root(r, sc);
             } else {
-                let (before, undecided_before) = (sc.per_token.len(), sc.undecided.len());
-                let bulk_before = sc.bulk.len();
+                let mark = (sc.per_token.len(), sc.undecided.len(), sc.bulk.len());
                 let e = sc.arena[start].q;
                 // (Through a closure only below a large subtree: the closure's table costs more
                 // than a small walk, and what pays is reusing the walks of large subtrees.)
@@ -166,15 +191,8 @@ impl<'a> Walker<'a> {
                 {
                     self.walk(child, start, n, sc, terms);
                 }
-                let found = &sc.per_token[before..];
-                let found_bulk = &sc.bulk[bulk_before..];
-                // Subtrees with UNDECIDED tokens are not memoized (rare; walked again).
-                if sc.undecided.len() == undecided_before && self.root_results.len() + found.len() <= ROOT_MEMO_PAIRS {
-                    let pairs = (self.root_results.len() as u32, found.len() as u32);
-                    let bulk = (self.root_bulk.len() as u32, found_bulk.len() as u32);
-                    self.root_results.extend_from_slice(found);
-                    self.root_bulk.extend_from_slice(found_bulk);
-                    self.root_memo.insert(key, RootResult { pairs, bulk });
+                if let Some(r) = self.keep_root(sc, mark) {
+                    self.root_memo.insert(key, r);
                 }
             }
         } else if node == 0 {
@@ -182,21 +200,13 @@ impl<'a> Walker<'a> {
             // (the walk below depends on nothing else), e.g. a number's first digit from every
             // state where a whitespace lexeme ends before it.
             let key = (child, sc.arena[start..start + n].to_vec().into_boxed_slice());
-            if let Some(&RootResult { pairs: (off, len), bulk: (boff, blen) }) = self.branch_memo.get(&key) {
-                sc.per_token.extend_from_slice(&self.root_results[off as usize..(off + len) as usize]);
-                sc.bulk.extend_from_slice(&self.root_bulk[boff as usize..(boff + blen) as usize]);
-                return;
+            if let Some(&r) = self.branch_memo.get(&key) {
+                return self.replay_root(r, sc);
             }
-            let (before, undecided_before, bulk_before) = (sc.per_token.len(), sc.undecided.len(), sc.bulk.len());
+            let mark = (sc.per_token.len(), sc.undecided.len(), sc.bulk.len());
             self.walk(child, start, n, sc, terms);
-            let found = &sc.per_token[before..];
-            let found_bulk = &sc.bulk[bulk_before..];
-            if sc.undecided.len() == undecided_before && self.root_results.len() + found.len() <= ROOT_MEMO_PAIRS {
-                let pairs = (self.root_results.len() as u32, found.len() as u32);
-                let bulk = (self.root_bulk.len() as u32, found_bulk.len() as u32);
-                self.root_results.extend_from_slice(found);
-                self.root_bulk.extend_from_slice(found_bulk);
-                self.branch_memo.insert(key, RootResult { pairs, bulk });
+            if let Some(r) = self.keep_root(sc, mark) {
+                self.branch_memo.insert(key, r);
             }
         } else {
             self.walk(child, start, n, sc, terms);
