@@ -25,7 +25,7 @@ pub(super) const PREWALK_FROM: u32 = 128;
 const WINDOW: u32 = 64;
 
 /// Events and tokens the finished prewalks not yet replayed may hold in all (a memory bound;
-/// past it, the assembling thread waits).
+/// past it, nothing more is prewalked until the walker takes or passes some).
 const HELD: usize = 16 << 20;
 
 /// A subtree walk recorded by [`Prewalker`]: its lexer states (the closure states of its
