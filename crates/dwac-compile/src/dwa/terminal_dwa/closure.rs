@@ -21,6 +21,24 @@ pub(super) struct ClosureWalk {
     pub(super) tokens: Vec<(u32, u32, Arc<[u32]>)>,
 }
 
+impl ClosureWalk {
+    /// A walk of `events` whose tokens ending in closure state `s` are `by_cs[s]`.
+    pub(super) fn new(events: Vec<Event>, by_cs: Vec<Vec<u32>>) -> ClosureWalk {
+        let tokens = by_cs
+            .into_iter()
+            .enumerate()
+            .filter(|(_, t)| !t.is_empty())
+            .map(|(cs, t)| (cs as u32, t.iter().copied().min().unwrap_or(0), Arc::<[u32]>::from(t)))
+            .collect();
+        ClosureWalk { events, tokens }
+    }
+
+    /// Events and tokens it holds (what the caches bound).
+    pub(super) fn size(&self) -> usize {
+        self.events.len() + self.tokens.iter().map(|t| t.2.len()).sum::<usize>()
+    }
+}
+
 /// Tokens that share one signature set without being listed pair by pair: (signature set id,
 /// smallest token, tokens), from a closure walk ([`Walker::closure_walk`]).
 pub(super) type Bulk = (u32, u32, Arc<[u32]>);
@@ -88,23 +106,16 @@ impl<'a> Walker<'a> {
         while i < states.len() {
             let q = states[i];
             for b in 0..=255u8 {
-                let q2 = lex.step(q, b);
-                let code = if q2 == DEAD {
-                    CL_DEAD
-                } else if lex.accepts(q2).is_empty() {
-                    if !lex.can_continue(q2) {
-                        CL_DEAD
-                    } else if q2 == lex.start {
-                        CL_LEAVE
-                    } else {
+                let code = match step_action(lex, lex.step(q, b)) {
+                    ACT_SKIP => CL_DEAD,
+                    ACT_LEAVE => CL_LEAVE,
+                    q2 => {
                         let next = states.len() as u32;
                         *canon.entry(q2).or_insert_with(|| {
                             states.push(q2);
                             next
                         })
                     }
-                } else {
-                    CL_LEAVE
                 };
                 table.push(code);
             }
@@ -158,14 +169,8 @@ impl<'a> Walker<'a> {
                 let mut events = Vec::new();
                 let mut by_cs: Vec<Vec<u32>> = vec![Vec::new(); cl.states.len()];
                 self.record(child, 0, &cl.table, &mut events, &mut by_cs);
-                let tokens = by_cs
-                    .into_iter()
-                    .enumerate()
-                    .filter(|(_, t)| !t.is_empty())
-                    .map(|(cs, t)| (cs as u32, t.iter().copied().min().unwrap_or(0), Arc::<[u32]>::from(t)))
-                    .collect::<Vec<_>>();
-                let size = events.len() + tokens.iter().map(|t| t.2.len()).sum::<usize>();
-                let walk = Arc::new(ClosureWalk { events, tokens });
+                let walk = Arc::new(ClosureWalk::new(events, by_cs));
+                let size = walk.size();
                 let mut cache = self.index.closures.lock().unwrap_or_else(|p| p.into_inner());
                 if cache.events + size <= CLOSURE_EVENTS {
                     cache.events += size;
@@ -174,16 +179,24 @@ impl<'a> Walker<'a> {
                 walk
             }
         };
-        let mut sig = vec![u32::MAX; cl.states.len()];
+        self.replay_events(&cl.states, &walk, sc, terms);
+        true
+    }
+
+    /// Replay `walk`'s events, closure state `s` standing for lexer state `states[s]`: tokens
+    /// ending in a closure state take the signature of its lexer state, handed over as whole
+    /// lists; where a byte leaves the closure the walk goes on the general way, in the walk's
+    /// order (so every id is interned as the walk itself would).
+    pub(super) fn replay_events(&mut self, states: &[u32], walk: &ClosureWalk, sc: &mut Scratch, terms: &mut SetPool) {
+        let mut sig = vec![u32::MAX; states.len()];
         for &event in &walk.events {
             match event {
                 Event::First { cs } => {
-                    let q = cl.states[cs as usize];
-                    let class = self.class(q, terms);
+                    let class = self.class(states[cs as usize], terms);
                     sig[cs as usize] = self.single_sig_id((0, class));
                 }
                 Event::Leave { node, b, child, cs } => {
-                    let br = Branch { q: cl.states[cs as usize], inh: 0, prefix: 0 };
+                    let br = Branch { q: states[cs as usize], inh: 0, prefix: 0 };
                     self.leave(node, b, child, br, sc, terms);
                 }
             }
@@ -191,7 +204,6 @@ impl<'a> Walker<'a> {
         for (cs, min, tokens) in &walk.tokens {
             sc.bulk.push((sig[*cs as usize], *min, Arc::clone(tokens)));
         }
-        true
     }
 
     /// The events of a walk below `node` at closure state `cs`, and its tokens by the closure

@@ -36,7 +36,7 @@ mod walk;
 use base::*;
 use closure::*;
 use kill::KillCache;
-use prewalk::{fill_row, live_entry_key, PREWALK_FROM};
+use prewalk::{live_entry_key, PREWALK_FROM};
 use step::*;
 use walk::*;
 
@@ -131,15 +131,8 @@ pub struct Walker<'a> {
     /// last asked for ([`Walker::walk_single`] asks for one per trie node with tokens, mostly
     /// with one prefix).
     sig_cache: Vec<(u32, u32)>,
-    /// Per lexer state `q` and byte class: what [`Walker::walk_single`] does with a byte of
-    /// that class from `q` (`step_row[q * num_classes + class]`: the next state when the byte
-    /// only moves the lexer on, or [`ACT_SKIP`] / [`ACT_LEAVE`]), each row filled when the walk
-    /// first needs it (`row_ready`). One load per trie edge instead of a DFA step, an accept
-    /// list and a `Next⁺` row.
-    step_row: Vec<u32>,
-    row_ready: Vec<bool>,
-    /// The byte classes of the lexer, as plain bytes.
-    byte_class: [u8; 256],
+    /// What [`Walker::walk_single`] does with each byte from each lexer state.
+    step_rows: StepRows,
     /// Per entry lexer state: its closure, or `None` if it has none worth sharing.
     closure_memo: FastMap<u32, Option<Arc<Closure>>>,
     /// Subtree walks replayed from the closure cache rather than recorded.
@@ -209,9 +202,7 @@ impl<'a> Walker<'a> {
             words: (trie.tokens.iter().max().map_or(0, |&t| t as usize + 1)).div_ceil(64),
             root_len,
             sig_cache: vec![(u32::MAX, 0); lex.num_states as usize],
-            step_row: Vec::new(),
-            row_ready: vec![false; lex.num_states as usize],
-            byte_class: std::array::from_fn(|b| lex.byte_class[b]),
+            step_rows: StepRows::new(lex),
             closure_memo: FastMap::default(),
             closure_hits: 0,
             closure_walks: true,

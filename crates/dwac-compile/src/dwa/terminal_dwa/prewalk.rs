@@ -37,7 +37,7 @@ pub(super) struct Recorded {
 
 impl Recorded {
     fn size(&self) -> usize {
-        self.walk.events.len() + self.walk.tokens.iter().map(|t| t.2.len()).sum::<usize>()
+        self.walk.size()
     }
 }
 
@@ -129,9 +129,8 @@ pub struct Prewalker<'a> {
     trie: &'a Trie,
     index: Arc<TrieIndex>,
     horizon: Arc<Horizon>,
-    /// As [`Walker::step_row`].
-    step_row: Vec<u32>,
-    row_ready: Vec<bool>,
+    /// As the walker's.
+    step_rows: StepRows,
     /// Scratch for [`Prewalker::record`]: per lexer state, its number in the walk being
     /// recorded (all `u32::MAX` between walks).
     cs_of: Vec<u32>,
@@ -139,8 +138,7 @@ pub struct Prewalker<'a> {
 
 impl<'a> Prewalker<'a> {
     pub fn new(lex: &'a LexerTables, trie: &'a Trie, index: Arc<TrieIndex>, horizon: Arc<Horizon>) -> Prewalker<'a> {
-        let row_ready = vec![false; lex.num_states as usize];
-        Prewalker { lex, trie, index, horizon, step_row: Vec::new(), row_ready, cs_of: Vec::new() }
+        Prewalker { lex, trie, index, horizon, step_rows: StepRows::new(lex), cs_of: Vec::new() }
     }
 
     /// Record one subtree walk the walker will need soon and no one has walked; false if there
@@ -200,13 +198,7 @@ impl<'a> Prewalker<'a> {
             cs_of[q as usize] = u32::MAX;
         }
         self.cs_of = cs_of;
-        let tokens = by_cs
-            .into_iter()
-            .enumerate()
-            .filter(|(_, t)| !t.is_empty())
-            .map(|(cs, t)| (cs as u32, t.iter().copied().min().unwrap_or(0), Arc::<[u32]>::from(t)))
-            .collect();
-        let rec = Arc::new(Recorded { states, walk: ClosureWalk { events, tokens } });
+        let rec = Arc::new(Recorded { states, walk: ClosureWalk::new(events, by_cs) });
         release.key = None;
         let mut sh = prewalks.shared.lock().unwrap_or_else(|e| e.into_inner());
         sh.held += rec.size();
@@ -243,14 +235,9 @@ impl<'a> Prewalker<'a> {
             }
             by_cs[c as usize].extend_from_slice(at);
         }
-        let lex = self.lex;
-        let k = lex.num_classes as usize;
-        if !self.row_ready[q as usize] {
-            fill_row(lex, &mut self.step_row, q);
-            self.row_ready[q as usize] = true;
-        }
+        let row = self.step_rows.row(self.lex, q);
         for &(b, child) in self.trie.children(node) {
-            match self.step_row[q as usize * k + lex.byte_class[b as usize] as usize] {
+            match self.step_rows.at(row, b) {
                 ACT_SKIP => {}
                 ACT_LEAVE => {
                     let c = cs(cs_of, states, by_cs);
@@ -265,8 +252,10 @@ impl<'a> Prewalker<'a> {
 /// The state a token's first byte `b` enters from `q` (not the start) when it enters one fresh
 /// branch there and [`Walker::walk_single`] walks on below (`Walker::entries`' fast path).
 fn fresh_entry(lex: &LexerTables, q: u32, b: u8) -> Option<u32> {
-    let q2 = lex.step(q, b);
-    (q2 != DEAD && lex.accepts(q2).is_empty() && lex.can_continue(q2) && q2 != lex.start).then_some(q2)
+    match step_action(lex, lex.step(q, b)) {
+        ACT_SKIP | ACT_LEAVE => None,
+        q2 => Some(q2),
+    }
 }
 
 /// [`Walker::entry_key`] of a live entry state `e`.
@@ -278,46 +267,9 @@ pub(super) fn live_entry_key(horizon: &Horizon, index: &TrieIndex, e: u32, child
     }
 }
 
-/// Fill `q`'s row of a step-row table ([`Walker::step_row`]), allocating the table first.
-pub(super) fn fill_row(lex: &LexerTables, step_row: &mut Vec<u32>, q: u32) {
-    let k = lex.num_classes as usize;
-    if step_row.is_empty() {
-        *step_row = vec![ACT_SKIP; lex.num_states as usize * k];
-    }
-    for c in 0..k {
-        let q2 = lex.trans.get(q as usize * k + c);
-        step_row[q as usize * k + c] = if q2 == DEAD {
-            ACT_SKIP
-        } else if !lex.accepts(q2).is_empty() {
-            ACT_LEAVE
-        } else if !lex.can_continue(q2) {
-            ACT_SKIP
-        } else if q2 == lex.start {
-            ACT_LEAVE
-        } else {
-            q2
-        };
-    }
-}
-
 impl<'a> Walker<'a> {
     /// Replay a recorded walk (as [`Walker::closure_walk`] replays a closure walk).
     pub(super) fn replay(&mut self, rec: &Recorded, sc: &mut Scratch, terms: &mut SetPool) {
-        let mut sig = vec![u32::MAX; rec.states.len()];
-        for &event in &rec.walk.events {
-            match event {
-                Event::First { cs } => {
-                    let class = self.class(rec.states[cs as usize], terms);
-                    sig[cs as usize] = self.single_sig_id((0, class));
-                }
-                Event::Leave { node, b, child, cs } => {
-                    let br = Branch { q: rec.states[cs as usize], inh: 0, prefix: 0 };
-                    self.leave(node, b, child, br, sc, terms);
-                }
-            }
-        }
-        for (cs, min, tokens) in &rec.walk.tokens {
-            sc.bulk.push((sig[*cs as usize], *min, Arc::clone(tokens)));
-        }
+        self.replay_events(&rec.states, &rec.walk, sc, terms);
     }
 }

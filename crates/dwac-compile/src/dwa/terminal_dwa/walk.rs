@@ -6,11 +6,71 @@ use super::*;
 /// Pairs [`Walker::root_memo`] may hold in all (a memory bound; past it subtrees are walked).
 pub(super) const ROOT_MEMO_PAIRS: usize = 24 << 20;
 
-/// [`Walker::step_row`]: the byte leaves no lexing.
+/// [`step_action`]: the byte leaves no lexing.
 pub(super) const ACT_SKIP: u32 = u32::MAX;
 
-/// [`Walker::step_row`]: the byte does more than move the lexer on ([`Walker::leave`]).
+/// [`step_action`]: the byte does more than move the lexer on ([`Walker::leave`]).
 pub(super) const ACT_LEAVE: u32 = u32::MAX - 1;
+
+/// What [`Walker::walk_single`] does with a byte that takes its branch's lexer state to `q2`:
+/// [`ACT_SKIP`] when no lexing is left (dead, or a state that neither accepts nor can
+/// continue), [`ACT_LEAVE`] when it does more than move the lexer on (a lexeme is accepted,
+/// or the lexer is back at its start), else `q2`, where the walk goes on in place.
+pub(super) fn step_action(lex: &LexerTables, q2: u32) -> u32 {
+    if q2 == DEAD {
+        ACT_SKIP
+    } else if !lex.accepts(q2).is_empty() {
+        ACT_LEAVE
+    } else if !lex.can_continue(q2) {
+        ACT_SKIP
+    } else if q2 == lex.start {
+        ACT_LEAVE
+    } else {
+        q2
+    }
+}
+
+/// [`step_action`] per lexer state and byte class (`rows[q * num_classes + class]`), each
+/// state's row filled when a walk first needs it: one load per trie edge instead of a DFA
+/// step, an accept list and a `Next⁺` row.
+pub(super) struct StepRows {
+    rows: Vec<u32>,
+    ready: Vec<bool>,
+    classes: usize,
+    byte_class: [u8; 256],
+}
+
+impl StepRows {
+    pub(super) fn new(lex: &LexerTables) -> StepRows {
+        StepRows {
+            rows: Vec::new(),
+            ready: vec![false; lex.num_states as usize],
+            classes: lex.num_classes as usize,
+            byte_class: std::array::from_fn(|b| lex.byte_class[b]),
+        }
+    }
+
+    /// Where `q`'s row starts (filled first if need be), for [`StepRows::at`].
+    pub(super) fn row(&mut self, lex: &LexerTables, q: u32) -> usize {
+        let (k, at) = (self.classes, q as usize * self.classes);
+        if !self.ready[q as usize] {
+            if self.rows.is_empty() {
+                self.rows = vec![ACT_SKIP; lex.num_states as usize * k];
+            }
+            for c in 0..k {
+                self.rows[at + c] = step_action(lex, lex.trans.get(at + c));
+            }
+            self.ready[q as usize] = true;
+        }
+        at
+    }
+
+    /// [`step_action`] of byte `b` in the row starting at `row`.
+    #[inline]
+    pub(super) fn at(&self, row: usize, b: u8) -> u32 {
+        self.rows[row + self.byte_class[b as usize] as usize]
+    }
+}
 
 /// Per-walk scratch: the branch arena, the (token, signature set) pairs found and the token
 /// lists found in bulk, undecided tokens.
@@ -67,14 +127,9 @@ impl<'a> Walker<'a> {
             };
             sc.per_token.extend(trie.tokens_at(node).iter().map(|&tok| (tok, id)));
         }
-        let k = lex.num_classes as usize;
-        let row = br.q as usize * k;
-        if !self.row_ready[br.q as usize] {
-            fill_row(lex, &mut self.step_row, br.q);
-            self.row_ready[br.q as usize] = true;
-        }
+        let row = self.step_rows.row(lex, br.q);
         for &(b, child) in trie.children(node) {
-            match self.step_row[row + self.byte_class[b as usize] as usize] {
+            match self.step_rows.at(row, b) {
                 ACT_SKIP => {}
                 ACT_LEAVE => self.leave(node, b, child, br, sc, terms),
                 q2 => self.walk_single(child, Branch { q: q2, inh: 0, prefix: br.prefix }, sc, terms),
