@@ -670,6 +670,31 @@ fn templates_equal_lr_simulation() {
     assert!(grammars >= 40 && total > 50_000, "{grammars} grammars, {total} triples");
 }
 
+/// The label lists of waiting simulations (`Lr::labels`, the tables inverted in one pass) are
+/// the states a scan of every state finds: with an action on the terminal (a peek), with a GOTO
+/// on the nonterminal (a pop that reads its GOTO source), and none for a pop still discarding.
+#[test]
+fn label_lists_equal_a_scan_of_the_tables() {
+    let mut checked = 0;
+    for rel in ["grammars/json.lark", "schemas/large/tools-10.json"] {
+        let t = file_tables(rel);
+        let lr = &t.lr;
+        let mut sims = Lr::new(lr);
+        for term in 0..=lr.eof() {
+            let want: Vec<u32> = (0..lr.num_states).filter(|&p| !lr.actions(p, term).is_empty()).collect();
+            assert_eq!(sims.labels(term, Wait::Peek), &want[..], "{rel}: terminal {term}");
+            checked += want.len();
+        }
+        for a in 0..lr.num_nonterminals + 2 {
+            let want: Vec<u32> = (0..lr.num_states).filter(|&p| lr.goto(p, a) != DEAD).collect();
+            assert_eq!(sims.labels(0, Wait::Pop { j: 0, a }), &want[..], "{rel}: nonterminal {a}");
+            assert!(sims.labels(0, Wait::Pop { j: 1, a }).is_empty());
+            checked += want.len();
+        }
+    }
+    assert!(checked > 1_000, "{checked} labels");
+}
+
 #[test]
 fn determinized_equals_nondeterministic() {
     let mut rng = Rng(0xde7e_4411_0000_0003);

@@ -14,8 +14,6 @@
 //! segment holds exactly the pushes not yet cancelled by later pops. Every reduction pops at least
 //! one symbol (the grammar is ε-free), so a segment never grows by reductions alone.
 
-use super::FastMap;
-
 use dwac_runtime::{Action, LrTables, DEAD};
 
 /// What a simulation that has used up its known segment needs from the real stack.
@@ -51,8 +49,10 @@ pub enum Read {
 /// The LR tables with the label sets that matter to waiting simulations.
 pub struct Lr<'a> {
     pub tables: &'a LrTables,
-    action_labels: FastMap<u32, Vec<u32>>,
-    goto_labels: FastMap<u32, Vec<u32>>,
+    /// Per terminal, the states with an action on it; per nonterminal, the states with a GOTO
+    /// on it (ascending): the tables inverted in one pass over them, on first use.
+    action_labels: Option<Inverted>,
+    goto_labels: Option<Inverted>,
     /// Set when a simulation looks up ACTION or GOTO on the bottom of a known segment (the state a
     /// read put there) other than in that read's own first lookup: the outcome then depends on
     /// which state was read, not only on that first lookup's result.
@@ -61,12 +61,7 @@ pub struct Lr<'a> {
 
 impl<'a> Lr<'a> {
     pub fn new(tables: &'a LrTables) -> Lr<'a> {
-        Lr {
-            tables,
-            action_labels: FastMap::default(),
-            goto_labels: FastMap::default(),
-            bottom_touched: Default::default(),
-        }
+        Lr { tables, action_labels: None, goto_labels: None, bottom_touched: Default::default() }
     }
 
     /// Run terminal `t` (or `$`) from known segment `k`, adding to `out`.
@@ -184,14 +179,50 @@ impl<'a> Lr<'a> {
         match w {
             Wait::Peek => self
                 .action_labels
-                .entry(t)
-                .or_insert_with(|| (0..lr.num_states).filter(|&p| !lr.actions(p, t).is_empty()).collect()),
+                .get_or_insert_with(|| {
+                    Inverted::of(lr.num_states, |p| {
+                        let (a, b) = (lr.action_row[p as usize] as usize, lr.action_row[p as usize + 1] as usize);
+                        (a..b)
+                            .filter(|&e| lr.action_off[e] != lr.action_off[e + 1])
+                            .map(|e| lr.action_term[e])
+                            .collect()
+                    })
+                })
+                .get(t),
             Wait::Pop { j: 0, a } => self
                 .goto_labels
-                .entry(a)
-                .or_insert_with(|| (0..lr.num_states).filter(|&p| lr.goto(p, a) != DEAD).collect()),
+                .get_or_insert_with(|| {
+                    Inverted::of(lr.num_states, |p| {
+                        let (a, b) = (lr.goto_row[p as usize] as usize, lr.goto_row[p as usize + 1] as usize);
+                        (a..b).filter(|&e| lr.goto_target[e] != DEAD).map(|e| lr.goto_nt[e]).collect()
+                    })
+                })
+                .get(a),
             Wait::Pop { .. } => &[],
         }
+    }
+}
+
+/// A table inverted: per symbol, the states whose row names it, ascending.
+struct Inverted(Vec<Vec<u32>>);
+
+impl Inverted {
+    /// `row(p)`: the symbols state `p`'s row names.
+    fn of(states: u32, row: impl Fn(u32) -> Vec<u32>) -> Inverted {
+        let mut by_symbol: Vec<Vec<u32>> = Vec::new();
+        for p in 0..states {
+            for x in row(p) {
+                if by_symbol.len() <= x as usize {
+                    by_symbol.resize_with(x as usize + 1, Vec::new);
+                }
+                by_symbol[x as usize].push(p);
+            }
+        }
+        Inverted(by_symbol)
+    }
+
+    fn get(&self, x: u32) -> &[u32] {
+        self.0.get(x as usize).map_or(&[], |v| v)
     }
 }
 
