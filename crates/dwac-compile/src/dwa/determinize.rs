@@ -72,6 +72,8 @@ type SubPlan = (Vec<u32>, Vec<(Step, u32)>, u32);
 const MAX_CONFIGS: usize = 1 << 18;
 const MAX_READS: usize = 1 << 20;
 const MAX_EXPANSIONS: usize = 1 << 18;
+/// Shared-read lookups a configuration may miss in a row before it stops making them.
+const MAX_SHARE_MISSES: u32 = 128;
 
 pub struct Determinizer<'a> {
     pub comp: Composer<'a>,
@@ -88,6 +90,9 @@ pub struct Determinizer<'a> {
     /// whose outcome touched nothing else of the state read (shared by every state with that
     /// signature).
     shared_reads: FastMap<(u32, u32, Vec<u32>), Rc<[u64]>>,
+    /// Per configuration: shared-read lookups since its last hit. Past [`MAX_SHARE_MISSES`], its
+    /// reads are neither looked up nor kept there (a memo policy: the reads are the same).
+    share_misses: Vec<u32>,
     labels: FastMap<u32, Option<Rc<[u32]>>>,
     /// Interned plans below nodes; id 0 is [`NO_PLAN`].
     sub_plans: FastMap<SubPlan, u32>,
@@ -113,6 +118,7 @@ impl<'a> Determinizer<'a> {
             configs_before: 0,
             reads: FastMap::default(),
             shared_reads: FastMap::default(),
+            share_misses: Vec::new(),
             labels: FastMap::default(),
             sub_plans: FastMap::default(),
             canon: FastMap::default(),
@@ -139,6 +145,7 @@ impl<'a> Determinizer<'a> {
                     std::collections::hash_map::Entry::Vacant(slot) => {
                         let id = self.configs.len() as u32;
                         self.configs.push(slot.key().clone());
+                        self.share_misses.push(0);
                         slot.insert(id);
                         id as u64
                     }
@@ -163,15 +170,23 @@ impl<'a> Determinizer<'a> {
         let config = &self.configs[c as usize];
         // A read whose outcome depends on the state read only through its first lookup is shared
         // by all states with the same first-lookup signature.
-        let signature = label.map(|p| {
+        // (A configuration whose lookups keep missing stops making them. Inside an object key of
+        // a schema with hundreds of objects, a configuration holds a simulation per object's
+        // KEY_ADDITIONAL terminal and tells thousands of states apart, each its own way: on
+        // tools-500, 2.8M lookups skipped for 874 hits lost.)
+        let signature = label.filter(|_| self.share_misses[c as usize] < MAX_SHARE_MISSES).map(|p| {
             let mut sig = Vec::new();
             self.comp.first_uses(config, p, &mut sig);
             (c, below, sig)
         });
-        if let Some(r) = signature.as_ref().and_then(|s| self.shared_reads.get(s)) {
-            let r = r.clone();
-            self.reads.insert(key, r.clone());
-            return r;
+        if let Some(sig) = &signature {
+            if let Some(r) = self.shared_reads.get(sig) {
+                let r = r.clone();
+                self.share_misses[c as usize] = 0;
+                self.reads.insert(key, r.clone());
+                return r;
+            }
+            self.share_misses[c as usize] += 1;
         }
         let mut out = Vec::new();
         self.comp.lr.bottom_touched.set(false);
@@ -352,6 +367,7 @@ impl<'a> Determinizer<'a> {
             self.labels.clear();
             self.reads.clear();
             self.shared_reads.clear();
+            self.share_misses.clear();
             self.sub_plans.clear();
             self.comp.forget();
         }
