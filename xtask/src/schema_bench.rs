@@ -31,7 +31,8 @@ use dwac_runtime::{GrammarTables, Matcher, Vocabulary};
 use dwac_tests::{json_dumps, maskbench_files, tokenizer_path};
 use serde_json::{json, Value};
 
-use crate::util::{catch, pct, round, Silenced};
+use crate::util::{catch, round, Silenced};
+use dwac_measure::pct;
 
 pub const SPLITS: [&str; 2] = ["Glaiveai2K", "Github_easy"];
 

@@ -65,14 +65,6 @@ pub fn bar(len: u64, hidden: bool) -> indicatif::ProgressBar {
     bar
 }
 
-/// Percentile `p` (0..=1) of an ascending-sorted slice (nearest rank).
-pub fn pct(sorted: &[f64], p: f64) -> Option<f64> {
-    if sorted.is_empty() {
-        return None;
-    }
-    Some(sorted[((sorted.len() as f64 - 1.0) * p).round() as usize])
-}
-
 /// Round to `d` decimals for JSON output.
 pub fn round(x: f64, d: i32) -> f64 {
     let m = 10f64.powi(d);

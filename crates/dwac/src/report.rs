@@ -87,16 +87,12 @@ pub(crate) fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "unknown panic".into())
 }
 
-/// p50/p90/p99/p99.9/max/mean of microsecond timings.
-pub(crate) fn percentiles(mut v: Vec<f64>) -> serde_json::Value {
-    if v.is_empty() {
-        return json!(null);
-    }
-    v.sort_by(|a, b| a.total_cmp(b));
-    let q = |p: f64| v[((v.len() as f64 - 1.0) * p).round() as usize];
+/// p50/p90/p99/p99.9/max/mean of microsecond timings ([`dwac_measure::Summary`]), rounded to
+/// hundredths; `null` for none.
+pub(crate) fn percentiles(v: Vec<f64>) -> serde_json::Value {
+    let Some(s) = dwac_measure::Summary::of(v) else { return json!(null) };
     let r = |x: f64| (x * 100.0).round() / 100.0;
-    let mean = v.iter().sum::<f64>() / v.len() as f64;
-    json!({"p50": r(q(0.5)), "p90": r(q(0.9)), "p99": r(q(0.99)), "p999": r(q(0.999)), "max": r(q(1.0)), "mean": r(mean)})
+    json!({"p50": r(s.p50), "p90": r(s.p90), "p99": r(s.p99), "p999": r(s.p999), "max": r(s.max), "mean": r(s.mean)})
 }
 
 pub(crate) fn escape(bytes: &[u8]) -> String {

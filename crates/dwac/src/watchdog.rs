@@ -1,24 +1,9 @@
 //! The compile budget: a watchdog thread that gives up past `--max-seconds` or
-//! `--max-memory-mb` (exit 2 with a message naming the input), and the process's resident memory.
+//! `--max-memory-mb` (exit 2 with a message naming the input).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// Peak resident memory of this process (MiB), from `/proc/self/status` where there is one.
-pub(crate) fn peak_rss_mb() -> Option<f64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb / 1024.0)
-}
-
-pub(crate) fn current_rss_mb() -> Option<f64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = s.lines().find(|l| l.starts_with("VmRSS:"))?;
-    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb / 1024.0)
-}
 
 /// Ends the process with a clear error when the compilation overruns its time or memory budget
 /// (instead of an OOM kill), until dropped.
@@ -58,7 +43,7 @@ impl Watchdog {
                     );
                     std::process::exit(2);
                 }
-                if current_rss_mb().is_some_and(|m| m > max_memory_mb as f64) {
+                if dwac_measure::current_rss_mb().is_some_and(|m| m > max_memory_mb as f64) {
                     eprintln!(
                         "error: {what}: compilation exceeded its memory budget of {max_memory_mb} MiB (--max-memory-mb){}",
                         whence()

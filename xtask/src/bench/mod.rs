@@ -80,17 +80,6 @@ pub(crate) fn min_into(acc: &mut [f64], xs: &[f64]) {
     }
 }
 
-// The process's CPU time (every thread's, so a compile that runs on several threads shows its
-// total CPU next to its wall time): the same function the Rust peers include.
-#[path = "../../peers/common/cpu.rs"]
-mod cpu;
-pub(crate) use cpu::process_cpu_ms;
-
-// A job's peak RSS: the same functions the Rust peers include.
-#[path = "../../peers/common/rss.rs"]
-mod rss;
-pub(crate) use rss::{peak_rss_mb, reset_peak_rss};
-
 fn setup_peer(name: &str) -> Result<EngineSpec> {
     let root = repo_root();
     match name {

@@ -9,7 +9,8 @@ use anyhow::{Context, Result};
 use serde_json::{json, Map, Value};
 
 use super::Workload;
-use crate::util::{pct, round};
+use crate::util::round;
+use dwac_measure::pct;
 
 /// One engine's env line and one result per job, or why it did not run.
 pub type EngineRun = Result<(Value, Vec<Value>), String>;

@@ -43,8 +43,11 @@ use dwac_runtime::{Engine, MaskScratch, Matcher};
 use dwac_vocab::Tokenizer;
 use serde_json::{json, Value};
 
-use super::{min_into, peak_rss_mb, process_cpu_ms, reset_peak_rss};
+use super::min_into;
+// (The process's CPU time, every thread's, so a compile on several threads shows its total CPU
+// next to its wall time; a job's peak RSS: measured as the Rust peers measure them.)
 use crate::util::catch;
+use dwac_measure::{peak_rss_mb, process_cpu_ms, reset_peak_rss};
 
 pub struct WorkerArgs {
     pub tokenizer: PathBuf,

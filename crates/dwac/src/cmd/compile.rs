@@ -82,7 +82,7 @@ pub(crate) fn compile_one(
         "zstd": args_zstd.is_some(),
         "compile_ms": (s.compile_ms * 10.0).round() / 10.0,
         "write_ms": (write_ms * 10.0).round() / 10.0,
-        "peak_rss_mb": peak_rss_mb().map(|m| (m * 10.0).round() / 10.0),
+        "peak_rss_mb": dwac_measure::peak_rss_mb().map(|m| (m * 10.0).round() / 10.0),
         "tokenizer": tokenizer.name(),
         "vocab_size": built.engine.vocab().len(),
         "terminals": s.terminals,

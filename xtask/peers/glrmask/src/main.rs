@@ -60,12 +60,8 @@ use anyhow::{bail, Context, Result};
 use glrmask::{Constraint, Expr, Grammar, TokenSet, Vocab};
 use serde_json::{json, Value};
 
-#[path = "../../common/cpu.rs"]
-mod cpu;
-#[path = "../../common/rss.rs"]
-mod rss;
-use rss::{peak_rss_mb, reset_peak_rss};
-use cpu::process_cpu_ms;
+// (Measured as dwac's bench worker measures: the same functions.)
+use dwac_measure::{peak_rss_mb, process_cpu_ms, reset_peak_rss};
 
 /// The global allocator of dwac's CLI and bench worker, so every Rust engine in the benchmark
 /// allocates through the same one.

@@ -51,12 +51,8 @@ use serde_json::{json, Value};
 
 use crate::panic_message;
 
-#[path = "../../common/cpu.rs"]
-mod cpu;
-#[path = "../../common/rss.rs"]
-mod rss;
-use rss::{peak_rss_mb, reset_peak_rss};
-use cpu::process_cpu_ms;
+// (Measured as dwac's bench worker measures: the same functions.)
+use dwac_measure::{peak_rss_mb, process_cpu_ms, reset_peak_rss};
 
 const WELL_KNOWN_EOS: &[&str] = &[
     "<|endoftext|>",
