@@ -72,6 +72,10 @@ type SubPlan = (Vec<u32>, Vec<(Step, u32)>, u32);
 const MAX_CONFIGS: usize = 1 << 18;
 const MAX_READS: usize = 1 << 20;
 const MAX_EXPANSIONS: usize = 1 << 18;
+/// Labels from which a configuration's reads get a table of their own (`label_reads`).
+const MANY_LABELS: usize = 256;
+/// [`Determinizer::read_table`]: the reads are in the table shared by all configurations.
+const SHARED_TABLE: u32 = u32::MAX;
 /// Shared-read lookups a configuration may miss in a row before it stops making them.
 const MAX_SHARE_MISSES: u32 = 128;
 
@@ -82,10 +86,17 @@ pub struct Determinizer<'a> {
     config_ids: FastMap<Config, u32>,
     /// Configurations there were when the current automaton's build began.
     configs_before: usize,
-    /// (config, label, plan below the config's node) → settled: how a configuration continues
-    /// depends on the plan only through the plan below its node, so lexer states with the same
-    /// one there share the read.
+    /// (config, label or [`DEFAULT`], plan below the config's node) → settled: how a
+    /// configuration continues depends on the plan only through the plan below its node, so
+    /// lexer states with the same one there share the read.
     reads: FastMap<(u32, u32, u32), Rc<[u64]>>,
+    /// The same for configurations that tell many states apart ([`MANY_LABELS`]), in a table of
+    /// their own per (config, plan below), found once per DWA state: their thousands of reads,
+    /// one per label, then probe a small table that stays in cache, not one of millions.
+    read_tables: FastMap<(u32, u32), u32>,
+    label_reads: Vec<FastMap<u32, Rc<[u64]>>>,
+    /// Reads in all tables.
+    reads_len: usize,
     /// (config, plan below its node, first-use signature of the state read) → settled, for reads
     /// whose outcome touched nothing else of the state read (shared by every state with that
     /// signature).
@@ -117,6 +128,9 @@ impl<'a> Determinizer<'a> {
             config_ids: FastMap::default(),
             configs_before: 0,
             reads: FastMap::default(),
+            read_tables: FastMap::default(),
+            label_reads: Vec::new(),
+            reads_len: 0,
             shared_reads: FastMap::default(),
             share_misses: Vec::new(),
             labels: FastMap::default(),
@@ -157,16 +171,49 @@ impl<'a> Determinizer<'a> {
         v.into()
     }
 
-    fn read_ids(&mut self, c: u32, label: Option<u32>) -> Rc<[u64]> {
+    /// Where `c`'s reads under the current plan are kept: its own table in `label_reads` if it
+    /// tells `labels` states apart and they are many, else [`SHARED_TABLE`] (`reads`); and the
+    /// plan below its node.
+    fn read_table(&mut self, c: u32, labels: Option<usize>) -> (u32, u32) {
         // (A lookahead check reads no plan.)
         let below = match &self.configs[c as usize].phase {
             Phase::Step { node, .. } => self.comp.plan_below(*node),
             Phase::Look { .. } => NO_PLAN,
         };
-        let key = (c, label.unwrap_or(DEFAULT), below);
-        if let Some(r) = self.reads.get(&key) {
+        if labels.is_some_and(|n| n < MANY_LABELS) {
+            return (SHARED_TABLE, below);
+        }
+        let next = self.label_reads.len() as u32;
+        let t = *self.read_tables.entry((c, below)).or_insert(next);
+        if t == next {
+            self.label_reads.push(FastMap::default());
+        }
+        (t, below)
+    }
+
+    fn memo_get(&self, (t, below): (u32, u32), c: u32, label: u32) -> Option<&Rc<[u64]>> {
+        match t {
+            SHARED_TABLE => self.reads.get(&(c, label, below)),
+            t => self.label_reads[t as usize].get(&label),
+        }
+    }
+
+    fn memo_insert(&mut self, (t, below): (u32, u32), c: u32, label: u32, r: Rc<[u64]>) {
+        match t {
+            SHARED_TABLE => self.reads.insert((c, label, below), r),
+            t => self.label_reads[t as usize].insert(label, r),
+        };
+        self.reads_len += 1;
+    }
+
+    /// What configuration `c` becomes on reading `label` (`None`: DEFAULT); `table` is where
+    /// [`Determinizer::read_table`] keeps `c`'s reads.
+    fn read_ids(&mut self, table: (u32, u32), c: u32, label: Option<u32>) -> Rc<[u64]> {
+        let key = label.unwrap_or(DEFAULT);
+        if let Some(r) = self.memo_get(table, c, key) {
             return r.clone();
         }
+        let below = table.1;
         let config = &self.configs[c as usize];
         // A read whose outcome depends on the state read only through its first lookup is shared
         // by all states with the same first-lookup signature.
@@ -183,7 +230,7 @@ impl<'a> Determinizer<'a> {
             if let Some(r) = self.shared_reads.get(sig) {
                 let r = r.clone();
                 self.share_misses[c as usize] = 0;
-                self.reads.insert(key, r.clone());
+                self.memo_insert(table, c, key, r.clone());
                 return r;
             }
             self.share_misses[c as usize] += 1;
@@ -204,7 +251,7 @@ impl<'a> Determinizer<'a> {
         if let (Some(sig), false) = (signature, touched) {
             self.shared_reads.insert(sig, ids.clone());
         }
-        self.reads.insert(key, ids.clone());
+        self.memo_insert(table, c, key, ids.clone());
         ids
     }
 
@@ -361,11 +408,14 @@ impl<'a> Determinizer<'a> {
         thread: u32,
         asm: &mut dyn Assembled,
     ) -> Result<LocalDwa, TooLarge> {
-        if self.configs.len() > MAX_CONFIGS || self.reads.len() > MAX_READS || self.comp.memoized() > MAX_EXPANSIONS {
+        if self.configs.len() > MAX_CONFIGS || self.reads_len > MAX_READS || self.comp.memoized() > MAX_EXPANSIONS {
             self.configs.clear();
             self.config_ids.clear();
             self.labels.clear();
             self.reads.clear();
+            self.read_tables.clear();
+            self.label_reads.clear();
+            self.reads_len = 0;
             self.shared_reads.clear();
             self.share_misses.clear();
             self.sub_plans.clear();
@@ -482,8 +532,11 @@ impl<'a> Determinizer<'a> {
             let mut labels: Vec<u32> = Vec::new();
             // Per configuration, the labels it tells apart (sorted; `None`: all).
             let mut own: Vec<Option<Rc<[u32]>>> = Vec::with_capacity(state.len());
+            // Per configuration, its table of reads.
+            let mut tables: Vec<(u32, u32)> = Vec::with_capacity(state.len());
             for &(c, _) in &state {
                 let l = self.labels_of(c);
+                tables.push(self.read_table(c, l.as_ref().map(|l| l.len())));
                 match &l {
                     None => all_labels = true,
                     Some(l) => labels.extend(l.iter().copied()),
@@ -511,12 +564,12 @@ impl<'a> Determinizer<'a> {
                 for (i, &(c, s)) in state.iter().enumerate() {
                     let read = match (label, &own[i]) {
                         (None, _) => {
-                            let r = det.read_ids(c, None);
+                            let r = det.read_ids(tables[i], c, None);
                             defaults.push(r.clone());
                             r
                         }
                         (Some(x), Some(l)) if l.binary_search(&x).is_err() => defaults[i].clone(),
-                        (Some(x), _) => det.read_ids(c, Some(x)),
+                        (Some(x), _) => det.read_ids(tables[i], c, Some(x)),
                     };
                     for &id in read.iter() {
                         let w = sets.intersect(s, filter(det, id));
