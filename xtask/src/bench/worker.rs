@@ -44,9 +44,10 @@ use dwac_vocab::Tokenizer;
 use serde_json::{json, Value};
 
 use super::min_into;
-// (The process's CPU time, every thread's, so a compile on several threads shows its total CPU
-// next to its wall time; a job's peak RSS: measured as the Rust peers measure them.)
 use crate::util::catch;
+
+// The process's CPU time (every thread's, so a compile on several threads shows its total CPU
+// next to its wall time) and a job's peak RSS, read as the Rust peers read them.
 use dwac_measure::{peak_rss_mb, process_cpu_ms, reset_peak_rss};
 
 pub struct WorkerArgs {
