@@ -181,11 +181,7 @@ impl<'a> Lr<'a> {
                 .action_labels
                 .get_or_insert_with(|| {
                     Inverted::of(lr.num_states, |p| {
-                        let (a, b) = (lr.action_row[p as usize] as usize, lr.action_row[p as usize + 1] as usize);
-                        (a..b)
-                            .filter(|&e| lr.action_off[e] != lr.action_off[e + 1])
-                            .map(|e| lr.action_term[e])
-                            .collect()
+                        lr.action_terminals(p).iter().copied().filter(|&t| !lr.actions(p, t).is_empty()).collect()
                     })
                 })
                 .get(t),
