@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use dwac_runtime::{Engine, MaskScratch, Matcher};
 use dwac_tests::*;
+use serde_json::json;
 
 /// Walk `walks` random paths of up to `steps` tokens; returns the number of masks compared.
 fn differential(engine: &Arc<Engine>, walks: usize, steps: usize, seed: u64) -> usize {
@@ -242,6 +243,67 @@ fn json_schema_components() {
     let engine = Arc::new(dwac_compile::compile_engine(&sg.grammar, vocab).unwrap().0);
     let n = differential(&engine, 40, 30, 23);
     assert!(n > 600, "{n}");
+}
+
+/// A schema of `n` objects, each with its own property names (so its own `KEY_ADDITIONAL`, any
+/// key but those), extra keys allowed: names that are prefixes of each other and of extra keys.
+fn objects_schema(n: usize) -> serde_json::Value {
+    let names = ["a", "am", "ma", "nam", "name", "namespace", "t", "type", "types"];
+    let objects: Vec<serde_json::Value> = (0..n)
+        .map(|i| {
+            let props: serde_json::Map<String, serde_json::Value> = names
+                .iter()
+                .enumerate()
+                .filter(|&(j, _)| (i + 1) >> (j % 4) & 1 == 1 || j == i % names.len())
+                .map(|(j, k)| {
+                    (k.to_string(), if j % 2 == 0 { json!({"type": "integer"}) } else { json!({"enum": ["t", "a"]}) })
+                })
+                .collect();
+            json!({"type": "object", "properties": props})
+        })
+        .collect();
+    json!({"anyOf": objects})
+}
+
+/// Object keys in lexer components of their own (`dwac_grammar::schema::SEPARATE_KEYS_FROM` or
+/// more extra-key terminals): the extra keys in one, the named keys in another; fewer, and all
+/// stay in the main component. The masks of the separated layout equal the reference along
+/// random walks over a vocabulary of key pieces (escaped characters, quotes, prefixes of names).
+#[test]
+fn separated_key_components() {
+    use dwac_grammar::schema::{compile_schema, SEPARATE_KEYS_FROM};
+    let components = |n: usize, name: &str| -> std::collections::BTreeSet<u32> {
+        let sg = compile_schema(&objects_schema(n), &Default::default()).unwrap();
+        let extra = sg.grammar.terminals.iter().filter(|t| t.name == "KEY_ADDITIONAL").count();
+        assert_eq!(extra, n, "one extra-key terminal per object");
+        sg.grammar.terminals.iter().filter(|t| t.name == name).map(|t| t.component).collect()
+    };
+    let below = SEPARATE_KEYS_FROM - 1;
+    assert_eq!(components(below, "KEY_ADDITIONAL"), [0].into());
+    assert_eq!(components(below, "KEY"), [0].into());
+    let extra = components(SEPARATE_KEYS_FROM, "KEY_ADDITIONAL");
+    let named = components(SEPARATE_KEYS_FROM, "KEY");
+    assert_eq!((extra.len(), named.len()), (1, 1), "{extra:?} {named:?}");
+    assert!(!extra.contains(&0) && !named.contains(&0) && extra != named, "{extra:?} {named:?}");
+
+    let sg = compile_schema(&objects_schema(SEPARATE_KEYS_FROM + 1), &Default::default()).unwrap();
+    let vocab = vocab_over(
+        b"{}:,\"amnety1",
+        2,
+        &[
+            "{\"", "\":", "\",\"", "\"name\"", "\"nam", "espace\"", "\\u006", "\\u00", "6e", "6E", "\"t\"", "pes\":1",
+            "1}",
+        ],
+    );
+    let engine = Arc::new(dwac_compile::compile_engine(&sg.grammar, vocab).unwrap().0);
+    let n = differential(&engine, 200, 30, 31);
+    assert!(n > 1000, "{n}");
+    let accepts = |text: &str| {
+        let mut m = Matcher::new(engine.clone());
+        m.commit_bytes(text.as_bytes()).is_ok() && m.is_accepting()
+    };
+    assert!(accepts(r#"{"a":1,"zz":"t"}"#));
+    assert!(accepts(r#"{"\u0061":1}"#));
 }
 
 /// The JSON grammar over MaskBench valid instances with four real tokenizers (every fourth
