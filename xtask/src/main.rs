@@ -286,6 +286,11 @@ fn maskbench_jsonl(out: PathBuf, broken: bool) -> Result<()> {
 }
 
 fn main() -> Result<()> {
+    // As the `dwac` binary does (`keep_freed_memory` in `crates/dwac/src/main.rs`): mimalloc
+    // keeps freed memory (`mi_option_purge_delay`, index 15, set to -1), so the bench worker
+    // times what the CLI does.
+    // SAFETY: sets an integer option of the allocator before any other thread exists.
+    unsafe { libmimalloc_sys::mi_option_set(15, -1) }
     match Cli::parse().cmd {
         Cmd::Bench {
             grammar,
