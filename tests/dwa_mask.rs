@@ -245,18 +245,20 @@ fn json_schema_components() {
     assert!(n > 600, "{n}");
 }
 
-/// A schema of `n` objects, each with its own property names (so its own `KEY_ADDITIONAL`, any
-/// key but those), extra keys allowed: names that are prefixes of each other and of extra keys.
-fn objects_schema(n: usize) -> serde_json::Value {
+/// A schema of nine objects, each with its own property names (so its own `KEY_ADDITIONAL`, any
+/// key but those), extra keys allowed: names that are prefixes of each other and of extra keys,
+/// and enum values that are property names too.
+fn objects_schema() -> serde_json::Value {
     let names = ["a", "am", "ma", "nam", "name", "namespace", "t", "type", "types"];
-    let objects: Vec<serde_json::Value> = (0..n)
+    let objects: Vec<serde_json::Value> = (0..names.len())
         .map(|i| {
             let props: serde_json::Map<String, serde_json::Value> = names
                 .iter()
                 .enumerate()
-                .filter(|&(j, _)| (i + 1) >> (j % 4) & 1 == 1 || j == i % names.len())
+                .filter(|&(j, _)| (i + 1) >> (j % 4) & 1 == 1 || j == i)
                 .map(|(j, k)| {
-                    (k.to_string(), if j % 2 == 0 { json!({"type": "integer"}) } else { json!({"enum": ["t", "a"]}) })
+                    let v = if j % 2 == 0 { json!({"type": "integer"}) } else { json!({"enum": ["t", "a", names[i]]}) };
+                    (k.to_string(), v)
                 })
                 .collect();
             json!({"type": "object", "properties": props})
@@ -265,34 +267,30 @@ fn objects_schema(n: usize) -> serde_json::Value {
     json!({"anyOf": objects})
 }
 
-/// Object keys in lexer components of their own (`dwac_grammar::schema::SEPARATE_KEYS_FROM` or
-/// more extra-key terminals): the extra keys in one, the named keys in another; fewer, and all
-/// stay in the main component. The masks of the separated layout equal the reference along
-/// random walks over a vocabulary of key pieces (escaped characters, quotes, prefixes of names).
+/// Literal strings in lexer components of their own (`dwac_grammar::schema::LITERAL_COMPONENTS`):
+/// named keys in one, string constants in another, extra keys and free strings in the main one.
+/// The masks equal the reference along random walks over a vocabulary of key pieces (escaped
+/// characters, quotes, prefixes of names).
 #[test]
-fn separated_key_components() {
-    use dwac_grammar::schema::{compile_schema, SEPARATE_KEYS_FROM};
-    let components = |n: usize, name: &str| -> std::collections::BTreeSet<u32> {
-        let sg = compile_schema(&objects_schema(n), &Default::default()).unwrap();
-        let extra = sg.grammar.terminals.iter().filter(|t| t.name == "KEY_ADDITIONAL").count();
-        assert_eq!(extra, n, "one extra-key terminal per object");
+fn literal_components() {
+    use dwac_grammar::schema::{compile_schema, LITERAL_COMPONENTS};
+    let sg = compile_schema(&objects_schema(), &Default::default()).unwrap();
+    let components = |name: &str| -> std::collections::BTreeSet<u32> {
         sg.grammar.terminals.iter().filter(|t| t.name == name).map(|t| t.component).collect()
     };
-    let below = SEPARATE_KEYS_FROM - 1;
-    assert_eq!(components(below, "KEY_ADDITIONAL"), [0].into());
-    assert_eq!(components(below, "KEY"), [0].into());
-    let extra = components(SEPARATE_KEYS_FROM, "KEY_ADDITIONAL");
-    let named = components(SEPARATE_KEYS_FROM, "KEY");
-    assert_eq!((extra.len(), named.len()), (1, 1), "{extra:?} {named:?}");
-    assert!(!extra.contains(&0) && !named.contains(&0) && extra != named, "{extra:?} {named:?}");
+    let extra = sg.grammar.terminals.iter().filter(|t| t.name == "KEY_ADDITIONAL").count();
+    assert_eq!(extra, 9, "one extra-key terminal per object");
+    assert_eq!(components("KEY_ADDITIONAL"), [0].into());
+    let literal: Vec<_> = LITERAL_COMPONENTS.iter().map(|name| components(name)).collect();
+    assert_eq!(literal.iter().map(|c| c.len()).collect::<Vec<_>>(), [1, 1], "{literal:?}");
+    assert!(literal.iter().all(|c| !c.contains(&0)) && literal[0] != literal[1], "{literal:?}");
 
-    let sg = compile_schema(&objects_schema(SEPARATE_KEYS_FROM + 1), &Default::default()).unwrap();
     let vocab = vocab_over(
         b"{}:,\"amnety1",
         2,
         &[
             "{\"", "\":", "\",\"", "\"name\"", "\"nam", "espace\"", "\\u006", "\\u00", "6e", "6E", "\"t\"", "pes\":1",
-            "1}",
+            "1}", "\":\"", "\"}",
         ],
     );
     let engine = Arc::new(dwac_compile::compile_engine(&sg.grammar, vocab).unwrap().0);
@@ -303,7 +301,7 @@ fn separated_key_components() {
         m.commit_bytes(text.as_bytes()).is_ok() && m.is_accepting()
     };
     assert!(accepts(r#"{"a":1,"zz":"t"}"#));
-    assert!(accepts(r#"{"\u0061":1}"#));
+    assert!(accepts(r#"{"\u0061":1,"am":"\u0074"}"#));
 }
 
 /// The JSON grammar over MaskBench valid instances with four real tokenizers (every fourth

@@ -85,40 +85,40 @@ pub fn compile_schema(schema: &Value, opts: &SchemaOptions) -> Result<SchemaGram
         b.g.add_rule(start, vec![Symbol::T(t)], None);
         b.warnings.push("the schema accepts no value".into());
     }
-    b.separate_keys();
+    b.separate_literals();
     Ok(SchemaGrammar { grammar: b.g, warnings: b.warnings, draft })
 }
 
-/// Distinct extra-key terminals (`KEY_ADDITIONAL`, one per list of names it excludes) from which
-/// object keys are lexed apart from values ([`Builder::separate_keys`]).
-pub const SEPARATE_KEYS_FROM: usize = 8;
+/// The terminals of literal strings, each kind in a lexer component of its own
+/// ([`Builder::separate_literals`]): named object keys, string constants.
+pub const LITERAL_COMPONENTS: [&str; 2] = ["KEY", "STRING_CONST"];
 
 impl<'a> Builder<'a> {
-    /// With [`SEPARATE_KEYS_FROM`] or more extra-key terminals, the key terminals leave the main
-    /// lexer component: the extra-key terminals form one component, the named keys another.
+    /// The literal strings leave the main lexer component: the object keys a schema names (`KEY`)
+    /// form one component, the string constants (`const`, `enum`: `STRING_CONST`) another.
     ///
-    /// Each object that allows extra keys has its own `KEY_ADDITIONAL` (any string but its
-    /// property names), and all of them match at every lexer state inside a key. In the main
-    /// component those states are the trie of every property name, crossed with the value
-    /// strings' terminals, and each one's automaton tells apart every LR state where any key or
-    /// string terminal has an action: with hundreds of objects, the product dominates the build
-    /// (a 500-tool schema: 30 s of determinization; 9 s with the keys apart). Few objects make
-    /// a small product, and the extra components' lexer states cost more walking than they save,
-    /// hence the threshold.
+    /// In the main component, every node of the trie of these literals is a lexer state of its
+    /// own that also carries the value strings' terminals (`STRING`, and each object's
+    /// `KEY_ADDITIONAL`), and each one's automaton tells apart every LR state where any of them
+    /// has an action: with hundreds of objects or enum values, that product dominates the build
+    /// (a 500-tool schema: 30 s of determinization with keys and constants in the main
+    /// component, 4-5 s apart). A literal component holds only the tries, whose nodes tell apart
+    /// just the states where their own literals may come, and adds few lexer states: trie nodes,
+    /// not string interiors (`tools-500`: 15,856 → 18,278). (The extra keys stay in the main component: apart, their
+    /// string interiors would be walked a second time, which costs more than it saves.)
     ///
     /// Sound as for constrained strings ([`Builder::term`]): all these terminals are JSON
     /// strings, whose lexemes end at their first unescaped quote, so none matches a strict
     /// extension of another's lexeme and no inhibition crosses the components. The grammar's
     /// language is unchanged; only the lexer's automata are split.
-    fn separate_keys(&mut self) {
-        let is = |t: &Terminal, name: &str| t.component == 0 && t.name == name;
-        let extra = self.g.terminals.iter().filter(|t| is(t, "KEY_ADDITIONAL")).count();
-        if extra < SEPARATE_KEYS_FROM {
-            return;
-        }
-        for name in ["KEY_ADDITIONAL", "KEY"] {
+    fn separate_literals(&mut self) {
+        for name in LITERAL_COMPONENTS {
+            let is = |t: &Terminal| t.component == 0 && t.name == name;
+            if !self.g.terminals.iter().any(is) {
+                continue;
+            }
             self.components += 1;
-            for t in self.g.terminals.iter_mut().filter(|t| is(t, name)) {
+            for t in self.g.terminals.iter_mut().filter(|t| is(t)) {
                 t.component = self.components;
             }
         }

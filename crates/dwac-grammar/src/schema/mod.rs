@@ -33,7 +33,7 @@ use serde_json::Value;
 
 use crate::ir::Grammar;
 
-pub use build::{compile_schema, SEPARATE_KEYS_FROM};
+pub use build::{compile_schema, LITERAL_COMPONENTS};
 pub use validate::{order_instance, order_instance_with};
 
 /// The JSON Schema dialect, from `$schema` (2020-12 when absent or unknown).
