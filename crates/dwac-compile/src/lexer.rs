@@ -56,7 +56,11 @@ pub fn build_lexer(terminals: &[Terminal], active: &[bool]) -> Result<LexerTable
         let part = shared_component(terminals, &act)?;
         total += part.0;
         if total > MAX_DFA_STATES {
-            return Err(CompileError::Budget(format!("lexer DFA exceeds {MAX_DFA_STATES} states")));
+            return Err(CompileError::Budget(format!(
+                "lexer DFA exceeds {MAX_DFA_STATES} states (reached with {} states of the lexer component of {})",
+                part.0,
+                component_terminals(terminals, &act)
+            )));
         }
         parts.push(part);
     }
@@ -479,7 +483,10 @@ fn build_component(terminals: &[Terminal], active: &[bool]) -> Result<ComponentD
             } else {
                 let id = sets.len() as u32;
                 if sets.len() >= MAX_DFA_STATES {
-                    return Err(CompileError::Budget(format!("lexer DFA exceeds {MAX_DFA_STATES} states")));
+                    return Err(CompileError::Budget(format!(
+                        "lexer DFA exceeds {MAX_DFA_STATES} states in the lexer component of {}",
+                        component_terminals(terminals, active)
+                    )));
                 }
                 index.insert(key.clone(), id);
                 sets.push(set.clone());
@@ -662,6 +669,34 @@ fn finish(
     })
 }
 
+/// What a budget error names for a component: its terminals (the first few), with the patterns
+/// of a component of one terminal (a schema's constrained string: its `also` patterns say what
+/// constrains it).
+fn component_terminals(terminals: &[Terminal], active: &[bool]) -> String {
+    let ts: Vec<&Terminal> =
+        terminals.iter().enumerate().filter(|&(i, _)| active.get(i).copied().unwrap_or(true)).map(|(_, t)| t).collect();
+    match ts.as_slice() {
+        [t] => {
+            let cut = |re: &str| -> String {
+                let mut s: String = re.chars().take(100).collect();
+                if s.len() < re.len() {
+                    s.push('…');
+                }
+                format!("/{s}/")
+            };
+            // (A schema's constrained string says what constrains it in `also`.)
+            let also: Vec<String> = t.also.iter().map(|a| cut(a)).collect();
+            let also = if also.is_empty() { String::new() } else { format!(" and {}", also.join(" and ")) };
+            format!("terminal {} {}{also}", t.name, cut(&t.regex))
+        }
+        _ => {
+            let names: Vec<&str> = ts.iter().take(4).map(|t| t.name.as_str()).collect();
+            let more = if ts.len() > 4 { format!(", … ({} terminals)", ts.len()) } else { String::new() };
+            format!("terminals {}{more}", names.join(", "))
+        }
+    }
+}
+
 fn name_look_error(e: CompileError, terminals: &[Terminal], pat_term: &[u32], _nfa: &NFA) -> CompileError {
     // Find which terminal uses look-around by compiling each alone.
     if let CompileError::Regex { message, .. } = &e {
@@ -680,6 +715,16 @@ fn name_look_error(e: CompileError, terminals: &[Terminal], pat_term: &[u32], _n
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A component past the DFA budget is refused with an error naming its terminal and pattern
+    /// (`[ab]*a[ab]{18}`: the subset construction needs 2^19 states).
+    #[test]
+    fn budget_error_names_the_component() {
+        let ts = [Terminal::new("X", "x"), Terminal { component: 1, ..Terminal::new("BIG", "[ab]*a[ab]{18}") }];
+        let e = build_lexer(&ts, &[true, true]).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.contains(&format!("exceeds {MAX_DFA_STATES} states")), "{e}");
+        assert!(e.contains("terminal BIG /[ab]*a[ab]{18}/"), "{e}");
+    }
 
     /// A component taken from the process's cache is the one the build gives, with this
     /// grammar's terminal ids in its accept sets.
