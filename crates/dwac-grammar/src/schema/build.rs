@@ -89,8 +89,10 @@ pub fn compile_schema(schema: &Value, opts: &SchemaOptions) -> Result<SchemaGram
     Ok(SchemaGrammar { grammar: b.g, warnings: b.warnings, draft })
 }
 
-/// The terminals of literal strings, each kind in a lexer component of its own
-/// ([`Builder::separate_literals`]): named object keys, string constants.
+/// The terminals of literal strings, each kind in a lexer component of its own: named object
+/// keys, string constants (`enum`, `const`). Apart from the free strings, a literal trie's lexer
+/// states tell apart only the LR states where their own literals may come (ARCHITECTURE.md,
+/// "Where the large schemas' time went").
 pub const LITERAL_COMPONENTS: [&str; 2] = ["KEY", "STRING_CONST"];
 
 impl<'a> Builder<'a> {
