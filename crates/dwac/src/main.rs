@@ -26,10 +26,10 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
 /// Keep memory that is freed for the process's life instead of returning it to the OS a second
-/// later (mimalloc 3's default delay). The compiler frees and takes again hundreds of megabytes between lexer states; purged,
-/// each page comes back as a zeroed page fault (`tools-500`: 35,000 minor faults, 1.1-1.7 s of
-/// system time, 10% of the compile; kept: 800 faults, peak RSS 2-4% higher). A short-lived
-/// batch process loses nothing by keeping it.
+/// later (mimalloc 3's default delay). The compiler frees and takes again hundreds of megabytes
+/// between lexer states; purged, each page comes back as a zeroed page fault (`tools-500`:
+/// 20,000-35,000 minor faults, 1.1-2.5 s of system time, about 10% of the compile; kept: 800
+/// faults, peak RSS 2-4% higher). A short-lived batch process loses nothing by keeping it.
 fn keep_freed_memory() {
     // SAFETY: sets an integer option of the allocator, first thing in `main` (before any other
     // thread exists); it changes only when freed memory is returned to the OS.

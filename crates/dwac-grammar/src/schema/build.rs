@@ -106,8 +106,9 @@ impl<'a> Builder<'a> {
     /// (a 500-tool schema: 30 s of determinization with keys and constants in the main
     /// component, 4-5 s apart). A literal component holds only the tries, whose nodes tell apart
     /// just the states where their own literals may come, and adds few lexer states: trie nodes,
-    /// not string interiors (`tools-500`: 15,856 → 18,278). (The extra keys stay in the main component: apart, their
-    /// string interiors would be walked a second time, which costs more than it saves.)
+    /// not string interiors (`tools-500`: 15,856 → 18,278). (The extra keys stay in the main
+    /// component: apart, their string interiors would be walked a second time, which costs more
+    /// than it saves.)
     ///
     /// Sound as for constrained strings ([`Builder::term`]): all these terminals are JSON
     /// strings, whose lexemes end at their first unescaped quote, so none matches a strict
