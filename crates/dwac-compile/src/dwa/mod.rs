@@ -45,9 +45,10 @@ use crate::CompileError;
 use assemble::Assembler;
 use compose::{Composer, Step};
 use determinize::Determinizer;
+use dwac_runtime::trie::Trie;
 use sets::SetPool;
 use templates::Lr;
-use terminal_dwa::{Prewalker, Prewalks, Walker};
+use terminal_dwa::{Prewalker, Prewalks, TrieIndex, Walker};
 use walking::{shared_trie, walk_states, Kills, Walked};
 
 /// Limits of one mask-table build.
@@ -118,6 +119,17 @@ pub struct MaskStats {
     pub stages_ms: Vec<(&'static str, f64)>,
 }
 
+/// A vocabulary's trie and its index, made ahead of [`build_mask_tables_prepared`].
+pub struct PreparedVocabulary(Arc<Trie>, Arc<TrieIndex>);
+
+/// `vocab`'s trie and index (from the process's cache, or built into it): what the Parser DWA
+/// build walks. It needs no grammar, so a caller may make it on another thread while the
+/// grammar's tables are built.
+pub fn prepare_vocabulary(vocab: &Vocabulary) -> PreparedVocabulary {
+    let (trie, index) = shared_trie(vocab);
+    PreparedVocabulary(trie, index)
+}
+
 /// Build the mask tables of `tables` for `vocab`.
 pub fn build_mask_tables(
     tables: &GrammarTables,
@@ -140,10 +152,23 @@ pub fn build_mask_tables_with_progress(
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<(MaskTables, MaskStats), CompileError> {
     let t0 = Instant::now();
+    let prepared = prepare_vocabulary(vocab);
+    build_mask_tables_prepared(tables, vocab, prepared, opts, progress, t0)
+}
+
+/// [`build_mask_tables_with_progress`] with `vocab`'s trie made beforehand
+/// ([`prepare_vocabulary`]; the `trie` stage is then about 0); the build time counts from `t0`.
+pub fn build_mask_tables_prepared(
+    tables: &GrammarTables,
+    vocab: &Vocabulary,
+    PreparedVocabulary(trie, trie_index): PreparedVocabulary,
+    opts: &MaskOptions,
+    progress: &mut dyn FnMut(u64, u64),
+    t0: Instant,
+) -> Result<(MaskTables, MaskStats), CompileError> {
     let mut stages = Stages::new();
     let lex = &tables.lexer;
     let n_tokens = vocab.len() as u32;
-    let (trie, trie_index) = shared_trie(vocab);
     let trie = &*trie;
     stages.lap("trie");
     let comp = Composer::new(Lr::new(&tables.lr));
