@@ -570,6 +570,43 @@ fn terminal_dwa_equals_direct_lexing_on_counters() {
     assert!(shared > 300, "only {shared} states shared or derived");
 }
 
+/// Live heights (`terminal_dwa::live`): the states of an RFC 3339 `time` string remember the
+/// hour and minute until the offset (a leap second is valid only at 23:59 UTC), so no two of
+/// them are equivalent to the height of a vocabulary with long tokens after `\`; but those
+/// tokens die within a few bytes, and the walker keys each state by what its walks read. The
+/// classes still equal direct lexing for every (state, token) pair, with most states taking an
+/// equivalent state's classes (no bases: every other state is walked in full).
+#[test]
+fn live_heights_share_format_states() {
+    let tables = tables_of(SourceKind::JsonSchema, r#"{"type": "string", "format": "time"}"#);
+    let vocab = vocab_over(
+        b"0123456789:+-.Zz\"\\u",
+        1,
+        &[
+            "\\u003",
+            "\\u0036",
+            "\\u00",
+            "\\u0032\\u0033",
+            "\\\\\\\\\\\\\\\\",
+            "\\\"\\\"\\\"\\\"",
+            "\\n\\n\\n\\n\\n\\n",
+            "23:59:60Z\"",
+            "01:29:60+01:30\"",
+            "12",
+            ":60",
+            "60.5Z\"",
+            "+01:30\"",
+            "\"\"\"\"\"\"\"\"",
+        ],
+    );
+    let states = boundary_states(&tables.lexer).count();
+    assert!(states > 5000, "{states} boundary states: not the exact leap-second lexer");
+    let (pairs, lexed, equivalent) = check_terminal_dwa("time", &tables, &vocab, usize::MAX);
+    println!("time: {states} states, {pairs} pairs, {lexed} with lexings, {equivalent} states equivalent");
+    assert!(lexed > 50_000, "{lexed} pairs with lexings");
+    assert!(equivalent * 10 > states * 9, "only {equivalent} of {states} states equivalent");
+}
+
 /// Bounded-horizon equivalence against its definition: `x ≡_d y` iff every byte string of
 /// length at most `d` leads both to dead, or both to live states with the same start flag,
 /// accept list and `Next⁺`; and `inhibitor_free(x, d)` iff no state within `d` bytes of `x`

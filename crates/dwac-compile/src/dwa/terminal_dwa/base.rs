@@ -144,7 +144,8 @@ impl<'a> Walker<'a> {
     /// (see [`Self::equivalent_branches`]); any other entry by itself.
     pub(super) fn entry_keys(&self, entry: &[u32]) -> Vec<u64> {
         let root = self.trie.children(0);
-        entry.iter().zip(root).map(|(&e, &(_, child))| self.entry_key(e, child)).collect()
+        let mut live = self.live.borrow_mut();
+        entry.iter().zip(root).map(|(&e, &(_, child))| self.entry_key_with(&mut live, e, child)).collect()
     }
 
     /// The key of entering the trie's node `child` (of height `h`) with the one fresh branch
@@ -153,9 +154,13 @@ impl<'a> Walker<'a> {
     /// nothing else in the lists), else `e` itself. [`ENTRY_DEAD`] and [`ENTRY_WALK`] are
     /// keyed as themselves.
     pub(super) fn entry_key(&self, e: u32, child: u32) -> u64 {
+        self.entry_key_with(&mut self.live.borrow_mut(), e, child)
+    }
+
+    fn entry_key_with(&self, live: &mut LiveHeights, e: u32, child: u32) -> u64 {
         match e {
             ENTRY_DEAD | ENTRY_WALK => e as u64,
-            _ => live_entry_key(&self.horizon, &self.index, e, child),
+            _ => live_entry_key((self.lex, self.trie, &self.index, &self.horizon), live, e, child),
         }
     }
 

@@ -27,6 +27,7 @@ mod base;
 mod closure;
 mod index;
 mod kill;
+mod live;
 mod prewalk;
 mod step;
 mod tokens;
@@ -36,6 +37,7 @@ mod walk;
 use base::*;
 use closure::*;
 use kill::KillCache;
+use live::LiveHeights;
 use prewalk::{live_entry_key, PREWALK_FROM};
 use step::*;
 use walk::*;
@@ -139,6 +141,8 @@ pub struct Walker<'a> {
     pub closure_hits: usize,
     /// Walk subtrees through closures ([`Walker::closure_walk`]); off: always walk them.
     closure_walks: bool,
+    /// How far below a root child each walk entered at a lexer state reads ([`LiveHeights`]).
+    live: std::cell::RefCell<LiveHeights>,
 }
 
 /// A lexer state's classes (signature set id, tokens) and UNDECIDED tokens.
@@ -206,6 +210,7 @@ impl<'a> Walker<'a> {
             closure_memo: FastMap::default(),
             closure_hits: 0,
             closure_walks: true,
+            live: Default::default(),
         }
     }
 
@@ -356,18 +361,28 @@ impl<'a> Walker<'a> {
     /// key have the same classes and UNDECIDED tokens (by the argument of
     /// `Walker::equivalent_branches` at the root). Outside `q0` a token has a lexing only if
     /// the DFA steps on its first byte (a lexeme is emitted on entering an accepting state, not
-    /// on leaving it), so `h` is one more than the highest subtree below such a byte (a state
-    /// inside a multi-byte UTF-8 character lexes only the short tokens that start with a
-    /// continuation byte); at `q0`, the trie's height. Equivalent states compute the same `h`
-    /// (`≡_1` tells which bytes are dead).
+    /// on leaving it), so `h` is one more than the most bytes the walk reads below such a byte
+    /// (a state inside a multi-byte UTF-8 character lexes only the short tokens that start with
+    /// a continuation byte): the subtree's height, or less when the first byte only moves the
+    /// lexer on ([`LiveHeights`]); at `q0`, the trie's height. Equivalent states compute the
+    /// same `h` (`≡_1` tells which bytes are dead, and `≡_h` what the walks below read).
     pub fn block(&self, q: u32) -> Option<u64> {
         let lex = self.lex;
         let h = if q != lex.start {
+            // Per live first byte: one more than what the walk below reads ([`LiveHeights`]
+            // for a byte that only moves the lexer on; the subtree's height otherwise).
+            let mut live = self.live.borrow_mut();
             let children = self.trie.children(0);
             children
                 .iter()
-                .filter(|&&(b, _)| lex.step(q, b) != DEAD)
-                .map(|&(_, c)| self.index.height[c as usize] + 1)
+                .filter_map(|&(b, c)| match lex.step(q, b) {
+                    DEAD => None,
+                    q2 => Some(match step_action(lex, q2) {
+                        ACT_SKIP => 1,
+                        ACT_LEAVE => self.index.height[c as usize] + 1,
+                        q2 => live.get(lex, self.trie, &self.index, q2, c) + 1,
+                    }),
+                })
                 .max()
                 .unwrap_or(0)
         } else {

@@ -134,11 +134,21 @@ pub struct Prewalker<'a> {
     /// Scratch for [`Prewalker::record`]: per lexer state, its number in the walk being
     /// recorded (all `u32::MAX` between walks).
     cs_of: Vec<u32>,
+    /// As the walker's (the same keys).
+    live: LiveHeights,
 }
 
 impl<'a> Prewalker<'a> {
     pub fn new(lex: &'a LexerTables, trie: &'a Trie, index: Arc<TrieIndex>, horizon: Arc<Horizon>) -> Prewalker<'a> {
-        Prewalker { lex, trie, index, horizon, step_rows: StepRows::new(lex), cs_of: Vec::new() }
+        Prewalker {
+            lex,
+            trie,
+            index,
+            horizon,
+            step_rows: StepRows::new(lex),
+            cs_of: Vec::new(),
+            live: LiveHeights::default(),
+        }
     }
 
     /// Record one subtree walk the walker will need soon and no one has walked; false if there
@@ -174,7 +184,8 @@ impl<'a> Prewalker<'a> {
                             continue;
                         }
                         let Some(e) = fresh_entry(lex, q, b) else { continue };
-                        let key = (child, live_entry_key(&self.horizon, &self.index, e, child));
+                        let parts = (lex, self.trie, &*self.index, &*self.horizon);
+                        let key = (child, live_entry_key(parts, &mut self.live, e, child));
                         if let std::collections::hash_map::Entry::Vacant(v) = sh.slots.entry(key) {
                             v.insert(Slot::Helper);
                             found = Some((key, e, q));
@@ -258,11 +269,20 @@ fn fresh_entry(lex: &LexerTables, q: u32, b: u8) -> Option<u32> {
     }
 }
 
-/// [`Walker::entry_key`] of a live entry state `e`.
-pub(super) fn live_entry_key(horizon: &Horizon, index: &TrieIndex, e: u32, child: u32) -> u64 {
+/// [`Walker::entry_key`] of a live entry state `e`: its block of `≡_d` when no inhibitor is
+/// created within `d` bytes, where `d` is the bytes the walk below `child` reads (the child's
+/// height, or less: [`LiveHeights`]); the tag above the block id tells the levels apart.
+pub(super) fn live_entry_key(
+    (lex, trie, index, horizon): (&LexerTables, &Trie, &TrieIndex, &Horizon),
+    live: &mut LiveHeights,
+    e: u32,
+    child: u32,
+) -> u64 {
     let h = index.height[child as usize];
-    match horizon.block_at(e, h).filter(|_| horizon.inhibitor_free(e, h)) {
-        Some(block) => 1 << 32 | block as u64,
+    let d = live.get(lex, trie, index, e, child);
+    match horizon.block_at(e, d).filter(|_| horizon.inhibitor_free(e, d)) {
+        Some(block) if d == h => 1 << 32 | block as u64,
+        Some(block) => (3 + d as u64) << 32 | block as u64,
         None => 2 << 32 | e as u64,
     }
 }

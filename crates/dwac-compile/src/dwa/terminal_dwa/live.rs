@@ -1,0 +1,79 @@
+//! Live heights: how far below a trie node a walk entered with one fresh branch actually reads.
+//!
+//! A subtree of height `h` entered at lexer state `e` yields the same lexings from every state
+//! `≡_h` to `e` ([`Horizon`]), which is how [`Walker::root_memo`] and [`Walker::block`] share
+//! walks between lexer states. But `≡_h` compares every byte string of length `h`, while the walk
+//! reads only the strings the trie has. Inside a format string most of the vocabulary dies on the
+//! first byte or two: from the states of an RFC 3339 `time` before its seconds, which remember
+//! the hour and minute (a leap second is valid only at 23:59 UTC, so the offset that may follow
+//! depends on them), the tokens below `\` read at most `\u003` before they die, and those states
+//! are all alike that far, although no two of them are `≡_h` for the `\` subtree's height.
+//!
+//! [`live_height`] finds `L`, the deepest node below the child (at depth 0) that the walk reaches
+//! with its branch still moving the lexer on, and returns `min(h, L + 1)` when no byte on the way
+//! does more than that ([`step_action`] neither accepts a lexeme nor goes back to the start).
+//! Then the walk below, from `e`, is [`Walker::walk_single`] alone: at each node it records the
+//! node's tokens with `e`'s branch's lookahead class there, and steps each child byte to a state
+//! that moves on, or to none. Both are read off the successors' level-0 facts (dead, start, accept
+//! list, `Next⁺`), and every node at depth `L + 1` is dead. A state `y ≡_{L+1} e` therefore
+//! reaches the same nodes alive, in states of the same classes, and dies at the same nodes
+//! below (dead states stay dead): the walk yields the same (token, signature) pairs. So the
+//! subtree can be keyed by `e`'s block of `≡_{min(h, L+1)}` instead of `≡_h`.
+//!
+//! The search visits at most [`LIVE_BUDGET`] edges; past it (a free string, where the whole
+//! subtree is alive), the height is `h`, as before. The answer depends on `(e, child)` alone, so
+//! the walker and the prewalking thread each keep their own memo and agree.
+
+use super::*;
+
+/// Trie edges [`live_height`] examines before it settles for the subtree's height.
+pub(super) const LIVE_BUDGET: u32 = 1024;
+
+/// [`live_height`] per `(entry state, trie node)`.
+#[derive(Default)]
+pub(super) struct LiveHeights {
+    memo: FastMap<(u32, u32), u32>,
+    stack: Vec<(u32, u32, u32)>,
+}
+
+impl LiveHeights {
+    /// The bytes a walk of `child`'s subtree entered at `e` with one fresh branch reads past
+    /// `child`: `min(h, L + 1)` as the module explains, or the subtree's height `h`.
+    pub(super) fn get(&mut self, lex: &LexerTables, trie: &Trie, index: &TrieIndex, e: u32, child: u32) -> u32 {
+        let h = index.height[child as usize];
+        if h <= 1 || e == lex.start {
+            return h;
+        }
+        if let Some(&l) = self.memo.get(&(e, child)) {
+            return l;
+        }
+        let l = self.search(lex, trie, e, child, h);
+        self.memo.insert((e, child), l);
+        l
+    }
+
+    fn search(&mut self, lex: &LexerTables, trie: &Trie, e: u32, child: u32, h: u32) -> u32 {
+        let stack = &mut self.stack;
+        stack.clear();
+        stack.push((child, e, 0));
+        let (mut deepest, mut budget) = (0, LIVE_BUDGET);
+        while let Some((node, q, depth)) = stack.pop() {
+            deepest = deepest.max(depth);
+            if deepest + 1 >= h {
+                return h;
+            }
+            for &(b, c) in trie.children(node) {
+                budget = match budget.checked_sub(1) {
+                    Some(b) => b,
+                    None => return h,
+                };
+                match step_action(lex, lex.step(q, b)) {
+                    ACT_SKIP => {}
+                    ACT_LEAVE => return h,
+                    q2 => stack.push((c, q2, depth + 1)),
+                }
+            }
+        }
+        (deepest + 1).min(h)
+    }
+}
