@@ -143,7 +143,25 @@ pub struct Walker<'a> {
     closure_walks: bool,
     /// How far below a root child each walk entered at a lexer state reads ([`LiveHeights`]).
     live: std::cell::RefCell<LiveHeights>,
+    /// The root's children by the lexer's byte class of their byte, the tallest class first.
+    root_by_class: Arc<[RootClass]>,
+    /// Per lexer state: [`Walker::block`], [`BLOCK_NONE`] or [`BLOCK_UNKNOWN`].
+    block_memo: std::cell::RefCell<Vec<u64>>,
 }
+
+/// The root's children whose bytes are in one byte class of the lexer (every state steps them
+/// alike): their indices, tallest first, and the tallest one's height.
+struct RootClass {
+    class: u8,
+    height: u32,
+    children: Vec<u32>,
+}
+
+/// [`Walker::block_memo`]: not computed yet.
+const BLOCK_UNKNOWN: u64 = u64::MAX;
+
+/// [`Walker::block_memo`]: the state has no block (an inhibitor within its height).
+const BLOCK_NONE: u64 = u64::MAX - 1;
 
 /// A lexer state's classes (signature set id, tokens) and UNDECIDED tokens.
 type StateClasses = (Vec<(u32, Tokens)>, Vec<u32>);
@@ -172,6 +190,21 @@ impl<'a> Walker<'a> {
         horizon: Arc<Horizon>,
     ) -> Walker<'a> {
         let root_len = trie.children(0).iter().map(|&(_, c)| index.subtree_len[c as usize] as usize).collect();
+        let root = trie.children(0);
+        let height_of = |i: u32| index.height[root[i as usize].1 as usize];
+        let mut root_by_class: Vec<RootClass> = Vec::new();
+        for (i, &(b, _)) in root.iter().enumerate() {
+            let class = lex.byte_class[b as usize];
+            match root_by_class.iter_mut().find(|g| g.class == class) {
+                Some(g) => g.children.push(i as u32),
+                None => root_by_class.push(RootClass { class, height: 0, children: vec![i as u32] }),
+            }
+        }
+        for g in &mut root_by_class {
+            g.children.sort_by_key(|&i| std::cmp::Reverse(height_of(i)));
+            g.height = height_of(g.children[0]);
+        }
+        root_by_class.sort_by_key(|g| std::cmp::Reverse(g.height));
         Walker {
             lex,
             trie,
@@ -211,6 +244,8 @@ impl<'a> Walker<'a> {
             closure_hits: 0,
             closure_walks: true,
             live: Default::default(),
+            root_by_class: root_by_class.into(),
+            block_memo: std::cell::RefCell::new(vec![BLOCK_UNKNOWN; lex.num_states as usize]),
         }
     }
 
@@ -367,29 +402,54 @@ impl<'a> Walker<'a> {
     /// lexer on ([`LiveHeights`]); at `q0`, the trie's height. Equivalent states compute the
     /// same `h` (`≡_1` tells which bytes are dead, and `≡_h` what the walks below read).
     pub fn block(&self, q: u32) -> Option<u64> {
+        let memo = self.block_memo.borrow().get(q as usize).copied();
+        if let Some(k) = memo.filter(|&k| k != BLOCK_UNKNOWN) {
+            return (k != BLOCK_NONE).then_some(k);
+        }
         let lex = self.lex;
         let h = if q != lex.start {
             // Per live first byte: one more than what the walk below reads ([`LiveHeights`]
-            // for a byte that only moves the lexer on; the subtree's height otherwise).
+            // for a byte that only moves the lexer on; the subtree's height otherwise). The
+            // children by height, tallest first: none past one no taller than the maximum so
+            // far can raise it.
             let mut live = self.live.borrow_mut();
             let children = self.trie.children(0);
-            children
-                .iter()
-                .filter_map(|&(b, c)| match lex.step(q, b) {
-                    DEAD => None,
-                    q2 => Some(match step_action(lex, q2) {
-                        ACT_SKIP => 1,
-                        ACT_LEAVE => self.index.height[c as usize] + 1,
-                        q2 => live.get(lex, self.trie, &self.index, q2, c) + 1,
-                    }),
-                })
-                .max()
-                .unwrap_or(0)
+            let mut h = 0;
+            for group in self.root_by_class.iter() {
+                if group.height < h {
+                    break;
+                }
+                let q2 = lex.trans.get(q as usize * lex.num_classes as usize + group.class as usize);
+                if q2 == DEAD {
+                    continue;
+                }
+                match step_action(lex, q2) {
+                    ACT_SKIP => h = h.max(1),
+                    ACT_LEAVE => h = h.max(group.height + 1),
+                    q2 => {
+                        for &i in group.children.iter() {
+                            let c = children[i as usize].1;
+                            if self.index.height[c as usize] < h {
+                                break;
+                            }
+                            h = h.max(live.get(lex, self.trie, &self.index, q2, c) + 1);
+                        }
+                    }
+                }
+            }
+            h
         } else {
             self.index.height[0]
         };
-        let block = self.horizon.block_at(q, h).filter(|_| self.horizon.inhibitor_free(q, h))?;
-        Some((h as u64) << 32 | block as u64)
+        let key = self
+            .horizon
+            .block_at(q, h)
+            .filter(|_| self.horizon.inhibitor_free(q, h))
+            .map(|block| (h as u64) << 32 | block as u64);
+        if let Some(m) = self.block_memo.borrow_mut().get_mut(q as usize) {
+            *m = key.unwrap_or(BLOCK_NONE);
+        }
+        key
     }
 
     /// Classes as (signature set id, tokens) → [`TokenClass`]es.
