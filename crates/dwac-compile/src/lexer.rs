@@ -54,43 +54,66 @@ pub fn build_lexer(terminals: &[Terminal], active: &[bool]) -> Result<LexerTable
     for &c in &comps {
         let act: Vec<bool> = (0..nt).map(|i| is_active(i) && terminals[i].component == c).collect();
         let part = shared_component(terminals, &act)?;
-        total += part.0;
+        total += part.n;
         if total > MAX_DFA_STATES {
             return Err(CompileError::Budget(format!(
                 "lexer DFA exceeds {MAX_DFA_STATES} states (reached with {} states of the lexer component of {})",
-                part.0,
+                part.n,
                 component_terminals(terminals, &act)
             )));
         }
         parts.push(part);
     }
-    // Merge: component 0 keeps its numbering (its start is q0); the others follow.
-    let mut mtrans: Vec<u32> = Vec::with_capacity(total * 256);
+    // Merge: component 0 keeps its numbering (its start is q0); the others follow. The merged
+    // table is laid out over the classes of bytes that every component treats alike (each
+    // component's own classes, refined by the others'), numbered in order of their smallest byte.
+    let mut joint_of: FastMap<Vec<u16>, u16> = FastMap::default();
+    let mut joint = [0u16; 256];
+    let mut joint_rep: Vec<usize> = Vec::new();
+    for (b, j) in joint.iter_mut().enumerate() {
+        let key: Vec<u16> = parts.iter().map(|p| p.class[b]).collect();
+        let next = joint_rep.len() as u16;
+        *j = *joint_of.entry(key).or_insert_with(|| {
+            joint_rep.push(b);
+            next
+        });
+    }
+    let kj = joint_rep.len();
+    let mut mtrans: Vec<u32> = Vec::with_capacity(total * kj);
     let mut maccs: Vec<Vec<u32>> = Vec::with_capacity(total);
     let mut bases = Vec::new();
-    for (n, trans, accs) in &parts {
+    for part in &parts {
         let base = maccs.len() as u32;
         bases.push(base);
-        mtrans.extend(trans.iter().map(|&t| if t == DEAD { DEAD } else { t + base }));
-        maccs.extend(accs.iter().cloned());
-        debug_assert_eq!(trans.len(), n * 256);
+        let cols: Vec<usize> = joint_rep.iter().map(|&b| part.class[b] as usize).collect();
+        for row in part.trans.chunks_exact(part.k) {
+            mtrans.extend(cols.iter().map(|&c| if row[c] == DEAD { DEAD } else { row[c] + base }));
+        }
+        maccs.extend(part.accs.iter().cloned());
+        debug_assert_eq!(part.trans.len(), part.n * part.k);
     }
     let m = maccs.len();
     let mut fork_lists: Vec<Vec<u32>> = vec![Vec::new(); 256];
-    for (ci, base) in bases.iter().enumerate().skip(1) {
+    for base in bases.iter().skip(1) {
         for (b, list) in fork_lists.iter_mut().enumerate() {
-            let t = mtrans[*base as usize * 256 + b];
+            let t = mtrans[*base as usize * kj + joint[b] as usize];
             if t != DEAD {
                 list.push(t);
             }
         }
-        let _ = ci;
     }
-    finish(terminals, words, m, mtrans, maccs, fork_lists)
+    finish(terminals, words, m, (mtrans, &joint, kj), maccs, fork_lists)
 }
 
-/// One component's DFA: (states, transitions `[q·256+b]`, accept sets), start state 0.
-type ComponentDfa = (usize, Vec<u32>, Vec<Vec<u32>>);
+/// One component's DFA over classes of bytes it treats alike: `n` states (start 0), each
+/// byte's class (`class[b]`, of `k`), transitions by class (`trans[q·k+c]`), accept sets.
+struct ComponentDfa {
+    n: usize,
+    class: Vec<u16>,
+    k: usize,
+    trans: Vec<u32>,
+    accs: Vec<Vec<u32>>,
+}
 
 /// What a component's DFA depends on: per active terminal, in id order, its patterns and
 /// whether it is lazy (nothing else of a terminal enters [`build_component`]).
@@ -101,24 +124,14 @@ type ComponentKey = Vec<(String, Vec<String>, Vec<String>, bool)>;
 const COMPONENT_CACHE: usize = 32;
 const COMPONENT_CACHE_WORDS: usize = 8 << 20;
 
-/// A cached component: states, its bytes' classes and the transitions by class (`[q·k+c]`),
-/// accept sets by position among the component's terminals.
-struct CachedComponent {
-    n: usize,
-    class: Vec<u16>,
-    k: usize,
-    trans: Vec<u32>,
-    accs: Vec<Vec<u32>>,
-}
-
 /// [`build_component`], through a cache kept for the process: a component with the same
 /// patterns as one built before (the string formats of JSON Schema, `date-time` above all,
 /// recur from schema to schema) is copied rather than built again, its accept sets renamed to
-/// this grammar's terminal ids. The key holds the patterns themselves (compared in full), so a
-/// hit is the DFA the build would give, and the tables do not depend on what the process
-/// compiled before.
+/// this grammar's terminal ids (the cache keeps them by position among the component's
+/// terminals). The key holds the patterns themselves (compared in full), so a hit is the DFA
+/// the build would give, and the tables do not depend on what the process compiled before.
 fn shared_component(terminals: &[Terminal], active: &[bool]) -> Result<ComponentDfa, CompileError> {
-    type Entry = (ComponentKey, CachedComponent);
+    type Entry = (ComponentKey, ComponentDfa);
     static CACHE: std::sync::Mutex<Vec<Entry>> = std::sync::Mutex::new(Vec::new());
     let ids: Vec<u32> =
         (0..terminals.len() as u32).filter(|&i| active.get(i as usize).copied().unwrap_or(true)).collect();
@@ -134,28 +147,17 @@ fn shared_component(terminals: &[Terminal], active: &[bool]) -> Result<Component
         if let Some(at) = cache.iter().position(|(k, _)| *k == key) {
             let entry = cache.remove(at);
             let c = &entry.1;
-            let mut trans = Vec::with_capacity(c.n * 256);
-            for row in c.trans.chunks_exact(c.k) {
-                trans.extend(c.class.iter().map(|&x| row[x as usize]));
-            }
             let accs = c.accs.iter().map(|a| a.iter().map(|&p| ids[p as usize]).collect()).collect();
-            let n = c.n;
+            let part = ComponentDfa { n: c.n, class: c.class.clone(), k: c.k, trans: c.trans.clone(), accs };
             cache.insert(0, entry);
-            return Ok((n, trans, accs));
+            return Ok(part);
         }
     }
     let part = build_component(terminals, active)?;
-    let (n, trans, accs) = &part;
-    let (class, k) = crate::minimize::byte_classes(*n, trans);
-    let mut rep = vec![0usize; k];
-    for b in (0..256).rev() {
-        rep[class[b] as usize] = b;
-    }
-    let by_class: Vec<u32> = trans.chunks_exact(256).flat_map(|row| rep.iter().map(move |&b| row[b])).collect();
     // (Every accepted terminal is one of the component's: `build_component` reads no other.)
     let position = |t: u32| ids.binary_search(&t).map_or(u32::MAX, |p| p as u32);
-    let accs = accs.iter().map(|a| a.iter().map(|&t| position(t)).collect()).collect();
-    let cached = CachedComponent { n: *n, class, k, trans: by_class, accs };
+    let accs = part.accs.iter().map(|a| a.iter().map(|&t| position(t)).collect()).collect();
+    let cached = ComponentDfa { n: part.n, class: part.class.clone(), k: part.k, trans: part.trans.clone(), accs };
     let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
     if !cache.iter().any(|(k, _)| *k == key) {
         cache.insert(0, (key, cached));
@@ -526,26 +528,26 @@ fn build_component(terminals: &[Terminal], active: &[bool]) -> Result<ComponentD
         }
     }
     let m = reps.len();
-    let mut mtrans = vec![DEAD; m * 256];
+    let mut mtrans = Vec::with_capacity(m * k);
     let mut maccs: Vec<Vec<u32>> = Vec::with_capacity(m);
-    for (i, &q) in reps.iter().enumerate() {
+    for &q in &reps {
         let row = &trans[q * k..q * k + k];
-        for (b, out) in mtrans[i * 256..i * 256 + 256].iter_mut().enumerate() {
-            let t = row[class_of[b] as usize];
-            *out = if t == DEAD { DEAD } else { order[block[t as usize] as usize] };
-        }
+        mtrans.extend(row.iter().map(|&t| if t == DEAD { DEAD } else { order[block[t as usize] as usize] }));
         maccs.push(accs[q].clone());
     }
-
-    Ok((m, mtrans, maccs))
+    Ok(ComponentDfa { n: m, class: class_of.to_vec(), k, trans: mtrans, accs: maccs })
 }
 
 /// Next⁺, dead-state pruning and the table layout over the merged components.
+///
+/// `mtrans` is laid out over `k` classes of bytes (`mtrans[q·k+joint[b]]`) that every state
+/// treats alike; the tables' own byte classes are the coarsest such (equal columns), computed
+/// after pruning.
 fn finish(
     terminals: &[Terminal],
     words: usize,
     m: usize,
-    mut mtrans: Vec<u32>,
+    (mut mtrans, joint, k): (Vec<u32>, &[u16; 256], usize),
     maccs: Vec<Vec<u32>>,
     mut fork_lists: Vec<Vec<u32>>,
 ) -> Result<LexerTables, CompileError> {
@@ -553,7 +555,7 @@ fn finish(
     // Next⁺ by fixpoint over successors (each state's distinct successors, listed once).
     let succ: Vec<Vec<u32>> = (0..m)
         .map(|q| {
-            let mut v: Vec<u32> = mtrans[q * 256..q * 256 + 256].iter().copied().filter(|&t| t != DEAD).collect();
+            let mut v: Vec<u32> = mtrans[q * k..q * k + k].iter().copied().filter(|&t| t != DEAD).collect();
             if q == 0 {
                 v.extend(fork_lists.iter().flatten().copied());
             }
@@ -629,15 +631,18 @@ fn finish(
         })
         .collect();
     let priority = terminals.iter().map(|t| t.priority).collect();
-    // Stored by byte class: one column per class of bytes every state treats alike.
-    let (class, k) = crate::minimize::byte_classes(m, &mtrans);
-    let mut reps = vec![0usize; k];
-    for b in (0..256).rev() {
-        reps[class[b] as usize] = b;
+    // Stored by byte class: one column per class of bytes every state treats alike (equal
+    // columns of `mtrans`, numbered in order of their smallest byte, which is the order of
+    // their first column: the columns are numbered by their smallest byte too).
+    let (col_class, kc) = crate::minimize::column_classes(m, k, &mtrans);
+    let mut reps = vec![0usize; kc];
+    for c in (0..k).rev() {
+        reps[col_class[c] as usize] = c;
     }
     let trans: Vec<u32> =
-        (0..m).flat_map(|q| reps.iter().map(move |&b| (q, b))).map(|(q, b)| mtrans[q * 256 + b]).collect();
-    let (byte_class, num_classes): (Vec<u8>, u32) = (class.iter().map(|&c| c as u8).collect(), k as u32);
+        (0..m).flat_map(|q| reps.iter().map(move |&c| (q, c))).map(|(q, c)| mtrans[q * k + c]).collect();
+    let byte_class: Vec<u8> = joint.iter().map(|&j| col_class[j as usize] as u8).collect();
+    let num_classes = kc as u32;
     // Next⁺ rows interned, numbered in order of first use (deterministic).
     let (mut rows, mut row_of, mut next_plus_row) = (Vec::new(), HashMap::new(), Vec::with_capacity(m));
     for q in 0..m {

@@ -9,29 +9,36 @@ use dwac_runtime::DEAD;
 /// Partition `0..256` into classes of bytes that every state treats alike (equal columns of
 /// the transition table), numbered in order of their smallest byte.
 pub(crate) fn byte_classes(n: usize, trans: &[u32]) -> (Vec<u16>, usize) {
+    column_classes(n, 256, trans)
+}
+
+/// Partition the `k` columns of `trans` (`trans[q*k+c]`, `n` rows) into classes of equal
+/// columns, numbered in order of their first column.
+pub(crate) fn column_classes(n: usize, k: usize, trans: &[u32]) -> (Vec<u16>, usize) {
     // A hash of each column, built and then checked row by row (the table is stored by rows:
     // reading it by columns misses the cache on every state).
-    let mut hash = [0u64; 256];
-    for row in trans[..n * 256].chunks_exact(256) {
+    let width = k;
+    let mut hash = vec![0u64; width];
+    for row in trans[..n * width].chunks_exact(width) {
         for (h, &t) in hash.iter_mut().zip(row) {
             *h = (h.rotate_left(5) ^ t as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         }
     }
-    let mut rep = [0usize; 256];
-    for b in 0..256 {
+    let mut rep = vec![0usize; width];
+    for b in 0..width {
         rep[b] = (0..b).find(|&r| rep[r] == r && hash[r] == hash[b]).unwrap_or(b);
     }
-    let collision = trans[..n * 256].chunks_exact(256).any(|row| (0..256).any(|b| row[b] != row[rep[b]]));
+    let collision = trans[..n * width].chunks_exact(width).any(|row| (0..width).any(|b| row[b] != row[rep[b]]));
     if collision {
         // Equal hashes of unequal columns: compare the columns themselves.
-        for b in 0..256 {
-            let same = |r: usize| (0..n).all(|q| trans[q * 256 + r] == trans[q * 256 + b]);
+        for b in 0..width {
+            let same = |r: usize| (0..n).all(|q| trans[q * width + r] == trans[q * width + b]);
             rep[b] = (0..b).find(|&r| rep[r] == r && same(r)).unwrap_or(b);
         }
     }
-    let mut class = vec![0u16; 256];
+    let mut class = vec![0u16; width];
     let mut k = 0;
-    for b in 0..256 {
+    for b in 0..width {
         if rep[b] == b {
             class[b] = k as u16;
             k += 1;
