@@ -49,9 +49,9 @@ impl Horizon {
 
         // Level 0: what the walk reads at a state.
         let mut cur = vec![0u32; n];
-        let mut index: FastMap<(bool, Vec<u32>, Vec<u64>), u32> = FastMap::default();
+        let mut index: FastMap<(bool, &[u32], &[u64]), u32> = FastMap::default();
         for (x, id) in cur.iter_mut().enumerate() {
-            let key = (x as u32 == lex.start, lex.accepts(x as u32).to_vec(), lex.next_plus(x as u32).to_vec());
+            let key = (x as u32 == lex.start, lex.accepts(x as u32), lex.next_plus(x as u32));
             let next = index.len() as u32;
             *id = *index.entry(key).or_insert(next);
         }
@@ -63,12 +63,23 @@ impl Horizon {
         }
         let mut log: Vec<(u32, u32, u32)> = (0..n).map(|x| (x as u32, 0, cur[x])).collect();
 
+        // Each state's live transitions (class, target), CSR: a signature is read off them (the
+        // classes that are dead are those missing), at a few per state inside most terminals
+        // instead of one per byte class.
+        let mut live_off = vec![0u32; n + 1];
+        let mut live: Vec<(u32, u32)> = Vec::new();
+        for x in 0..n {
+            live.extend((0..k).filter_map(|c| Some((c as u32, succ(x, c))).filter(|&(_, t)| t != DEAD)));
+            live_off[x + 1] = live.len() as u32;
+        }
+        let live_of = |x: u32| &live[live_off[x as usize] as usize..live_off[x as usize + 1] as usize];
+
         // Distinct predecessors of each state, CSR.
         let mut pairs: Vec<(u32, u32)> = Vec::new();
         let mut row: Vec<u32> = Vec::with_capacity(k);
         for x in 0..n {
             row.clear();
-            row.extend((0..k).map(|c| succ(x, c)).filter(|&t| t != DEAD));
+            row.extend(live_of(x as u32).iter().map(|&(_, t)| t));
             row.sort_unstable();
             row.dedup();
             pairs.extend(row.iter().map(|&t| (t, x as u32)));
@@ -88,8 +99,8 @@ impl Horizon {
         let mut changed: Vec<u32> = Vec::new();
         let mut mark = vec![0u32; n];
         let mut cands: Vec<u32> = Vec::new();
-        let mut sigs: Vec<u32> = Vec::new();
-        let mut order: Vec<usize> = Vec::new();
+        let mut keyed: Vec<(u32, u64, u32)> = Vec::new();
+        let mut groups: Vec<(usize, usize)> = Vec::new();
         let mut moves: Vec<(u32, u32)> = Vec::new();
         let mut levels = 0;
         let mut stable = false;
@@ -114,35 +125,58 @@ impl Horizon {
                 stable = true;
                 break;
             }
-            cands.sort_unstable_by_key(|&x| (cur[x as usize], x));
-            sigs.clear();
+            // Each candidate's signature (its successors' blocks) as a hash, grouped by block
+            // and hash; a group's members are then checked against its first (equal hashes of
+            // unequal signatures are split apart by a full comparison).
+            keyed.clear();
             for &x in &cands {
-                sigs.extend((0..k).map(|c| match succ(x as usize, c) {
-                    DEAD => DEAD_BLOCK,
-                    t => cur[t as usize],
-                }));
+                let mut h: u64 = 0x9E37_79B9_7F4A_7C15;
+                for &(c, t) in live_of(x) {
+                    h = (h.rotate_left(5) ^ ((c as u64) << 32 | cur[t as usize] as u64))
+                        .wrapping_mul(0x9E37_79B9_7F4A_7C15);
+                }
+                keyed.push((cur[x as usize], h, x));
             }
-            let sig = |i: usize| &sigs[i * k..(i + 1) * k];
+            keyed.sort_unstable();
+            let sig_eq = |x: u32, y: u32| {
+                let (a, b) = (live_of(x), live_of(y));
+                a.len() == b.len()
+                    && a.iter().zip(b).all(|(&(c, s), &(d, t))| c == d && cur[s as usize] == cur[t as usize])
+            };
             moves.clear();
             let mut i = 0;
-            while i < cands.len() {
-                let block = cur[cands[i] as usize];
+            while i < keyed.len() {
+                let block = keyed[i].0;
                 let mut j = i;
-                while j < cands.len() && cur[cands[j] as usize] == block {
+                while j < keyed.len() && keyed[j].0 == block {
                     j += 1;
                 }
-                // Group the block's candidates by signature.
-                order.clear();
-                order.extend(i..j);
-                order.sort_unstable_by(|&a, &b| sig(a).cmp(sig(b)));
-                let mut groups: Vec<(usize, usize)> = Vec::new();
-                let mut g = 0;
-                while g < order.len() {
+                // The block's candidates by signature: runs of one hash, each checked.
+                groups.clear();
+                let mut g = i;
+                while g < j {
                     let mut h = g + 1;
-                    while h < order.len() && sig(order[h]) == sig(order[g]) {
+                    while h < j && keyed[h].1 == keyed[g].1 {
                         h += 1;
                     }
-                    groups.push((g, h));
+                    if keyed[g + 1..h].iter().all(|e| sig_eq(e.2, keyed[g].2)) {
+                        groups.push((g, h));
+                    } else {
+                        // A collision: the run by full signature.
+                        let sig = |x: u32| -> Vec<(u32, u32)> {
+                            live_of(x).iter().map(|&(c, t)| (c, cur[t as usize])).collect()
+                        };
+                        keyed[g..h].sort_by_cached_key(|e| (sig(e.2), e.2));
+                        let mut a = g;
+                        while a < h {
+                            let mut b = a + 1;
+                            while b < h && sig_eq(keyed[b].2, keyed[a].2) {
+                                b += 1;
+                            }
+                            groups.push((a, b));
+                            a = b;
+                        }
+                    }
                     g = h;
                 }
                 // From round 2 on, a candidate has a successor with a fresh id, which no
@@ -159,8 +193,8 @@ impl Horizon {
                     }
                     let id = next_id;
                     next_id += 1;
-                    for &o in &order[a..b] {
-                        moves.push((cands[o], id));
+                    for e in &keyed[a..b] {
+                        moves.push((e.2, id));
                     }
                 }
                 i = j;
