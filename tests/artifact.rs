@@ -404,6 +404,62 @@ fn the_transport_filter_shrinks_the_frame_and_round_trips() {
     assert!(matches!(Artifact::from_bytes(&foreign), Err(ArtifactError::Zstd(_))));
 }
 
+/// The transport form without the vocabulary: the vocabulary's sections are zero in the frame
+/// and listed in a frame of their own; it opens only with the artifact's own vocabulary (exactly
+/// the bytes that were compressed), and a missing, different or forged vocabulary is a typed
+/// error.
+#[test]
+fn the_transport_form_without_vocabulary_needs_its_own() {
+    use dwac_compile::artifact::{compress_without_vocabulary, VOCABULARY_SECTIONS};
+    use dwac_runtime::transport::{elided_frame, parse_frames};
+    let tok = dwac_vocab::Tokenizer::default_embedded().unwrap();
+    let info = TokenizerInfo { name: "gpt2".into(), fingerprint: tok.fingerprint() };
+    let src = "start: \"(\" start \")\" | NAME\nNAME: /[a-z]+/\n";
+    let (_, _, bytes) = compile(SourceKind::Lark, "paren.lark", src, tok.vocab(), &info);
+    let z = compress(&bytes, 9).unwrap();
+    let zv = compress_without_vocabulary(&bytes, 9).unwrap();
+    assert!(zv.len() * 8 < z.len(), "{} without the vocabulary, {} with it", zv.len(), z.len());
+    let mut kinds = VOCABULARY_SECTIONS.to_vec();
+    kinds.sort_unstable();
+    assert_eq!(parse_frames(&zv).unwrap().elided, kinds);
+    assert!(matches!(Artifact::from_bytes(&zv), Err(ArtifactError::VocabularyNeeded)));
+    let a = Artifact::from_bytes_with_vocabulary(&zv, tok.vocab()).unwrap();
+    assert_eq!(a.as_bytes(), &bytes[..], "the artifact that was compressed, byte for byte");
+    // The other forms open with a vocabulary too (it is not needed, and not read).
+    for form in [&bytes, &z] {
+        assert_eq!(Artifact::from_bytes_with_vocabulary(form, tok.vocab()).unwrap().as_bytes(), &bytes[..]);
+    }
+    // From a file.
+    let path = std::env::temp_dir().join(format!("dwac-novocab-{}.dwa.zst", std::process::id()));
+    std::fs::write(&path, &zv).unwrap();
+    assert!(matches!(Artifact::open(&path), Err(ArtifactError::VocabularyNeeded)));
+    assert_eq!(Artifact::open_with_vocabulary(&path, tok.vocab()).unwrap().as_bytes(), &bytes[..]);
+    let _ = std::fs::remove_file(&path);
+    // One token's bytes changed (same lengths): the checksum of vocab.bytes tells.
+    let mut tokens: Vec<Vec<u8>> =
+        (0..tok.vocab().len() as u32).map(|v| tok.vocab().token_bytes(v).unwrap_or_default().to_vec()).collect();
+    tokens[300][0] ^= 1;
+    let special = (0..tokens.len() as u32).map(|v| tok.vocab().is_special(v)).collect();
+    let forged = Vocabulary::from_tokens(&tokens, special, tok.vocab().eos.to_vec());
+    assert!(matches!(
+        Artifact::from_bytes_with_vocabulary(&zv, &forged),
+        Err(ArtifactError::VocabularyMismatch { section }) if section == "vocab.bytes"
+    ));
+    // Another vocabulary (another length) is refused on its offsets.
+    let small = synthetic_vocab(&[b"(", b")", b"ab"]);
+    assert!(matches!(Artifact::from_bytes_with_vocabulary(&zv, &small), Err(ArtifactError::VocabularyMismatch { .. })));
+    // Two such frames, or one that lists a section other than the vocabulary's, are refused.
+    let mut twice = elided_frame(&kinds);
+    twice.extend_from_slice(&zv);
+    assert!(matches!(Artifact::from_bytes_with_vocabulary(&twice, tok.vocab()), Err(ArtifactError::Zstd(_))));
+    let data = parse_frames(&zv).unwrap().data.to_vec();
+    let mut other = elided_frame(&[artifact::kind::LEX_TRANS]);
+    other.extend_from_slice(&data);
+    assert!(matches!(Artifact::from_bytes_with_vocabulary(&other, tok.vocab()), Err(ArtifactError::Zstd(_))));
+    // Dropping the frame leaves zeros where the vocabulary was: its checksums fail.
+    assert!(matches!(Artifact::from_bytes(&data), Err(ArtifactError::Checksum { .. })));
+}
+
 /// Narrow columns (format 3.1 on): the writer stores the big index columns as `u16`s when
 /// they fit, the reader reads them as the same values (the masks are the reference oracle's),
 /// and the narrow flag on any other section, or a narrow length that is not whole rows, is a

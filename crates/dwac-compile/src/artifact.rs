@@ -158,15 +158,71 @@ pub const ZSTD_LEVEL: i32 = 9;
 /// The zstd transport form (FORMAT.md §6): one frame with its content size and checksum,
 /// behind a delta filter over the `u32` sections it makes smaller (see [`delta_ranges`]).
 pub fn compress(bytes: &[u8], level: i32) -> std::io::Result<Vec<u8>> {
-    let ranges = delta_ranges(bytes);
+    compress_sections(bytes, level, &[])
+}
+
+/// The sections [`compress_without_vocabulary`] leaves out: the vocabulary's token bytes,
+/// offsets and special flags (its end tokens, a few bytes, stay).
+pub const VOCABULARY_SECTIONS: [u32; 3] = {
+    use dwac_runtime::artifact::kind::*;
+    [VOCAB_OFFSETS, VOCAB_BYTES, VOCAB_SPECIAL]
+};
+
+/// The transport form without the vocabulary ([`VOCABULARY_SECTIONS`]; FORMAT.md §6): what
+/// every artifact of a tokenizer repeats, and most of a small grammar's transport form. It
+/// opens only with the artifact's own vocabulary
+/// (`dwac_runtime::Artifact::open_with_vocabulary`), which the section checksums check.
+pub fn compress_without_vocabulary(bytes: &[u8], level: i32) -> std::io::Result<Vec<u8>> {
+    compress_sections(bytes, level, &VOCABULARY_SECTIONS)
+}
+
+/// [`compress`], with the sections of `leave_out` zeroed in the data frame and listed in a
+/// frame of their own (none is delta-coded).
+fn compress_sections(bytes: &[u8], level: i32, leave_out: &[u32]) -> std::io::Result<Vec<u8>> {
+    let elided: Vec<(u64, u64)> =
+        section_ranges(bytes).into_iter().filter(|r| leave_out.contains(&r.0)).map(|r| (r.1, r.2)).collect();
+    if elided.len() != leave_out.len() {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "not an artifact with those sections"));
+    }
+    let ranges: Vec<(u64, u64)> = delta_ranges(bytes).into_iter().filter(|r| !elided.contains(r)).collect();
     let mut filtered = bytes.to_vec();
+    for &(off, len) in &elided {
+        filtered[off as usize..(off + len) as usize].fill(0);
+    }
     dwac_runtime::transport::delta(&mut filtered, &ranges);
     let mut c = zstd::bulk::Compressor::new(level)?;
     c.include_checksum(true)?;
     c.include_contentsize(true)?;
-    let mut out = if ranges.is_empty() { Vec::new() } else { dwac_runtime::transport::filter_frame(&ranges) };
+    let mut out = Vec::new();
+    if !leave_out.is_empty() {
+        let mut kinds = leave_out.to_vec();
+        kinds.sort_unstable();
+        out.extend_from_slice(&dwac_runtime::transport::elided_frame(&kinds));
+    }
+    if !ranges.is_empty() {
+        out.extend_from_slice(&dwac_runtime::transport::filter_frame(&ranges));
+    }
     out.extend_from_slice(&c.compress(&filtered)?);
     Ok(out)
+}
+
+/// Every section of a laid-out artifact as (kind, offset, length), in bounds; empty if `bytes`
+/// is not a readable artifact.
+fn section_ranges(bytes: &[u8]) -> Vec<(u32, u64, u64)> {
+    use dwac_runtime::artifact::HEADER_LEN;
+    let u32_at = |at: usize| bytes.get(at..at + 4).map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")));
+    let u64_at = |at: usize| bytes.get(at..at + 8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")));
+    let Some(count) = u32_at(64) else { return Vec::new() };
+    let mut out = Vec::new();
+    for i in 0..count as usize {
+        // A section table entry: kind u32, flags u32, offset u64, length u64, checksum u64.
+        let at = HEADER_LEN + i * 32;
+        let (Some(kind), Some(offset), Some(length)) = (u32_at(at), u64_at(at + 8), u64_at(at + 16)) else { break };
+        if offset.checked_add(length).is_some_and(|end| end <= bytes.len() as u64) {
+            out.push((kind, offset, length));
+        }
+    }
+    out
 }
 
 /// The sections of a laid-out artifact worth delta-coding in the transport form: every section
@@ -175,16 +231,10 @@ pub fn compress(bytes: &[u8], level: i32) -> std::io::Result<Vec<u8>> {
 /// Offsets, sorted labels and the edges' weights gain most. Empty if `bytes` is not a readable
 /// artifact.
 pub fn delta_ranges(bytes: &[u8]) -> Vec<(u64, u64)> {
-    use dwac_runtime::artifact::{kind_info, HEADER_LEN};
-    let u32_at = |at: usize| bytes.get(at..at + 4).map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")));
-    let u64_at = |at: usize| bytes.get(at..at + 8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")));
-    let Some(count) = u32_at(64) else { return Vec::new() };
+    use dwac_runtime::artifact::kind_info;
     let size = |b: &[u8]| zstd::bulk::compress(b, 1).map_or(usize::MAX, |z| z.len());
     let mut ranges = Vec::new();
-    for i in 0..count as usize {
-        // A section table entry: kind u32, flags u32, offset u64, length u64, checksum u64.
-        let at = HEADER_LEN + i * 32;
-        let (Some(kind), Some(offset), Some(length)) = (u32_at(at), u64_at(at + 8), u64_at(at + 16)) else { break };
+    for (kind, offset, length) in section_ranges(bytes) {
         let (Ok(off), Ok(len)) = (usize::try_from(offset), usize::try_from(length)) else { continue };
         let Some(data) = off.checked_add(len).and_then(|end| bytes.get(off..end)) else { continue };
         if kind_info(kind).map(|k| k.1) != Some(4) || len < 4096 || off % 4 != 0 {

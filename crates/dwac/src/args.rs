@@ -81,6 +81,12 @@ pub(crate) struct CompileArgs {
     /// zstd level of `--zstd` (1–22; higher is smaller and slower).
     #[arg(long, default_value_t = dwac_compile::artifact::ZSTD_LEVEL, value_parser = clap::value_parser!(i32).range(1..=22))]
     pub(crate) zstd_level: i32,
+    /// With `--zstd`: leave the vocabulary out of the transport form. It is the same in every
+    /// artifact of a tokenizer, and most of a small grammar's transport form (Qwen3's: about
+    /// 0.6 MB). The file then opens only with its tokenizer (`--tokenizer` for `dwac inspect`,
+    /// `check`, `bench`, `mask`; `Artifact::open_with_vocabulary`).
+    #[arg(long, requires = "zstd")]
+    pub(crate) without_vocabulary: bool,
     /// Inputs compiled at once (default: the number of CPUs).
     #[arg(long)]
     pub(crate) jobs: Option<usize>,
@@ -95,6 +101,10 @@ pub(crate) struct CompileArgs {
 pub(crate) struct InspectArgs {
     /// The artifact (`.dwa` or `.dwa.zst`).
     pub(crate) artifact: PathBuf,
+    /// The tokenizer (`tokenizer.json` or GGUF) of a `.dwa.zst` written `--without-vocabulary`:
+    /// its vocabulary fills the sections the file leaves out.
+    #[arg(long)]
+    pub(crate) tokenizer: Option<PathBuf>,
     #[arg(long)]
     pub(crate) json: bool,
 }

@@ -141,10 +141,25 @@ pub(crate) fn build(
     Ok(Built { engine, stats, info, warnings })
 }
 
+/// Open an artifact; one written `--without-vocabulary` takes the vocabulary of `tokenizer`,
+/// which it needs.
+pub(crate) fn open_artifact(path: &Path, tokenizer: Option<&Path>) -> Result<Artifact> {
+    match Artifact::open(path) {
+        Err(dwac_runtime::artifact::ArtifactError::VocabularyNeeded) => match tokenizer {
+            Some(t) => {
+                let t = load_tokenizer(Some(t))?;
+                Artifact::open_with_vocabulary(path, t.vocab()).map_err(|e| artifact_error(path, e))
+            }
+            None => Err(artifact_error(path, dwac_runtime::artifact::ArtifactError::VocabularyNeeded)),
+        },
+        r => r.map_err(|e| artifact_error(path, e)),
+    }
+}
+
 pub(crate) fn load(src: &SourceArgs, quiet: bool) -> Result<Loaded> {
     if let Some(path) = src.input.as_deref().filter(|p| is_artifact(p)) {
         let t0 = Instant::now();
-        let art = Artifact::open(path).map_err(|e| artifact_error(path, e))?;
+        let art = open_artifact(path, src.opts.tokenizer.as_deref())?;
         let open_us = t0.elapsed().as_secs_f64() * 1e6;
         // The artifact carries its vocabulary; a tokenizer only encodes text, and must match.
         let tokenizer = match &src.opts.tokenizer {

@@ -260,6 +260,20 @@ fn artifacts_compile_inspect_and_serve_check_bench_mask() {
     assert!(v["bytes"].as_u64().unwrap() < v["raw_bytes"].as_u64().unwrap());
     let from_z = json(&dwac(&["mask", &z, "--prefix", "{\"name\": \"Al", "--json"]));
     assert_eq!(from_src["tokens"], from_z["tokens"]);
+    // Without its vocabulary, the zstd form is a fraction of it, and serves the same masks
+    // with its tokenizer (the embedded GPT-2 one here); without a tokenizer it is refused.
+    let zv = dir.join("person-v.dwa.zst").display().to_string();
+    let v = json(&dwac(&["compile", "schemas/person.json", "--zstd", "--without-vocabulary", "-o", &zv, "--json"]));
+    let zbytes = std::fs::metadata(&z).unwrap().len();
+    assert!(v["without_vocabulary"] == true && v["bytes"].as_u64().unwrap() * 2 < zbytes, "{v} vs {zbytes}");
+    let gpt2 = "../shared/data/tokenizers/gpt2/tokenizer.json";
+    let from_zv = json(&dwac(&["mask", &zv, "--tokenizer", gpt2, "--prefix", "{\"name\": \"Al", "--json"]));
+    assert_eq!(from_src["tokens"], from_zv["tokens"]);
+    let o = dwac(&["inspect", &zv]);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("leaves the vocabulary out"), "{o:?}");
+    let o = dwac(&["inspect", &zv, "--tokenizer", "../shared/data/tokenizers/phi-3.5-mini/tokenizer.json"]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("is not the artifact's"), "{o:?}");
 }
 
 /// Several inputs compile in parallel into a directory; a failing input is named, the others

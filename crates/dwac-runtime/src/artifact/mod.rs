@@ -53,6 +53,12 @@ pub enum ArtifactError {
     Zstd(String),
     /// A tokenizer whose vocabulary differs from the artifact's.
     TokenizerMismatch { artifact: String, given: String, first_difference: String },
+    /// A transport form that leaves the vocabulary out, opened without one
+    /// ([`Artifact::open_with_vocabulary`] reads it).
+    VocabularyNeeded,
+    /// The vocabulary given to a transport form that leaves it out is not the artifact's: the
+    /// named section's bytes differ in length or checksum.
+    VocabularyMismatch { section: String },
 }
 
 impl std::fmt::Display for ArtifactError {
@@ -75,6 +81,14 @@ impl std::fmt::Display for ArtifactError {
             ArtifactError::Checksum { section } => write!(f, "corrupt artifact: checksum mismatch in {section}"),
             ArtifactError::Tables(e) => write!(f, "corrupt artifact: {e}"),
             ArtifactError::Zstd(e) => write!(f, "corrupt .dwa.zst artifact: {e}"),
+            ArtifactError::VocabularyNeeded => write!(
+                f,
+                "this .dwa.zst leaves the vocabulary out: open it with its tokenizer's vocabulary (`--tokenizer`, Artifact::open_with_vocabulary)"
+            ),
+            ArtifactError::VocabularyMismatch { section } => write!(
+                f,
+                "the vocabulary given is not the artifact's ({section} differs): open it with the tokenizer it was compiled for"
+            ),
             ArtifactError::TokenizerMismatch { artifact, given, first_difference } => write!(
                 f,
                 "tokenizer differs from the artifact's: artifact fingerprint {artifact}, given {given}; {first_difference}"
@@ -108,7 +122,7 @@ pub struct Artifact {
 }
 
 pub use crate::transport::MAX_DECOMPRESSED;
-use crate::transport::{decompress, is_transport};
+use crate::transport::{decompress, decompress_with, is_transport};
 
 impl Artifact {
     /// Open an artifact file (`.dwa`, or the zstd transport form, recognized by its magic).
@@ -143,6 +157,25 @@ impl Artifact {
     /// As for [`Artifact::open_unchecked`].
     pub unsafe fn from_bytes_unchecked(bytes: &[u8]) -> Result<Artifact, ArtifactError> {
         Artifact::from_backing(backing_from_bytes(bytes)?, false)
+    }
+
+    /// As [`Artifact::open`], for a transport form that may leave the vocabulary out
+    /// (`dwac compile --zstd --without-vocabulary`): the left-out sections are filled from
+    /// `vocab`, which must be the artifact's own (each section's checksum is checked; else
+    /// [`ArtifactError::VocabularyMismatch`]). Any other artifact opens as with `open`.
+    pub fn open_with_vocabulary(
+        path: impl AsRef<std::path::Path>,
+        vocab: &Vocabulary,
+    ) -> Result<Artifact, ArtifactError> {
+        Artifact::from_backing(load_with(path.as_ref(), Some(vocab))?, true)
+    }
+
+    /// As [`Artifact::from_bytes`], with the vocabulary a transport form may leave out
+    /// ([`Artifact::open_with_vocabulary`]).
+    pub fn from_bytes_with_vocabulary(bytes: &[u8], vocab: &Vocabulary) -> Result<Artifact, ArtifactError> {
+        let backing =
+            if is_transport(bytes) { decompress_with(bytes, Some(vocab))? } else { Backing::copy_from(bytes) };
+        Artifact::from_backing(backing, true)
     }
 
     /// Use a static buffer without copying (it must be 8-byte aligned, else
@@ -490,6 +523,11 @@ fn backing_from_bytes(bytes: &[u8]) -> Result<Backing, ArtifactError> {
 }
 
 fn load(path: &std::path::Path) -> Result<Backing, ArtifactError> {
+    load_with(path, None)
+}
+
+/// [`load`], with the vocabulary a transport form may leave out.
+fn load_with(path: &std::path::Path, vocab: Option<&Vocabulary>) -> Result<Backing, ArtifactError> {
     let io = |source| ArtifactError::Io { path: path.display().to_string(), source };
     let file = std::fs::File::open(path).map_err(io)?;
     let mut magic = [0u8; 4];
@@ -500,7 +538,7 @@ fn load(path: &std::path::Path) -> Result<Backing, ArtifactError> {
         n == 4 && is_transport(&magic)
     };
     if is_zstd {
-        return decompress(&std::fs::read(path).map_err(io)?);
+        return decompress_with(&std::fs::read(path).map_err(io)?, vocab);
     }
     #[cfg(feature = "mmap")]
     {

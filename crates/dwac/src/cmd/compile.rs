@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
-use dwac_compile::artifact::{artifact_bytes, write_atomically, TokenizerInfo};
+use dwac_compile::artifact::{self, artifact_bytes, write_atomically, TokenizerInfo};
 use dwac_compile::EngineOptions;
 use dwac_vocab::Tokenizer;
 use serde_json::json;
@@ -45,7 +45,7 @@ pub(crate) fn output_paths(args: &CompileArgs, sources: &[Source]) -> Result<Vec
 pub(crate) fn compile_one(
     source: &Source,
     out: &Path,
-    args_zstd: Option<i32>,
+    args_zstd: Option<(i32, bool)>,
     opts: &CompileOpts,
     tokenizer: &Tokenizer,
     progress: &mut dyn FnMut(u64, u64),
@@ -65,8 +65,9 @@ pub(crate) fn compile_one(
         &schema_options(opts),
         &EngineOptions::default(),
     );
-    let bytes = if let Some(level) = args_zstd {
-        dwac_compile::artifact::compress(&raw, level).map_err(|e| anyhow::anyhow!("{what}: compressing: {e}"))?
+    let bytes = if let Some((level, without_vocabulary)) = args_zstd {
+        let compress = if without_vocabulary { artifact::compress_without_vocabulary } else { artifact::compress };
+        compress(&raw, level).map_err(|e| anyhow::anyhow!("{what}: compressing: {e}"))?
     } else {
         raw.clone()
     };
@@ -80,6 +81,7 @@ pub(crate) fn compile_one(
         "bytes": bytes.len(),
         "raw_bytes": raw.len(),
         "zstd": args_zstd.is_some(),
+        "without_vocabulary": args_zstd.is_some_and(|z| z.1),
         "compile_ms": (s.compile_ms * 10.0).round() / 10.0,
         "write_ms": (write_ms * 10.0).round() / 10.0,
         "peak_rss_mb": dwac_measure::peak_rss_mb().map(|m| (m * 10.0).round() / 10.0),
@@ -111,7 +113,7 @@ pub(crate) fn compile(args: CompileArgs) -> Result<u8> {
         let (bar, mut progress) = lexer_state_bar(args.json);
         let _watchdog =
             Watchdog::start(sources[0].display(), args.opts.max_seconds, args.opts.max_memory_mb, Some(bar.clone()));
-        let zstd = args.zstd.then_some(args.zstd_level);
+        let zstd = args.zstd.then_some((args.zstd_level, args.without_vocabulary));
         let rec = compile_one(&sources[0], &outputs[0], zstd, &args.opts, &tokenizer, &mut progress);
         bar.finish_and_clear();
         print_compiled(&rec?, args.json);
@@ -140,7 +142,12 @@ pub(crate) fn compile_batch(
     let queue = Arc::new(Mutex::new((0..n).collect::<std::collections::VecDeque<usize>>()));
     let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |x| x.get())).max(1);
     let (tx, rx) = mpsc::channel::<Event>();
-    let shared = Arc::new((sources, outputs, args.opts.clone(), args.zstd.then_some(args.zstd_level)));
+    let shared = Arc::new((
+        sources,
+        outputs,
+        args.opts.clone(),
+        args.zstd.then_some((args.zstd_level, args.without_vocabulary)),
+    ));
     let spawn_worker = || {
         let (queue, tx, shared, tokenizer) = (queue.clone(), tx.clone(), shared.clone(), tokenizer.clone());
         std::thread::spawn(move || loop {

@@ -3,7 +3,7 @@
 use std::time::Instant;
 
 use anyhow::Result;
-use dwac_runtime::artifact::{hex, kind_info, Artifact};
+use dwac_runtime::artifact::{hex, kind_info};
 use serde_json::json;
 
 use crate::args::*;
@@ -13,7 +13,7 @@ use crate::load::*;
 pub(crate) fn inspect(args: InspectArgs) -> Result<u8> {
     let path = &args.artifact;
     let t0 = Instant::now();
-    let art = Artifact::open(path).map_err(|e| artifact_error(path, e))?;
+    let art = open_artifact(path, args.tokenizer.as_deref())?;
     let open_us = t0.elapsed().as_secs_f64() * 1e6;
     let h = art.header();
     let meta: serde_json::Value = serde_json::from_str(art.metadata()).unwrap_or(serde_json::Value::Null);
