@@ -184,14 +184,19 @@ fn open_artifact(bytes: &[u8], dir: &std::path::Path, id: &Value, n: usize) -> R
     }
     let _ = std::fs::remove_file(&path);
     let a = last.ok_or("no open")?;
-    // The transport form (zstd, the CLI's default level) and the vocabulary's share of the raw
-    // bytes (the same for every grammar of a tokenizer).
-    let zstd = dwac_compile::artifact::compress(bytes, 3).map(|z| z.len()).ok();
+    // The transport form (zstd, the CLI's default level), with and without the vocabulary
+    // (`--without-vocabulary`: it opens with the tokenizer's vocabulary, as glrmask's saved
+    // constraint loads with it), and the vocabulary's share of the raw bytes (the same for
+    // every grammar of a tokenizer).
+    use dwac_compile::artifact::{compress, compress_without_vocabulary, ZSTD_LEVEL};
+    let zstd = compress(bytes, ZSTD_LEVEL).map(|z| z.len()).ok();
+    let zstd_without_vocab = compress_without_vocabulary(bytes, ZSTD_LEVEL).map(|z| z.len()).ok();
     let v = a.engine().vocab();
     let vocab_bytes = v.offsets.len() * 4 + v.bytes.len() + v.special.len() + v.eos.len() * 4;
     Ok((
         a.engine().clone(),
-        json!({"artifact_bytes": bytes.len(), "artifact_zstd_bytes": zstd, "artifact_vocab_bytes": vocab_bytes,
+        json!({"artifact_bytes": bytes.len(), "artifact_zstd_bytes": zstd,
+               "artifact_zstd_without_vocab_bytes": zstd_without_vocab, "artifact_vocab_bytes": vocab_bytes,
                "open_us": verified, "open_unchecked_us": unchecked}),
     ))
 }
@@ -252,6 +257,7 @@ fn run_job(tok: &Tokenizer, a: &WorkerArgs, job: &Value) -> Value {
         "undecided": first.undecided, "mask_fallbacks": 0,
         "tables": stats,
         "artifact_bytes": open["artifact_bytes"], "artifact_zstd_bytes": open["artifact_zstd_bytes"],
+        "artifact_zstd_without_vocab_bytes": open["artifact_zstd_without_vocab_bytes"],
         "artifact_vocab_bytes": open["artifact_vocab_bytes"], "save_ms": save_ms, "open_us": open["open_us"], "open_unchecked_us": open["open_unchecked_us"],
         "peak_rss_mb": peak_rss_mb(),
     })
