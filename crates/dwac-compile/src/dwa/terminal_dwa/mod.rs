@@ -399,8 +399,9 @@ impl<'a> Walker<'a> {
     /// on leaving it), so `h` is one more than the most bytes the walk reads below such a byte
     /// (a state inside a multi-byte UTF-8 character lexes only the short tokens that start with
     /// a continuation byte): the subtree's height, or less when the first byte only moves the
-    /// lexer on ([`LiveHeights`]); at `q0`, the trie's height. Equivalent states compute the
-    /// same `h` (`≡_1` tells which bytes are dead, and `≡_h` what the walks below read).
+    /// lexer on (then one more than the deepest node the walk reaches still moving the lexer
+    /// on: the live height); at `q0`, the trie's height. Equivalent states compute the same `h`
+    /// (`≡_1` tells which bytes are dead, and `≡_h` what the walks below read).
     pub fn block(&self, q: u32) -> Option<u64> {
         let memo = self.block_memo.borrow().get(q as usize).copied();
         if let Some(k) = memo.filter(|&k| k != BLOCK_UNKNOWN) {
