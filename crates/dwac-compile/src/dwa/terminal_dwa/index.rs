@@ -17,6 +17,9 @@ pub struct TrieIndex {
     /// subtrees it skips. A cost estimate, in tokens.
     pub reach_off: Vec<u32>,
     pub reach: Vec<u32>,
+    /// Every node's children as [`Trie::children`] lists them, but tallest first (by height,
+    /// then byte): `tallest[trie.child_off[n]..trie.child_off[n + 1]]` (for `LiveHeights`).
+    pub tallest: Vec<(u8, u32)>,
     /// Subtree walks inside lexer-state closures, shared by every grammar compiled against this
     /// trie ([`Walker::closure_walk`]).
     pub(super) closures: Mutex<ClosureCache>,
@@ -72,7 +75,20 @@ impl TrieIndex {
                 reach[a as usize] = reach[a as usize].wrapping_add(reach[a as usize - 1]);
             }
         }
-        TrieIndex { subtree_len, height, reach_off, reach, closures: Mutex::default(), kills: Mutex::default() }
+        let mut tallest = trie.edges.clone();
+        for v in 0..n {
+            let (a, b) = (trie.child_off[v] as usize, trie.child_off[v + 1] as usize);
+            tallest[a..b].sort_by_key(|&(byte, c)| (std::cmp::Reverse(height[c as usize]), byte));
+        }
+        TrieIndex {
+            subtree_len,
+            height,
+            reach_off,
+            reach,
+            tallest,
+            closures: Mutex::default(),
+            kills: Mutex::default(),
+        }
     }
 
     /// Kill sets [`kill_set_shared`] took from this trie's cache.

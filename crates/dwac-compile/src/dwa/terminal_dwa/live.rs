@@ -20,9 +20,15 @@
 //! below (dead states stay dead): the walk yields the same (token, signature) pairs. So the
 //! subtree can be keyed by `e`'s block of `≡_{min(h, L+1)}` instead of `≡_h`.
 //!
-//! The search visits at most [`LIVE_BUDGET`] edges; past it (a free string, where the whole
-//! subtree is alive), the height is `h`, as before. The answer depends on `(e, child)` alone, so
-//! the walker and the prewalking thread each keep their own memo and agree.
+//! The search goes tallest child first and skips a subtree that ends no deeper than the deepest
+//! live node found: whatever the walk does there (even more than move the lexer on), it reads
+//! no further than that depth, and the general argument of bounded-horizon equivalence (one
+//! fresh branch in states `≡` to the subtree's height, no inhibitor created within it:
+//! `Walker::equivalent_branches`) makes its results equal. So a free string, where the tallest
+//! path is alive, is settled at the subtree's height in about that many steps. The search
+//! examines at most [`LIVE_BUDGET`] edges; past it, the height is `h`, as before. The answer
+//! depends on `(e, child)` alone, so the walker and the prewalking thread each keep their own
+//! memo and agree.
 
 use super::*;
 
@@ -47,27 +53,37 @@ impl LiveHeights {
         if let Some(&l) = self.memo.get(&(e, child)) {
             return l;
         }
-        let l = self.search(lex, trie, e, child, h);
+        let l = self.search(lex, trie, index, e, child, h);
         self.memo.insert((e, child), l);
         l
     }
 
-    fn search(&mut self, lex: &LexerTables, trie: &Trie, e: u32, child: u32, h: u32) -> u32 {
+    fn search(&mut self, lex: &LexerTables, trie: &Trie, index: &TrieIndex, e: u32, child: u32, h: u32) -> u32 {
         let stack = &mut self.stack;
         stack.clear();
         stack.push((child, e, 0));
         let (mut deepest, mut budget) = (0, LIVE_BUDGET);
         while let Some((node, q, depth)) = stack.pop() {
+            // A subtree that ends no deeper than the deepest live node found cannot raise it,
+            // and whatever its walk does, it reads no further (the module's argument).
+            if depth + index.height[node as usize] <= deepest {
+                continue;
+            }
             deepest = deepest.max(depth);
             if deepest + 1 >= h {
                 return h;
             }
-            for &(b, c) in trie.children(node) {
+            let (a, b) = (trie.child_off[node as usize] as usize, trie.child_off[node as usize + 1] as usize);
+            // Pushed shortest first, so the tallest is searched first.
+            for &(byte, c) in index.tallest[a..b].iter().rev() {
+                if depth + 1 + index.height[c as usize] <= deepest {
+                    continue;
+                }
                 budget = match budget.checked_sub(1) {
                     Some(b) => b,
                     None => return h,
                 };
-                match step_action(lex, lex.step(q, b)) {
+                match step_action(lex, lex.step(q, byte)) {
                     ACT_SKIP => {}
                     ACT_LEAVE => return h,
                     q2 => stack.push((c, q2, depth + 1)),
