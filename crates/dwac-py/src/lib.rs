@@ -231,13 +231,22 @@ impl Grammar {
     }
 
     /// Map and verify an artifact file (`.dwa` or `.dwa.zst`). With `tokenizer`, the artifact
-    /// must have been compiled for it (refused by name otherwise).
+    /// must have been compiled for it (refused by name otherwise); a `.dwa.zst` saved without
+    /// the vocabulary needs it.
     #[staticmethod]
     #[pyo3(signature = (path, tokenizer = None))]
     fn open(py: Python<'_>, path: std::path::PathBuf, tokenizer: Option<&Tokenizer>) -> PyResult<Grammar> {
         let tok = tokenizer.map(|t| (Arc::clone(&t.inner), t.width));
         py.detach(move || {
-            let artifact = Artifact::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let opened = match &tok {
+                Some((t, _)) => Artifact::open_with_vocabulary(&path, t.vocab()),
+                None => Artifact::open(&path),
+            };
+            let artifact = opened.map_err(|e| {
+                let given =
+                    tok.as_ref().map_or(String::new(), |(t, _)| format!(" (the tokenizer given is {:?})", t.name()));
+                format!("{}: {e}{given}", path.display())
+            })?;
             let mut width = artifact.engine().vocab().len();
             if let Some((t, w)) = tok {
                 artifact
@@ -250,10 +259,25 @@ impl Grammar {
         .map_err(err)
     }
 
-    /// Write the artifact (atomically) to `path`; it opens with `Grammar.open`.
-    fn save(&self, py: Python<'_>, path: std::path::PathBuf) -> PyResult<()> {
+    /// Write the artifact (atomically) to `path`; it opens with `Grammar.open`. With `zstd`,
+    /// the transport form (`.dwa.zst`), and with `without_vocabulary` too, without the
+    /// vocabulary's sections (it then opens only with its tokenizer).
+    #[pyo3(signature = (path, zstd = false, without_vocabulary = false))]
+    fn save(&self, py: Python<'_>, path: std::path::PathBuf, zstd: bool, without_vocabulary: bool) -> PyResult<()> {
+        if without_vocabulary && !zstd {
+            return Err(PyValueError::new_err("without_vocabulary applies to the zstd form: pass zstd=True too"));
+        }
         let bytes = self.artifact.as_bytes();
-        py.detach(|| write_atomically(&path, bytes)).map_err(|e| err(format!("{}: {e}", path.display())))
+        py.detach(|| {
+            use dwac_compile::artifact::{compress, compress_without_vocabulary, ZSTD_LEVEL};
+            let out = match (zstd, without_vocabulary) {
+                (false, _) => return write_atomically(&path, bytes),
+                (true, false) => compress(bytes, ZSTD_LEVEL)?,
+                (true, true) => compress_without_vocabulary(bytes, ZSTD_LEVEL)?,
+            };
+            write_atomically(&path, &out)
+        })
+        .map_err(|e| err(format!("{}: {e}", path.display())))
     }
 
     /// The width of masks: the tokenizer's `vocab_size` (compiled with, or given to `open`),

@@ -86,6 +86,27 @@ def test_round_trips_and_tokenizer_check(tok, tmp_path):
         assert m.accept_tokens(tok.encode(text)) == len(tok.encode(text)) and m.is_accepting()
 
 
+def test_zstd_form_without_the_vocabulary_opens_with_its_tokenizer(tok, tmp_path):
+    g = dwac.Grammar.from_json_schema('{"type": "object", "properties": {"n": {"type": "integer"}}}', tok)
+    full, bare = tmp_path / "n.dwa.zst", tmp_path / "n-bare.dwa.zst"
+    g.save(full, zstd=True)
+    g.save(bare, zstd=True, without_vocabulary=True)
+    assert bare.stat().st_size * 3 < full.stat().st_size
+    with pytest.raises(dwac.DwacError, match="leaves the vocabulary out"):
+        dwac.Grammar.open(bare)
+    h = dwac.Grammar.open(bare, tok)
+    a, b = dwac.Matcher(g), dwac.Matcher(h)
+    for t in tok.encode('{"n": 12}'):
+        assert a.allowed_tokens() == b.allowed_tokens()
+        assert a.accept_token(t) and b.accept_token(t)
+    with pytest.raises(ValueError, match="zstd=True"):
+        g.save(tmp_path / "x.dwa", without_vocabulary=True)
+    qwen = SHARED / "tokenizers/qwen3/tokenizer.json"
+    if qwen.exists():
+        with pytest.raises(dwac.DwacError, match="qwen3"):
+            dwac.Grammar.open(bare, dwac.Tokenizer.from_file(qwen))
+
+
 def test_fork_rollback_validate_reset(tok, tools):
     grammar, docs = tools
     ids = tok.encode(docs[0])

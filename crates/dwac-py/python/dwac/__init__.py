@@ -131,13 +131,17 @@ class Grammar:
     @classmethod
     def open(cls, path: Any, tokenizer: Any = None) -> "Grammar":
         """Map and verify an artifact (``.dwa`` or ``.dwa.zst``). With ``tokenizer``, the
-        artifact must have been compiled for it (refused by name otherwise)."""
+        artifact must have been compiled for it (refused by name otherwise); a ``.dwa.zst``
+        saved ``without_vocabulary`` needs it."""
         tok = None if tokenizer is None else _tokenizer(tokenizer)
         return cls(_dwac.Grammar.open(str(path), tok), tok)
 
-    def save(self, path: Any) -> None:
-        """Write the artifact (atomically); ``Grammar.open`` reads it back."""
-        self._g.save(str(path))
+    def save(self, path: Any, zstd: bool = False, without_vocabulary: bool = False) -> None:
+        """Write the artifact (atomically); ``Grammar.open`` reads it back. ``zstd=True`` writes
+        the transport form (``.dwa.zst``); ``without_vocabulary=True`` with it leaves the
+        tokenizer's vocabulary out (the same in every artifact of a tokenizer, most of a small
+        grammar's transport form): the file then opens only with its tokenizer."""
+        self._g.save(str(path), zstd, without_vocabulary)
 
     @property
     def vocab_size(self) -> int:
