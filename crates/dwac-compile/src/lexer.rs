@@ -120,8 +120,10 @@ struct ComponentDfa {
 type ComponentKey = Vec<(String, Vec<String>, Vec<String>, bool)>;
 
 /// Component DFAs the process keeps (the most recently used first), and the transition words
-/// they may hold in all (a memory bound, 32 MB).
-const COMPONENT_CACHE: usize = 32;
+/// they may hold in all (a memory bound, 32 MB). A component of more than a quarter of that is
+/// not kept: one very large schema (a Kubernetes-sized one's constrained strings) would
+/// otherwise push out the formats every schema shares (`date-time` is 11,000 states).
+const COMPONENT_CACHE: usize = 128;
 const COMPONENT_CACHE_WORDS: usize = 8 << 20;
 
 /// [`build_component`], through a cache kept for the process: a component with the same
@@ -159,7 +161,7 @@ fn shared_component(terminals: &[Terminal], active: &[bool]) -> Result<Component
     let accs = part.accs.iter().map(|a| a.iter().map(|&t| position(t)).collect()).collect();
     let cached = ComponentDfa { n: part.n, class: part.class.clone(), k: part.k, trans: part.trans.clone(), accs };
     let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
-    if !cache.iter().any(|(k, _)| *k == key) {
+    if cached.trans.len() <= COMPONENT_CACHE_WORDS / 4 && !cache.iter().any(|(k, _)| *k == key) {
         cache.insert(0, (key, cached));
         cache.truncate(COMPONENT_CACHE);
         let mut words = 0;
