@@ -29,6 +29,13 @@
 //! examines at most [`LIVE_BUDGET`] edges; past it, the height is `h`, as before. The answer
 //! depends on `(e, child)` alone, so the walker and the prewalking thread each keep their own
 //! memo and agree.
+//!
+//! The search itself reads only what `≡_h` compares: the action of each byte (dead, moving on,
+//! or accepting / back at the start: [`step_action`], from the level-0 facts) on the strings of
+//! fewer than `h` bytes below the child. So two entry states `≡_h` explore the same nodes in the
+//! same order with the same actions, spend the same budget and return the same height: the memo
+//! is keyed by `e`'s block of `≡_h` where the horizon knows it. The states of a long counter
+//! (`maxLength: 2048`), all alike that far from their bound, are searched once.
 
 use super::*;
 
@@ -38,23 +45,32 @@ pub(super) const LIVE_BUDGET: u32 = 1024;
 /// [`live_height`] per `(entry state, trie node)`.
 #[derive(Default)]
 pub(super) struct LiveHeights {
-    memo: FastMap<(u32, u32), u32>,
+    /// By (entry key, child): the key is the entry state's block of `≡_h` tagged with bit 32, or
+    /// the state itself where the horizon has no block at `h`.
+    memo: FastMap<(u64, u32), u32>,
     stack: Vec<(u32, u32, u32)>,
 }
 
 impl LiveHeights {
     /// The bytes a walk of `child`'s subtree entered at `e` with one fresh branch reads past
     /// `child`: `min(h, L + 1)` as the module explains, or the subtree's height `h`.
-    pub(super) fn get(&mut self, lex: &LexerTables, trie: &Trie, index: &TrieIndex, e: u32, child: u32) -> u32 {
+    pub(super) fn get(
+        &mut self,
+        (lex, trie, index, horizon): (&LexerTables, &Trie, &TrieIndex, &Horizon),
+        e: u32,
+        child: u32,
+    ) -> u32 {
         let h = index.height[child as usize];
         if h <= 1 || e == lex.start {
             return h;
         }
-        if let Some(&l) = self.memo.get(&(e, child)) {
+        // States `≡_h` search alike (the module's argument).
+        let key = horizon.block_at(e, h).map_or(e as u64, |b| 1 << 32 | b as u64);
+        if let Some(&l) = self.memo.get(&(key, child)) {
             return l;
         }
         let l = self.search(lex, trie, index, e, child, h);
-        self.memo.insert((e, child), l);
+        self.memo.insert((key, child), l);
         l
     }
 

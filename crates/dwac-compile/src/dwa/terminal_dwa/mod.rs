@@ -433,7 +433,7 @@ impl<'a> Walker<'a> {
                             if self.index.height[c as usize] < h {
                                 break;
                             }
-                            h = h.max(live.get(lex, self.trie, &self.index, q2, c) + 1);
+                            h = h.max(live.get((lex, self.trie, &self.index, &self.horizon), q2, c) + 1);
                         }
                     }
                 }

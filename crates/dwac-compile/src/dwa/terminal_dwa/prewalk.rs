@@ -279,7 +279,7 @@ pub(super) fn live_entry_key(
     child: u32,
 ) -> u64 {
     let h = index.height[child as usize];
-    let d = live.get(lex, trie, index, e, child);
+    let d = live.get((lex, trie, index, horizon), e, child);
     match horizon.block_at(e, d).filter(|_| horizon.inhibitor_free(e, d)) {
         Some(block) if d == h => 1 << 32 | block as u64,
         Some(block) => (3 + d as u64) << 32 | block as u64,
