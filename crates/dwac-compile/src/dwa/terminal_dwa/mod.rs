@@ -99,8 +99,10 @@ pub struct Walker<'a> {
     state_memo: FastMap<u64, StateClasses>,
     /// Token ids and bitmap words [`Walker::state_memo`] holds (bounded by [`STATE_MEMO_WORDS`]).
     state_memo_words: usize,
-    /// (token, signature set) pairs and bulk token lists of the memoized subtrees.
-    root_results: Vec<(u32, u32)>,
+    /// (token, signature set) pairs of the memoized subtrees, in chunks, and their number; bulk
+    /// token lists.
+    root_results: Vec<Vec<(u32, u32)>>,
+    root_pairs: usize,
     root_bulk: Vec<Bulk>,
     /// Lexer states whose classes other states derive theirs from.
     bases: Vec<Base>,
@@ -224,6 +226,7 @@ impl<'a> Walker<'a> {
             state_memo: FastMap::default(),
             state_memo_words: 0,
             root_results: Vec::new(),
+            root_pairs: 0,
             root_bulk: Vec::new(),
             bases: Vec::new(),
             horizon,

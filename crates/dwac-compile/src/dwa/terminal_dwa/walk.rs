@@ -83,13 +83,19 @@ pub(super) struct Scratch {
     pub(super) undecided: Vec<u32>,
 }
 
-/// A memoized subtree below a root child: ranges of [`Walker::root_results`] and
-/// [`Walker::root_bulk`].
+/// A memoized subtree below a root child: a range of one chunk of [`Walker::root_results`]
+/// (chunk, start, length) and a range of [`Walker::root_bulk`].
 #[derive(Clone, Copy)]
 pub(super) struct RootResult {
-    pub(super) pairs: (u32, u32),
+    pub(super) pairs: (u32, u32, u32),
     pub(super) bulk: (u32, u32),
 }
+
+/// Pairs the chunks of [`Walker::root_results`] are reserved for: the first, and at most (each
+/// twice the one before; a larger result gets a chunk of its own size). The memo grows by
+/// chunks, never by reallocation: a growing vector of many millions of pairs was copied on
+/// every doubling, into fresh pages each time.
+const ROOT_CHUNKS: (usize, usize) = (1 << 14, 1 << 20);
 
 impl<'a> Walker<'a> {
     /// Walk the trie below `node` with the branches `arena[off..off + len]`.
@@ -183,8 +189,8 @@ impl<'a> Walker<'a> {
     }
 
     /// Append the results of a memoized subtree below a root child.
-    fn replay_root(&self, RootResult { pairs: (off, len), bulk: (boff, blen) }: RootResult, sc: &mut Scratch) {
-        sc.per_token.extend_from_slice(&self.root_results[off as usize..(off + len) as usize]);
+    fn replay_root(&self, RootResult { pairs: (chunk, off, len), bulk: (boff, blen) }: RootResult, sc: &mut Scratch) {
+        sc.per_token.extend_from_slice(&self.root_results[chunk as usize][off as usize..(off + len) as usize]);
         sc.bulk.extend_from_slice(&self.root_bulk[boff as usize..(boff + blen) as usize]);
     }
 
@@ -199,12 +205,19 @@ impl<'a> Walker<'a> {
     ) -> Option<RootResult> {
         let found = &sc.per_token[before..];
         let found_bulk = &sc.bulk[bulk_before..];
-        if sc.undecided.len() != undecided_before || self.root_results.len() + found.len() > ROOT_MEMO_PAIRS {
+        if sc.undecided.len() != undecided_before || self.root_pairs + found.len() > ROOT_MEMO_PAIRS {
             return None;
         }
-        let pairs = (self.root_results.len() as u32, found.len() as u32);
+        self.root_pairs += found.len();
+        let last = self.root_results.last().map(|c| (c.capacity(), c.capacity() - c.len()));
+        if last.is_none_or(|(_, free)| free < found.len()) {
+            let size = last.map_or(ROOT_CHUNKS.0, |(cap, _)| (2 * cap).min(ROOT_CHUNKS.1));
+            self.root_results.push(Vec::with_capacity(size.max(found.len())));
+        }
+        let chunk = self.root_results.len() - 1;
+        let pairs = (chunk as u32, self.root_results[chunk].len() as u32, found.len() as u32);
         let bulk = (self.root_bulk.len() as u32, found_bulk.len() as u32);
-        self.root_results.extend_from_slice(found);
+        self.root_results[chunk].extend_from_slice(found);
         self.root_bulk.extend_from_slice(found_bulk);
         Some(RootResult { pairs, bulk })
     }
