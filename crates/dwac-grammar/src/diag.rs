@@ -1,7 +1,19 @@
 //! Diagnostics with line:column and a caret under the offending source.
 
-use crate::ir::Span;
 use std::fmt;
+
+/// A byte range in the grammar source, for diagnostics.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Span {
+    pub start: u32,
+    pub end: u32,
+}
+
+impl Span {
+    pub fn new(start: usize, end: usize) -> Span {
+        Span { start: start as u32, end: end as u32 }
+    }
+}
 
 /// An error in a grammar source, located by byte span.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

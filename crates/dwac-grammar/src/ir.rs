@@ -1,24 +1,12 @@
-//! The grammar IR shared by every front-end (Lark, GBNF, later JSON Schema) and by
+//! The grammar IR shared by every front-end (Lark, GBNF, JSON Schema) and by
 //! the normalization passes. It is plain BNF over terminals and nonterminals: the
 //! front-ends lower EBNF (`?`, `*`, `+`, `{m,n}`, groups) into helper nonterminals.
 
 use std::fmt;
 use std::sync::Arc;
 
+pub use crate::diag::Span;
 use crate::diag::Warning;
-
-/// A byte range in the grammar source, for diagnostics.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct Span {
-    pub start: u32,
-    pub end: u32,
-}
-
-impl Span {
-    pub fn new(start: usize, end: usize) -> Span {
-        Span { start: start as u32, end: end as u32 }
-    }
-}
 
 /// Which longer matches inhibit an early split after a terminal (ARCHITECTURE.md, "The contract").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -59,11 +59,9 @@ mod prio;
 #[doc(hidden)]
 pub mod tables;
 #[doc(hidden)]
-pub mod transport;
-#[doc(hidden)]
 pub mod trie;
 
-pub use artifact::{Artifact, ArtifactError};
+pub use artifact::{transport, Artifact, ArtifactError};
 pub use batch::fill_masks;
 pub use mask::MaskCounters;
 pub use matcher::{CommitError, CommitTokensError, Engine, MaskError, MaskScratch, Matcher};

@@ -20,6 +20,7 @@ use crate::tables::{GrammarTables, LexerTables, LrTables, TableError, Vocabulary
 mod crc;
 mod format;
 mod layout;
+pub mod transport;
 
 pub use crc::crc32c;
 use crc::crc32c_update;
@@ -121,8 +122,8 @@ pub struct Artifact {
     backing: Backing,
 }
 
-pub use crate::transport::MAX_DECOMPRESSED;
-use crate::transport::{decompress, decompress_with, is_transport};
+pub use transport::MAX_DECOMPRESSED;
+use transport::{decompress, decompress_with, is_transport};
 
 impl Artifact {
     /// Open an artifact file (`.dwa`, or the zstd transport form, recognized by its magic).

@@ -20,8 +20,8 @@
 //! passes ([`decompress_with`]), and each one must have the section's checksum, so only the
 //! artifact's own vocabulary opens it.
 
+use super::ArtifactError;
 use crate::array::Backing;
-use crate::artifact::ArtifactError;
 
 /// Zstandard data frame magic.
 pub const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
@@ -242,7 +242,7 @@ pub fn decompress_with(bytes: &[u8], vocab: Option<&crate::Vocabulary>) -> Resul
 /// decompressed file), checking each against its section's length and checksum.
 #[cfg(feature = "zstd")]
 fn fill_elided(out: &mut [u8], elided: &[u32], vocab: &crate::Vocabulary) -> Result<(), ArtifactError> {
-    use crate::artifact::{crc32c, kind, kind_info, SectionEntry, HEADER_LEN};
+    use super::{crc32c, kind, kind_info, SectionEntry, HEADER_LEN};
     use zerocopy::{FromBytes, IntoBytes};
     let count = out.get(64..68).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize).unwrap_or(0);
     let table_end = count
