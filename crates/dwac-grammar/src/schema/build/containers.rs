@@ -1,0 +1,418 @@
+//! Grammar construction for objects and arrays: keys (with `propertyNames`), properties,
+//! `additionalProperties`, counts, and array positions (prefix items, `items`, `contains`,
+//! unevaluated items).
+
+use super::*;
+
+impl Builder<'_> {
+    /// String constraints from `propertyNames`, as regexes every key must also match.
+    fn property_name_regexes(&mut self, s: &Shape) -> Result<Option<Vec<String>>, SchemaError> {
+        if s.prop_names.is_empty() {
+            return Ok(Some(Vec::new()));
+        }
+        let flat = flatten(&self.doc, &s.prop_names)?;
+        if flat.is_false {
+            return Ok(None);
+        }
+        self.check_refusals(&flat)?;
+        let shape = merge(&self.doc, &flat)?;
+        let ptr = s.prop_names[0].ptr.clone();
+        if !flat.disjunctions.is_empty() || shape.enums.is_some() {
+            return Err(SchemaError::new(
+                "propertyNames",
+                &ptr,
+                "only string constraints (pattern, length, format) are supported",
+            ));
+        }
+        if shape.types & T_STR == 0 {
+            return Ok(None);
+        }
+        let mut out = Vec::new();
+        let max = self.capped_max_length(shape.str_min, shape.str_max, &ptr)?;
+        let len = StringConstraints {
+            min_length: (shape.str_min > 0).then_some(shape.str_min),
+            max_length: max,
+            ..Default::default()
+        };
+        if shape.str_max.is_some_and(|m| m < shape.str_min) {
+            return Ok(None);
+        }
+        out.extend(strings::string_regexes(&len).map_err(|e| self.string_error("propertyNames", &ptr, e))?);
+        for (p, pp) in &shape.patterns {
+            out.push(strings::pattern_regex(p).map_err(|e| self.string_error("pattern", pp, e))?);
+        }
+        for (f, fp) in &shape.formats {
+            if strings::is_supported_format(f) {
+                let c = StringConstraints { format: Some(f.clone()), ..Default::default() };
+                out.extend(strings::string_regexes(&c).map_err(|e| self.string_error("format", fp, e))?);
+            }
+        }
+        Ok(Some(out))
+    }
+
+    pub(super) fn build_object(&mut self, n: u32, s: &Shape) -> Result<(), SchemaError> {
+        let Some(name_regexes) = self.property_name_regexes(s)? else {
+            // No key can satisfy propertyNames: only the empty object.
+            if s.min_props == 0 && s.required.is_empty() {
+                let (l, r) = (self.punct("{"), self.punct("}"));
+                self.rule(n, vec![l, r]);
+            }
+            return Ok(());
+        };
+        // Named keys in definition order, then required keys not listed.
+        let mut names: Vec<String> = Vec::new();
+        for spec in &s.objs {
+            for p in &spec.props {
+                if !names.contains(p) {
+                    names.push(p.clone());
+                }
+            }
+        }
+        for r in &s.required {
+            if !names.contains(r) {
+                names.push(r.clone());
+            }
+        }
+        for p in &s.presence {
+            for k in p.keys() {
+                if !names.contains(k) {
+                    names.push(k.clone());
+                }
+            }
+        }
+        let colon = self.punct(":");
+        // Members for named keys.
+        let mut members: Vec<(Option<Symbol>, bool)> = Vec::new();
+        for name in &names {
+            let required = s.required.contains(name);
+            let mut ok = true;
+            if !s.prop_names.is_empty() {
+                ok = validate(&self.doc, &Value::String(name.clone()), &s.prop_names)?;
+            }
+            let mut parts = key_parts(&self.doc, &s.objs, name)?;
+            for u in &s.uneval_props {
+                let mut evaluated = u.names.contains(name);
+                for p in &u.patterns {
+                    evaluated = evaluated || super::super::validate::matches_pattern(p, name)?;
+                }
+                if !evaluated {
+                    parts.push(u.part.clone());
+                }
+            }
+            if parts.iter().any(|p| self.doc.get(&p.ptr) == Some(&Value::Bool(false))) {
+                ok = false;
+            }
+            let sym = if ok {
+                let v = self.conj(parts)?;
+                let key = self.term("KEY", strings::json_string_literal(name), vec![], vec![]);
+                let m = self.nt(format!("member {name}"))?;
+                self.rule(m, vec![Symbol::T(key), colon, Symbol::N(v)]);
+                Some(Symbol::N(m))
+            } else {
+                None
+            };
+            if sym.is_none() && required {
+                return Ok(()); // a required key can never appear: no object
+            }
+            members.push((sym, required));
+        }
+        // Extra members: keys the schema does not name.
+        let named_literals: Vec<String> = names.iter().map(|k| strings::json_string_literal(k)).collect();
+        let mut all_patterns: Vec<(String, Part, usize)> = Vec::new();
+        for (si, spec) in s.objs.iter().enumerate() {
+            for (p, part) in &spec.patterns {
+                all_patterns.push((p.clone(), part.clone(), si));
+            }
+        }
+        let mut pattern_res: Vec<String> = Vec::new();
+        for (p, _, si) in &all_patterns {
+            let ptr = format!("{}/patternProperties/{}", s.objs[*si].ptr, ptr_token(p));
+            pattern_res.push(strings::pattern_regex(p).map_err(|e| self.string_error("patternProperties", &ptr, e))?);
+        }
+        let mut extra_alts: Vec<Symbol> = Vec::new();
+        // Keys matching no pattern.
+        {
+            let mut parts = Vec::new();
+            let mut allowed = true;
+            for spec in &s.objs {
+                if let Some(a) = &spec.additional {
+                    if self.doc.get(&a.ptr) == Some(&Value::Bool(false)) {
+                        allowed = false;
+                    }
+                    parts.push(a.clone());
+                }
+            }
+            for u in &s.uneval_props {
+                if self.doc.get(&u.part.ptr) == Some(&Value::Bool(false)) {
+                    allowed = false;
+                }
+                parts.push(u.part.clone());
+            }
+            if allowed {
+                let mut except = named_literals.clone();
+                except.extend(pattern_res.iter().cloned());
+                let mut also = name_regexes.clone();
+                let main = if also.is_empty() { strings::json_string_any() } else { also.remove(0) };
+                let key = self.term("KEY_ADDITIONAL", main, also, except);
+                let v = self.conj(parts)?;
+                let m = self.nt("member additional".into())?;
+                self.rule(m, vec![Symbol::T(key), colon, Symbol::N(v)]);
+                extra_alts.push(Symbol::N(m));
+            }
+        }
+        // Keys matching a set of patterns (all subsets for up to 4 patterns, else single patterns;
+        // keys matching several patterns beyond that are rejected: stricter, never looser).
+        let k = all_patterns.len();
+        let subsets: Vec<Vec<usize>> = if k == 0 {
+            Vec::new()
+        } else if k <= 4 {
+            (1..(1usize << k)).map(|m| (0..k).filter(|i| m >> i & 1 == 1).collect()).collect()
+        } else {
+            (0..k).map(|i| vec![i]).collect()
+        };
+        for subset in subsets {
+            let mut parts: Vec<Part> = subset.iter().map(|&i| all_patterns[i].1.clone()).collect();
+            let mut allowed = true;
+            for (si, spec) in s.objs.iter().enumerate() {
+                if spec.patterns.is_empty() || !subset.iter().any(|&i| all_patterns[i].2 == si) {
+                    if let Some(a) = &spec.additional {
+                        if self.doc.get(&a.ptr) == Some(&Value::Bool(false)) {
+                            allowed = false;
+                        }
+                        parts.push(a.clone());
+                    }
+                }
+            }
+            for u in &s.uneval_props {
+                if !subset.iter().any(|&i| u.patterns.contains(&all_patterns[i].0)) {
+                    if self.doc.get(&u.part.ptr) == Some(&Value::Bool(false)) {
+                        allowed = false;
+                    }
+                    parts.push(u.part.clone());
+                }
+            }
+            if !allowed {
+                continue;
+            }
+            let main = pattern_res[subset[0]].clone();
+            let mut also: Vec<String> = subset[1..].iter().map(|&i| pattern_res[i].clone()).collect();
+            also.extend(name_regexes.iter().cloned());
+            let mut except = named_literals.clone();
+            except.extend((0..k).filter(|i| !subset.contains(i)).map(|i| pattern_res[i].clone()));
+            let key = self.term("KEY_PATTERN", main, also, except);
+            let v = self.conj(parts)?;
+            let m = self.nt("member pattern".into())?;
+            self.rule(m, vec![Symbol::T(key), colon, Symbol::N(v)]);
+            extra_alts.push(Symbol::N(m));
+        }
+        let extra = if extra_alts.is_empty() {
+            None
+        } else {
+            let x = self.nt("member extra".into())?;
+            for a in extra_alts {
+                self.rule(x, vec![a]);
+            }
+            Some(Symbol::N(x))
+        };
+        // The member sequence with counts (min/maxProperties).
+        let (min, max) = (s.min_props, s.max_props);
+        if max.is_some_and(|m| m < min) {
+            return Ok(());
+        }
+        if max.is_some_and(|m| m > names.len() as u64 + MAX_UNROLL) && extra.is_some() {
+            return Err(SchemaError::new("maxProperties", &s.ptr, "too large to unroll"));
+        }
+        // Presence constraints (dependentRequired, oneOf of `required` sets) track which
+        // involved keys are present.
+        let involved: Vec<usize> = {
+            let mut keys: Vec<&String> = Vec::new();
+            for p in &s.presence {
+                keys.extend(p.keys());
+            }
+            let mut idx: Vec<usize> = keys.iter().filter_map(|k| names.iter().position(|n| n == *k)).collect();
+            idx.sort_unstable();
+            idx.dedup();
+            idx
+        };
+        if involved.len() > 16 {
+            return Err(SchemaError::new("dependentRequired", &s.ptr, "more than 16 keys in presence constraints"));
+        }
+        let bit_of = |i: usize| involved.iter().position(|&x| x == i).map(|b| 1u32 << b);
+        let present = |bits: u32, k: &str| -> bool {
+            names.iter().position(|n| n == k).and_then(bit_of).is_some_and(|b| bits & b != 0)
+        };
+        let satisfied = |bits: u32| s.presence.iter().all(|p| p.holds(&|k: &str| present(bits, k)));
+        let sat = |c: u64| if max.is_none() { c.min(min) } else { c };
+        let fits = |c: u64| max.is_none_or(|m| c <= m);
+        let comma = self.punct(",");
+        let nm = members.len();
+        // State (i, c, bits, first): next candidate named member i (extras at i == nm), c members
+        // emitted (saturating), presence bits, and whether nothing was emitted yet.
+        type St = (usize, u64, u32, bool);
+        let mut memo: HashMap<St, u32> = HashMap::new();
+        let mut work: Vec<St> = Vec::new();
+        let mut state = |b: &mut Builder, st: St, work: &mut Vec<St>| -> Result<u32, SchemaError> {
+            if let Some(&x) = memo.get(&st) {
+                return Ok(x);
+            }
+            let x = b.nt(format!("members {}/{}/{}", st.0, st.1, st.2))?;
+            memo.insert(st, x);
+            work.push(st);
+            Ok(x)
+        };
+        let start = state(self, (0, 0, 0, true), &mut work)?;
+        while let Some((i, c, bits, first)) = work.pop() {
+            let a = state(self, (i, c, bits, first), &mut work)?;
+            let lead = |rhs: Vec<Symbol>| if first { rhs } else { [vec![comma], rhs].concat() };
+            if i < nm {
+                if let (Some(sym), true) = (members[i].0, fits(c + 1)) {
+                    let nbits = bits | bit_of(i).unwrap_or(0);
+                    let next = state(self, (i + 1, sat(c + 1), nbits, false), &mut work)?;
+                    self.rule(a, lead(vec![sym, Symbol::N(next)]));
+                }
+                if !members[i].1 {
+                    let next = state(self, (i + 1, c, bits, first), &mut work)?;
+                    self.rule(a, vec![Symbol::N(next)]);
+                }
+            } else {
+                if c >= min && satisfied(bits) {
+                    self.rule(a, vec![]);
+                }
+                if let (Some(x), true) = (extra, fits(c + 1)) {
+                    let next = state(self, (nm, sat(c + 1), bits, false), &mut work)?;
+                    self.rule(a, lead(vec![x, Symbol::N(next)]));
+                }
+            }
+        }
+        let (l, r) = (self.punct("{"), self.punct("}"));
+        self.rule(n, vec![l, Symbol::N(start), r]);
+        Ok(())
+    }
+
+    pub(super) fn build_array(&mut self, n: u32, s: &Shape) -> Result<(), SchemaError> {
+        let p = s.arrs.iter().map(|a| a.prefix.len()).chain(s.uneval_items.iter().map(|u| u.prefix)).max().unwrap_or(0);
+        let mut max = s.max_items;
+        // Parts constraining position i; None: the position cannot exist.
+        let uneval: Vec<(usize, Part, bool, bool)> = s
+            .uneval_items
+            .iter()
+            .map(|u| (u.prefix, u.part.clone(), self.doc.get(&u.part.ptr) == Some(&Value::Bool(false)), u.by_contains))
+            .collect();
+        // Parts of position i (None: the position cannot exist). A `marked` element satisfies
+        // `contains`, which evaluates it for an in-place `unevaluatedItems`.
+        let position_m = |i: usize, marked: bool| -> Option<Vec<Part>> {
+            let mut parts = Vec::new();
+            for (prefix, part, is_false, by_contains) in &uneval {
+                if i >= *prefix && !(marked && *by_contains) {
+                    if *is_false {
+                        return None;
+                    }
+                    parts.push(part.clone());
+                }
+            }
+            for a in &s.arrs {
+                if let Some(x) = a.prefix.get(i) {
+                    parts.push(x.clone());
+                } else {
+                    match &a.rest {
+                        Rest::Any => {}
+                        Rest::Nothing => return None,
+                        Rest::Schema(x) => parts.push(x.clone()),
+                    }
+                }
+            }
+            Some(parts)
+        };
+        let position = |i: usize| position_m(i, false);
+        for i in 0..=p {
+            if position(i).is_none() && (s.contains.is_empty() || position_m(i, true).is_none()) {
+                max = Some(max.map_or(i as u64, |m| m.min(i as u64)));
+                break;
+            }
+        }
+        let min = s.min_items;
+        if max.is_some_and(|m| m < min) {
+            return Ok(());
+        }
+        let u = (p as u64).max(min);
+        if u > MAX_UNROLL || max.is_some_and(|m| m > u + MAX_UNROLL) {
+            return Err(SchemaError::new(
+                if u > MAX_UNROLL { "minItems" } else { "maxItems" },
+                &s.ptr,
+                format!("array bounds beyond {MAX_UNROLL} explicit positions are not supported"),
+            ));
+        }
+        // `contains` (with `minContains`): each element is either plain or "marked" (also
+        // satisfies `contains`); states count marked elements up to `mc`.
+        let (contains, mc) = match s.contains.as_slice() {
+            [] => (None, 0u64),
+            [(part, m)] => (Some(part.clone()), *m),
+            [_, (part, _), ..] => {
+                return Err(SchemaError::new(
+                    "contains",
+                    &part.ptr,
+                    "several `contains` in one conjunction are not supported",
+                ))
+            }
+        };
+        if contains.is_none() || mc == 0 {
+            // `minContains: 0` is always satisfied.
+        }
+        let mc = if contains.is_some() { mc } else { 0 };
+        if max.is_some_and(|m| m < mc) {
+            return Ok(());
+        }
+        let (l, r, comma) = (self.punct("["), self.punct("]"), self.punct(","));
+        if min == 0 && mc == 0 {
+            self.rule(n, vec![l, r]);
+        }
+        if max == Some(0) {
+            return Ok(());
+        }
+        let elem = |b: &mut Builder, k: u64, marked: bool| -> Result<Symbol, SchemaError> {
+            let Some(mut parts) = position_m((k as usize).min(p), marked) else {
+                return Ok(Symbol::N(b.nt("nothing".into())?));
+            };
+            if marked {
+                parts.extend(contains.iter().cloned());
+            }
+            Ok(Symbol::N(b.conj(parts)?))
+        };
+        // T(k, c): k elements emitted, c of them marked (saturating at mc).
+        let last = max.unwrap_or(u.max(mc)).max(1);
+        let mut states: HashMap<(u64, u64), u32> = HashMap::new();
+        let mut work: Vec<(u64, u64)> = Vec::new();
+        let mut state = |b: &mut Builder, k: u64, c: u64, work: &mut Vec<(u64, u64)>| -> Result<u32, SchemaError> {
+            if let Some(&t) = states.get(&(k, c)) {
+                return Ok(t);
+            }
+            let t = b.nt(format!("items {k}/{c}"))?;
+            states.insert((k, c), t);
+            work.push((k, c));
+            Ok(t)
+        };
+        let marks: &[bool] = if contains.is_some() { &[false, true] } else { &[false] };
+        for &m in marks {
+            let c = (m as u64).min(mc);
+            let t = state(self, 1, c, &mut work)?;
+            let e0 = elem(self, 0, m)?;
+            self.rule(n, vec![l, e0, Symbol::N(t), r]);
+        }
+        while let Some((k, c)) = work.pop() {
+            let t = state(self, k, c, &mut work)?;
+            if k >= min && c >= mc {
+                self.rule(t, vec![]);
+            }
+            if max.is_none() || k < last {
+                for &m in marks {
+                    let c2 = (c + m as u64).min(mc);
+                    let k2 = if max.is_none() { (k + 1).min(last) } else { k + 1 };
+                    let next = state(self, k2, c2, &mut work)?;
+                    let e = elem(self, k, m)?;
+                    self.rule(t, vec![comma, e, Symbol::N(next)]);
+                }
+            }
+        }
+        Ok(())
+    }
+}
