@@ -10,7 +10,7 @@
 //!   through the JSON Schema compiler, next to llguidance's recorded results (`schema_suite.rs`).
 //! - `cargo xtask schema-bench [--limit N] [--peer] [--json] [--out FILE]`: MaskBench schemas
 //!   (Glaiveai2K + Github_easy) compiled in a limited worker subprocess, instances judged, compile
-//!   times and table sizes; `--peer` runs llguidance on the same jobs (`schema_bench.rs`).
+//!   times and table sizes; `--peer` runs llguidance on the same jobs (`schema_bench/`).
 //! - `cargo xtask differential [--tokenizer T]... [--schemas N]`: the Parser DWA mask against the
 //!   reference mask at every step, over the MaskBench instances with the JSON grammar, or over the
 //!   MaskBench schemas (`differential.rs`).
@@ -31,7 +31,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
-use dwac_tests::{json_dumps, maskbench_instances, shared_data};
+use dwac_tests::{json_dumps, maskbench_instances};
 use dwac_vocab::Tokenizer;
 use serde_json::json;
 
@@ -238,18 +238,8 @@ enum Cmd {
     },
 }
 
-/// A tokenizer given as a path, or by name under `../shared/data/tokenizers`.
-fn tokenizer_path(name: &str) -> PathBuf {
-    let p = PathBuf::from(name);
-    if p.exists() {
-        p
-    } else {
-        shared_data().join("tokenizers").join(name).join("tokenizer.json")
-    }
-}
-
 fn tokenizer(name: &str) -> Result<Tokenizer> {
-    let path = tokenizer_path(name);
+    let path = util::tokenizer_file(name);
     Tokenizer::from_file(&path).with_context(|| format!("loading {}", path.display()))
 }
 

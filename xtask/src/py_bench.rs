@@ -32,7 +32,7 @@ pub fn run(args: Args) -> Result<String> {
     let xgr = root.join("target/peers/xgrammar-venv");
     let venv = if xgr.join("bin/python").exists() { xgr } else { root.join("target/peers/py-bench-venv") };
     let py = crate::pyenv::prepare(&venv, &["maturin>=1.5,<2", "numpy", LLGUIDANCE])?;
-    let tok = crate::tokenizer_path(&args.tokenizer);
+    let tok = crate::util::tokenizer_file(&args.tokenizer);
     std::fs::create_dir_all(&args.out_dir)?;
     let json = args.out_dir.join("python.json");
     run_ok(

@@ -90,3 +90,13 @@ pub fn build_rust_peer(name: &str) -> anyhow::Result<std::path::PathBuf> {
     anyhow::ensure!(st.success(), "building the {name} peer failed ({st})");
     Ok(target.join("release").join(format!("dwac-peer-{name}")))
 }
+
+/// A tokenizer given as a path, or by name (a folder of `../shared/data/tokenizers`).
+pub fn tokenizer_file(name: &str) -> std::path::PathBuf {
+    let p = std::path::PathBuf::from(name);
+    if p.exists() {
+        p
+    } else {
+        dwac_tests::tokenizer_path(name)
+    }
+}

@@ -35,6 +35,8 @@ use anyhow::{bail, Context, Result};
 use dwac_tests::{json_dumps, maskbench_instances, repo_root};
 use serde_json::{json, Value};
 
+use crate::util::tokenizer_file;
+
 pub use worker::{run as worker, WorkerArgs};
 
 pub const PEERS: [&str; 3] = ["llguidance", "glrmask", "xgrammar"];
@@ -105,15 +107,6 @@ fn setup_peer(name: &str) -> Result<EngineSpec> {
             })
         }
         _ => bail!("unknown peer {name:?} (known: {})", PEERS.join(", ")),
-    }
-}
-
-fn tokenizer_file(name: &str) -> PathBuf {
-    let p = PathBuf::from(name);
-    if p.exists() {
-        p
-    } else {
-        dwac_tests::tokenizer_path(name)
     }
 }
 

@@ -26,121 +26,18 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use dwac_grammar::schema::{compile_schema, order_instance, SchemaOptions};
-use dwac_runtime::{GrammarTables, Matcher, Vocabulary};
-use dwac_tests::{json_dumps, maskbench_files, tokenizer_path};
+use dwac_grammar::schema::order_instance;
+use dwac_tests::{json_dumps, maskbench_files};
 use serde_json::{json, Value};
 
-use crate::util::{catch, round, Silenced};
+use crate::util::{catch, round, tokenizer_file};
 use dwac_measure::pct;
 
 pub const SPLITS: [&str; 2] = ["Glaiveai2K", "Github_easy"];
 
-/// Bytes of the runtime tables: every `Vec`'s length × element size, plus the terminal names' bytes.
-pub fn tables_bytes(t: &GrammarTables) -> u64 {
-    fn b<T>(v: &[T]) -> u64 {
-        size_of_val(v) as u64
-    }
-    let l = &t.lexer;
-    let r = &t.lr;
-    (l.trans.len() * 4) as u64
-        + b(&l.accept_off)
-        + b(&l.accept)
-        + b(&l.next_plus)
-        + (l.next_plus_row.len() * 4) as u64
-        + b(&l.ignored)
-        + b(&l.munch)
-        + b(&r.action_row)
-        + b(&r.action_term)
-        + b(&r.action_off)
-        + b(&r.actions)
-        + b(&r.goto_row)
-        + b(&r.goto_nt)
-        + b(&r.goto_target)
-        + b(&r.rule_lhs)
-        + b(&r.rule_len)
-        + t.terminal_names.iter().map(|s| s.len() as u64).sum::<u64>()
-}
+mod worker;
 
-// ---------------------------------------------------------------------------------------------
-// The worker (`xtask schema-worker`).
-
-fn load_vocab(tokenizer: &str) -> Result<Vocabulary> {
-    if tokenizer == "bytes" {
-        return Ok(crate::schema_suite::byte_vocab());
-    }
-    let p = PathBuf::from(tokenizer);
-    let path = if p.exists() { p } else { tokenizer_path(tokenizer) };
-    let tok = dwac_vocab::Tokenizer::from_file(&path).with_context(|| format!("loading {}", path.display()))?;
-    Ok(tok.into_vocab())
-}
-
-fn worker_job(job: &Value, vocab: &Vocabulary, out: &mut impl Write) -> Result<()> {
-    let id = job["id"].clone();
-    let schema = &job["schema"];
-    let vocab = vocab.clone();
-    let t0 = Instant::now();
-    let compiled = catch(|| {
-        let sg = compile_schema(schema, &SchemaOptions::default())
-            .map_err(|e| json!({"keyword": e.keyword, "pointer": e.pointer, "message": e.message}))?;
-        let (engine, _) = dwac_compile::compile_engine(&sg.grammar, vocab)
-            .map_err(|e| json!({"keyword": "<engine>", "pointer": "", "message": e.to_string()}))?;
-        Ok::<_, Value>((Arc::new(engine), sg.warnings.len()))
-    });
-    let compile_ms = t0.elapsed().as_secs_f64() * 1e3;
-    writeln!(out, "{}", json!({"id": id, "event": "compiled"}))?;
-    out.flush()?;
-    let r = match compiled {
-        Err(p) => {
-            json!({"id": id, "compiled": false, "panic": p, "compile_ms": compile_ms, "error": null, "accepted": []})
-        }
-        Ok(Err(e)) => json!({"id": id, "compiled": false, "error": e, "compile_ms": compile_ms, "accepted": []}),
-        Ok(Ok((engine, warnings))) => {
-            let t1 = Instant::now();
-            let mut panic = Value::Null;
-            let accepted: Vec<bool> = job["instances"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|t| {
-                    let text = t.as_str().unwrap_or("");
-                    catch(|| {
-                        let mut m = Matcher::new(Arc::clone(&engine));
-                        m.commit_bytes(text.as_bytes()).is_ok() && m.is_accepting()
-                    })
-                    .unwrap_or_else(|p| {
-                        panic = json!(format!("judging panicked: {p}"));
-                        false
-                    })
-                })
-                .collect();
-            json!({"id": id, "compiled": true, "error": null, "panic": panic, "compile_ms": compile_ms,
-                   "judge_ms": t1.elapsed().as_secs_f64() * 1e3,
-                   "tables_bytes": tables_bytes(engine.tables()), "warnings": warnings, "accepted": accepted})
-        }
-    };
-    writeln!(out, "{r}")?;
-    out.flush()?;
-    Ok(())
-}
-
-pub fn worker(tokenizer: &str) -> Result<()> {
-    let _silence = Silenced::install();
-    let vocab = load_vocab(tokenizer)?;
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
-    writeln!(out, "{}", json!({"event": "ready"}))?;
-    out.flush()?;
-    for line in std::io::stdin().lock().lines() {
-        let line = line?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let job: Value = serde_json::from_str(&line).context("bad job line")?;
-        worker_job(&job, &vocab, &mut out)?;
-    }
-    Ok(())
-}
+pub use worker::worker;
 
 // ---------------------------------------------------------------------------------------------
 // The parent: worker processes with limits.
@@ -606,14 +503,7 @@ pub fn run(a: BenchArgs) -> Result<()> {
     anyhow::ensure!(!schemas.is_empty(), "no MaskBench schemas selected");
     let mem = (a.mem_gib * (1u64 << 30) as f64) as u64;
     let limit = Duration::from_secs_f64(a.timeout_s);
-    let tok = {
-        let p = PathBuf::from(&a.tokenizer);
-        if p.exists() || a.tokenizer == "bytes" {
-            p
-        } else {
-            tokenizer_path(&a.tokenizer)
-        }
-    };
+    let tok = if a.tokenizer == "bytes" { PathBuf::from("bytes") } else { tokenizer_file(&a.tokenizer) };
     let exe = std::env::current_exe().context("locating the xtask binary")?;
     let mut dwac =
         Worker::new("dwac", exe, vec!["schema-worker".into(), "--tokenizer".into(), tok.display().to_string()], mem);
