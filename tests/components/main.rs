@@ -37,6 +37,10 @@ use dwac_runtime::trie::Trie;
 use dwac_runtime::{GrammarTables, LexerTables, LrTables, Vocabulary, DEAD};
 use dwac_tests::*;
 
+mod sharing;
+mod stack;
+mod terminal;
+
 /// One step of a lexing in plain terms: (an ignored terminal's pass?, terminals, guard).
 type PlainStep = (bool, Vec<u32>, Vec<u32>);
 /// A lexing: its steps and the lookahead class of the pending lexeme (`None`: any).
@@ -72,6 +76,36 @@ NUM: /[0-9]+/
 %ignore " "
 "#;
 
-mod sharing;
-mod stack;
-mod terminal;
+/// The lexer states the compiler builds an automaton for.
+fn boundary_states(lex: &LexerTables) -> impl Iterator<Item = u32> + '_ {
+    (0..lex.num_states).filter(move |&q| q == lex.start || lex.can_continue(q))
+}
+
+/// The lookahead class of a pending lexeme at `q`, in plain terms.
+fn plain_class(lex: &LexerTables, q: u32) -> Option<Vec<u32>> {
+    if q == lex.start || lex.may_become_ignored(q) {
+        None
+    } else {
+        Some(lex.pending_terminals(q).collect())
+    }
+}
+
+/// A walker signature in plain terms.
+fn plain_sig(walker: &Walker, terms: &SetPool, (node, class): (u32, u32)) -> Lexing {
+    let mut steps = Vec::new();
+    let mut n = node;
+    while n != 0 {
+        let (parent, step) = walker.node(n);
+        steps.push(match step {
+            Step::Shift { terms: t, guard } => (false, terms.get(t).to_vec(), terms.get(guard).to_vec()),
+            Step::Pass { guard } => (true, Vec::new(), terms.get(guard).to_vec()),
+        });
+        n = parent;
+    }
+    steps.reverse();
+    (steps, (class != ANY).then(|| terms.get(class).to_vec()))
+}
+
+fn show(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}

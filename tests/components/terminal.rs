@@ -2,20 +2,6 @@
 
 use super::*;
 
-/// The lexer states the compiler builds an automaton for.
-fn boundary_states(lex: &LexerTables) -> impl Iterator<Item = u32> + '_ {
-    (0..lex.num_states).filter(move |&q| q == lex.start || lex.can_continue(q))
-}
-
-/// The lookahead class of a pending lexeme at `q`, in plain terms.
-fn plain_class(lex: &LexerTables, q: u32) -> Option<Vec<u32>> {
-    if q == lex.start || lex.may_become_ignored(q) {
-        None
-    } else {
-        Some(lex.pending_terminals(q).collect())
-    }
-}
-
 /// Direct lexing of `bytes` from lexer state `q` (no carried inhibitors), byte by byte, every
 /// branch kept apart: `None` when a prefix has more than [`MAX_LEXINGS`] branches or a lexing
 /// more than [`MAX_STEPS`] steps (the compiler leaves such tokens UNDECIDED).
@@ -90,22 +76,6 @@ fn direct_lexings(lex: &LexerTables, q: u32, bytes: &[u8]) -> Option<BTreeSet<Le
     Some(branches.into_iter().map(|(q, _, steps)| (steps, plain_class(lex, q))).collect())
 }
 
-/// A walker signature in plain terms.
-fn plain_sig(walker: &Walker, terms: &SetPool, (node, class): (u32, u32)) -> Lexing {
-    let mut steps = Vec::new();
-    let mut n = node;
-    while n != 0 {
-        let (parent, step) = walker.node(n);
-        steps.push(match step {
-            Step::Shift { terms: t, guard } => (false, terms.get(t).to_vec(), terms.get(guard).to_vec()),
-            Step::Pass { guard } => (true, Vec::new(), terms.get(guard).to_vec()),
-        });
-        n = parent;
-    }
-    steps.reverse();
-    (steps, (class != ANY).then(|| terms.get(class).to_vec()))
-}
-
 /// Terminal DWA vs direct lexing: every (boundary lexer state, token) pair, with classes derived
 /// from base states of at least `bases_from` tokens (`Walker::with_bases`; 1: every state a base
 /// and every state derived from one when there is one). Returns the pairs
@@ -170,10 +140,6 @@ fn check_terminal_dwa(
         }
     }
     (pairs, lexed, walker.derived + walker.equivalent)
-}
-
-fn show(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 #[test]

@@ -44,6 +44,10 @@ use dwac_grammar::GrammarError;
 use dwac_runtime::{Engine, Matcher};
 use dwac_tests::{shared_data, synthetic_vocab};
 
+mod expected;
+
+use expected::{EXPECTED, NO_START};
+
 #[derive(Clone, Copy, Debug)]
 enum Status {
     /// Loads and compiles.
@@ -100,10 +104,6 @@ const fn fails(file: &'static str, reason: &'static str) -> Case {
         warns: &[],
     }
 }
-
-mod expected;
-
-use expected::{EXPECTED, NO_START};
 
 /// Words a diagnostic without a location must contain to name what is unsupported.
 const CLEAR_WORDS: &[&str] =
@@ -418,7 +418,7 @@ fn every_grammar_loads_and_parses_samples_or_fails_clearly() {
     for f in &on_disk {
         if !listed.contains(f.as_str()) {
             problems.push(format!(
-                "{f}: new grammar file, not in EXPECTED: add it to tests/grammar_collection.rs \
+                "{f}: new grammar file, not in EXPECTED: add it to tests/grammar_collection/expected.rs \
                  (Loads with samples, or Fails with the error it gives)"
             ));
         }
