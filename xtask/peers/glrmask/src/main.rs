@@ -30,8 +30,10 @@
 //!   allowed (Python `json.dumps` style), for both kinds.
 //! - compile: `grammar.compile(&vocab)` with the default `CompileOptions` (MaskStrategy::Auto:
 //!   Parser DWA, or TokenTrie when that would be too large). `compile_ms` times parsing the
-//!   schema text + `from_expr` + `compile`, on a thread of its own (as dwac's worker compiles;
-//!   it made no difference to glrmask's times). glrmask compiles eagerly, so `ttfm_ms` is null.
+//!   schema text + `from_expr` + `compile`, on one thread kept for the run, the warmup's
+//!   included (as dwac's worker compiles; a fresh thread per job, as before, made no difference
+//!   to glrmask's times: 6.2–6.4 s either way on the 40 slowest MaskBench easy-split schemas with
+//!   deepseek-r1). glrmask compiles eagerly, so `ttfm_ms` is null.
 //!   glrmask keeps caches across compilations (vocabulary artifacts inside the `Vocab`, terminal
 //!   automata in process-wide statics): the first JSON grammar compiled in a process pays a
 //!   one-time ~0.3–0.7 s (qwen3) that later ones do not. So that job order does not decide which
@@ -54,6 +56,7 @@
 use std::io::{BufRead, Write};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
+use std::sync::mpsc;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
@@ -264,7 +267,15 @@ fn min_into(acc: &mut [f64], xs: &[f64]) {
     }
 }
 
-fn run_job(vocab: &Vocab, vocab_size: usize, eos: &[u32], replays: usize, popcount: bool, job: &Value) -> Value {
+fn run_job<'s>(
+    vocab: &'s Vocab,
+    vocab_size: usize,
+    eos: &'s [u32],
+    replays: usize,
+    popcount: bool,
+    job: &Value,
+    thread: &CompileThread<'s>,
+) -> Value {
     let id = job["id"].clone();
     let kind = job["kind"].as_str().unwrap_or("schema");
     let schema_text = match kind {
@@ -282,11 +293,10 @@ fn run_job(vocab: &Vocab, vocab_size: usize, eos: &[u32], replays: usize, popcou
     reset_peak_rss();
     let cpu0 = process_cpu_ms();
     let t0 = Instant::now();
-    // On a thread of its own, as dwac's worker compiles (see there; with glibc's malloc a fresh
-    // thread's arena was faster than the main thread's, which the tokenizer's load fragments).
-    let compiled = std::thread::scope(|s| {
-        s.spawn(|| catch_unwind(AssertUnwindSafe(|| compile(vocab, &schema_text, eos)))).join().unwrap_or_else(Err)
-    });
+    // On the compile thread kept for the run ([`CompileThread`]), as dwac's worker compiles.
+    let compiled = thread
+        .run(move || catch_unwind(AssertUnwindSafe(|| compile(vocab, &schema_text, eos))))
+        .unwrap_or_else(|| Err(Box::new("compile thread gone") as Box<dyn std::any::Any + Send>));
     let compile_ms = t0.elapsed().as_secs_f64() * 1e3;
     let compile_cpu_ms = process_cpu_ms() - cpu0;
     let constraint = match compiled {
@@ -381,9 +391,48 @@ fn main() -> Result<()> {
     let n_byte_tokens = entries.len();
     let vocab = Vocab::new(entries);
     let setup_ms = t_setup.elapsed().as_secs_f64() * 1e3;
+    // Every compile, the warmup's included, on one thread kept for the run, as dwac's worker
+    // compiles (a server's compile pool, and `dwac compile`'s workers, are long-lived threads).
+    std::thread::scope(|s| {
+        let (tasks, queue) = mpsc::channel::<Box<dyn FnOnce() + Send + '_>>();
+        s.spawn(move || queue.into_iter().for_each(|task| task()));
+        run_jobs(&args, &vocab, vocab_size, n_byte_tokens, &eos, setup_ms, &CompileThread { tasks })
+    })
+}
+
+/// The thread every job compiles on, kept for the whole run.
+struct CompileThread<'s> {
+    tasks: mpsc::Sender<Box<dyn FnOnce() + Send + 's>>,
+}
+
+impl<'s> CompileThread<'s> {
+    /// `f`'s result, run on the compile thread; `None` if the thread is gone.
+    fn run<R: Send + 's>(&self, f: impl FnOnce() -> R + Send + 's) -> Option<R> {
+        let (tx, rx) = mpsc::sync_channel(1);
+        self.tasks
+            .send(Box::new(move || {
+                let _ = tx.send(f());
+            }))
+            .ok()?;
+        rx.recv().ok()
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_jobs<'s>(
+    args: &'s Args,
+    vocab: &'s Vocab,
+    vocab_size: usize,
+    n_byte_tokens: usize,
+    eos: &'s [u32],
+    setup_ms: f64,
+    thread: &CompileThread<'s>,
+) -> Result<()> {
     let t_warm = Instant::now();
     let warm = match &args.warmup {
-        Some(w) => compile(&vocab, w, &eos).map(|_| ()).map_err(|e| e.to_string()),
+        Some(w) => thread
+            .run(move || compile(vocab, w, eos).map(|_| ()).map_err(|e| e.to_string()))
+            .unwrap_or_else(|| Err("compile thread gone".into())),
         None => Ok(()),
     };
     let warmup_ms = args.warmup.as_ref().map(|_| t_warm.elapsed().as_secs_f64() * 1e3);
@@ -407,7 +456,7 @@ fn main() -> Result<()> {
             continue;
         }
         let job: Value = serde_json::from_str(&line).context("bad job line")?;
-        let r = run_job(&vocab, vocab_size, &eos, args.replays, args.popcount, &job);
+        let r = run_job(vocab, vocab_size, eos, args.replays, args.popcount, &job, thread);
         writeln!(out, "{r}")?;
         out.flush()?;
     }
