@@ -7,7 +7,7 @@
 //!   (dwac compiles ahead of time); `compile_cpu_ms` is the process's CPU time over the same
 //!   span (the compile's two threads, the trie walk and the determinizer, both counted).
 //!   Every job, the warmup included, compiles on one thread kept for the whole run
-//!   (`CompileThread`), as `dwac compile`'s workers and a server's compile pool do; the glrmask
+//!   (`dwac_measure::KeptThread`), as `dwac compile`'s workers and a server's compile pool do; the glrmask
 //!   peer does the same. A fresh thread per job (what the worker did before) starts each compile
 //!   with an empty allocator heap: on the 40 slowest MaskBench easy-split schemas (deepseek-r1,
 //!   the order of the jobs file) dwac took 10.3–10.7 s on fresh threads against 7.0 s on one
@@ -34,7 +34,6 @@
 
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
-use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -52,7 +51,7 @@ use crate::util::catch;
 
 // The process's CPU time (every thread's, so a compile on several threads shows its total CPU
 // next to its wall time) and a job's peak RSS, read as the Rust peers read them.
-use dwac_measure::{peak_rss_mb, process_cpu_ms, reset_peak_rss};
+use dwac_measure::{peak_rss_mb, process_cpu_ms, reset_peak_rss, with_kept_thread, KeptThread};
 
 pub struct WorkerArgs {
     pub tokenizer: PathBuf,
@@ -205,25 +204,7 @@ fn open_artifact(bytes: &[u8], dir: &std::path::Path, id: &Value, n: usize) -> R
     ))
 }
 
-/// The thread every job compiles on, kept for the whole run ([`run`]).
-struct CompileThread<'s> {
-    tasks: mpsc::Sender<Box<dyn FnOnce() + Send + 's>>,
-}
-
-impl<'s> CompileThread<'s> {
-    /// `f`'s result, run on the compile thread; `None` if the thread is gone.
-    fn run<R: Send + 's>(&self, f: impl FnOnce() -> R + Send + 's) -> Option<R> {
-        let (tx, rx) = mpsc::sync_channel(1);
-        self.tasks
-            .send(Box::new(move || {
-                let _ = tx.send(f());
-            }))
-            .ok()?;
-        rx.recv().ok()
-    }
-}
-
-fn run_job<'s>(tok: &'s Tokenizer, a: &'s WorkerArgs, job: &Value, thread: &CompileThread<'s>) -> Value {
+fn run_job<'s>(tok: &'s Tokenizer, a: &'s WorkerArgs, job: &Value, thread: &KeptThread<'s>) -> Value {
     let id = job["id"].clone();
     let traces: Vec<Vec<u32>> = serde_json::from_value(job["traces"].clone()).unwrap_or_default();
     reset_peak_rss();
@@ -293,15 +274,11 @@ pub fn run(a: WorkerArgs) -> Result<()> {
     // The per-vocabulary work (the vocabulary trie and its index, and the process-wide caches a
     // first JSON grammar fills), done up front as the glrmask peer does it (`{}` compiled once
     // before the first job), so that job order does not decide which job carries it.
-    std::thread::scope(|s| {
-        let (tasks, queue) = mpsc::channel::<Box<dyn FnOnce() + Send + '_>>();
-        s.spawn(move || queue.into_iter().for_each(|task| task()));
-        run_jobs(&tok, &a, setup_ms, &CompileThread { tasks })
-    })
+    with_kept_thread(|thread| run_jobs(&tok, &a, setup_ms, thread))
 }
 
 /// [`run`] once the tokenizer is loaded: the warmup and every job, compiled on `thread`.
-fn run_jobs<'s>(tok: &'s Tokenizer, a: &'s WorkerArgs, setup_ms: f64, thread: &CompileThread<'s>) -> Result<()> {
+fn run_jobs<'s>(tok: &'s Tokenizer, a: &'s WorkerArgs, setup_ms: f64, thread: &KeptThread<'s>) -> Result<()> {
     let t_warm = Instant::now();
     let warm = thread
         .run(move || {

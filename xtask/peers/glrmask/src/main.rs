@@ -56,7 +56,6 @@
 use std::io::{BufRead, Write};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
@@ -64,7 +63,7 @@ use glrmask::{Constraint, Expr, Grammar, TokenSet, Vocab};
 use serde_json::{json, Value};
 
 // (Measured as dwac's bench worker measures: the same functions.)
-use dwac_measure::{peak_rss_mb, process_cpu_ms, reset_peak_rss};
+use dwac_measure::{peak_rss_mb, process_cpu_ms, reset_peak_rss, with_kept_thread, KeptThread};
 
 /// The global allocator of dwac's CLI and bench worker, so every Rust engine in the benchmark
 /// allocates through the same one.
@@ -274,7 +273,7 @@ fn run_job<'s>(
     replays: usize,
     popcount: bool,
     job: &Value,
-    thread: &CompileThread<'s>,
+    thread: &KeptThread<'s>,
 ) -> Value {
     let id = job["id"].clone();
     let kind = job["kind"].as_str().unwrap_or("schema");
@@ -293,7 +292,7 @@ fn run_job<'s>(
     reset_peak_rss();
     let cpu0 = process_cpu_ms();
     let t0 = Instant::now();
-    // On the compile thread kept for the run ([`CompileThread`]), as dwac's worker compiles.
+    // On the compile thread kept for the run (`KeptThread`), as dwac's worker compiles.
     let compiled = thread
         .run(move || catch_unwind(AssertUnwindSafe(|| compile(vocab, &schema_text, eos))))
         .unwrap_or_else(|| Err(Box::new("compile thread gone") as Box<dyn std::any::Any + Send>));
@@ -393,29 +392,7 @@ fn main() -> Result<()> {
     let setup_ms = t_setup.elapsed().as_secs_f64() * 1e3;
     // Every compile, the warmup's included, on one thread kept for the run, as dwac's worker
     // compiles (a server's compile pool, and `dwac compile`'s workers, are long-lived threads).
-    std::thread::scope(|s| {
-        let (tasks, queue) = mpsc::channel::<Box<dyn FnOnce() + Send + '_>>();
-        s.spawn(move || queue.into_iter().for_each(|task| task()));
-        run_jobs(&args, &vocab, vocab_size, n_byte_tokens, &eos, setup_ms, &CompileThread { tasks })
-    })
-}
-
-/// The thread every job compiles on, kept for the whole run.
-struct CompileThread<'s> {
-    tasks: mpsc::Sender<Box<dyn FnOnce() + Send + 's>>,
-}
-
-impl<'s> CompileThread<'s> {
-    /// `f`'s result, run on the compile thread; `None` if the thread is gone.
-    fn run<R: Send + 's>(&self, f: impl FnOnce() -> R + Send + 's) -> Option<R> {
-        let (tx, rx) = mpsc::sync_channel(1);
-        self.tasks
-            .send(Box::new(move || {
-                let _ = tx.send(f());
-            }))
-            .ok()?;
-        rx.recv().ok()
-    }
+    with_kept_thread(|thread| run_jobs(&args, &vocab, vocab_size, n_byte_tokens, &eos, setup_ms, thread))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -426,7 +403,7 @@ fn run_jobs<'s>(
     n_byte_tokens: usize,
     eos: &'s [u32],
     setup_ms: f64,
-    thread: &CompileThread<'s>,
+    thread: &KeptThread<'s>,
 ) -> Result<()> {
     let t_warm = Instant::now();
     let warm = match &args.warmup {
