@@ -395,7 +395,6 @@ fn main() -> Result<()> {
     with_kept_thread(|thread| run_jobs(&args, &vocab, vocab_size, n_byte_tokens, &eos, setup_ms, thread))
 }
 
-#[allow(clippy::too_many_arguments)]
 fn run_jobs<'s>(
     args: &'s Args,
     vocab: &'s Vocab,
