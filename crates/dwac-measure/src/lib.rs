@@ -90,9 +90,9 @@ impl Summary {
 }
 
 /// One thread kept for a whole run, which every job's timed work is sent to, as a server's
-/// worker pool (and `dwac compile`'s workers) run jobs: a fresh thread per job would start each
-/// with an empty allocator heap (on MaskBench's slowest schemas, dwac's compiles took 1.5× as
-/// long on fresh threads; glrmask's the same either way). Made by [`with_kept_thread`].
+/// worker pool (and `dwac compile`'s workers) run jobs, rather than a fresh thread per job
+/// (measured: no difference for dwac or glrmask on MaskBench's slowest schemas). Made by
+/// [`with_kept_thread`].
 pub struct KeptThread<'env> {
     tasks: mpsc::Sender<Box<dyn FnOnce() + Send + 'env>>,
 }

@@ -7,14 +7,14 @@
 //!   (dwac compiles ahead of time); `compile_cpu_ms` is the process's CPU time over the same
 //!   span (the compile's two threads, the trie walk and the determinizer, both counted).
 //!   Every job, the warmup included, compiles on one thread kept for the whole run
-//!   (`dwac_measure::KeptThread`), as `dwac compile`'s workers and a server's compile pool do; the glrmask
-//!   peer does the same. A fresh thread per job (what the worker did before) starts each compile
-//!   with an empty allocator heap: on the 40 slowest MaskBench easy-split schemas (deepseek-r1,
-//!   the order of the jobs file) dwac took 10.3–10.7 s on fresh threads against 7.0 s on one
-//!   kept thread, the CLI 7.3 s; glrmask 6.2–6.4 s either way. (Before that, with glibc's
-//!   malloc, the main thread, whose arena the tokenizer's load leaves fragmented, was slower than
-//!   a fresh thread: hence the fresh threads. The worker, like the `dwac` binary and the Rust
-//!   peers, allocates through mimalloc, `main.rs`.)
+//!   (`dwac_measure::KeptThread`), as `dwac compile`'s workers and a server's compile pool do;
+//!   the glrmask peer does the same. It makes no measurable difference to either engine against a fresh
+//!   thread per job (what the worker did before): on the 40 slowest MaskBench easy-split
+//!   schemas (deepseek-r1, in the jobs file's order) dwac took 7.5–7.6 s on fresh threads and
+//!   7.3–7.5 s on the kept one, glrmask 6.2–6.4 s either way. (With glibc's malloc, the main
+//!   thread, whose arena the tokenizer's load leaves fragmented, was slower than a fresh thread:
+//!   hence the fresh threads then. The worker, like the `dwac` binary and the Rust peers,
+//!   allocates through mimalloc, `main.rs`.)
 //! - the engine's artifact bytes are made (`artifact_bytes`; timed apart as `save_ms`, as the
 //!   glrmask peer times `save()`: neither is in `compile_ms`), written to a file
 //!   (`target/bench/artifact-<id>.dwa`), opened 20

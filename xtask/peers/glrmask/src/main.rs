@@ -31,9 +31,9 @@
 //! - compile: `grammar.compile(&vocab)` with the default `CompileOptions` (MaskStrategy::Auto:
 //!   Parser DWA, or TokenTrie when that would be too large). `compile_ms` times parsing the
 //!   schema text + `from_expr` + `compile`, on one thread kept for the run, the warmup's
-//!   included (as dwac's worker compiles; a fresh thread per job, as before, made no difference
-//!   to glrmask's times: 6.2–6.4 s either way on the 40 slowest MaskBench easy-split schemas with
-//!   deepseek-r1). glrmask compiles eagerly, so `ttfm_ms` is null.
+//!   included (as dwac's worker compiles; a fresh thread per job, as before, makes no difference
+//!   to glrmask's times, or to dwac's: 6.2–6.4 s either way on the 40 slowest MaskBench
+//!   easy-split schemas with deepseek-r1). glrmask compiles eagerly, so `ttfm_ms` is null.
 //!   glrmask keeps caches across compilations (vocabulary artifacts inside the `Vocab`, terminal
 //!   automata in process-wide statics): the first JSON grammar compiled in a process pays a
 //!   one-time ~0.3–0.7 s (qwen3) that later ones do not. So that job order does not decide which
