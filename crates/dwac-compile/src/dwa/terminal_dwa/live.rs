@@ -42,7 +42,7 @@ use super::*;
 /// Trie edges [`live_height`] examines before it settles for the subtree's height.
 pub(super) const LIVE_BUDGET: u32 = 1024;
 
-/// [`live_height`] per `(entry state, trie node)`.
+/// [`live_height`] per (entry state, trie node), shared by equivalent entry states.
 #[derive(Default)]
 pub(super) struct LiveHeights {
     /// By (entry key, child): the key is the entry state's block of `≡_h` tagged with bit 32, or
