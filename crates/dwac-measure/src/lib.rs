@@ -3,10 +3,7 @@
 //! reports, and the benchmark peers (`xtask/peers/*`, separate workspaces that depend on this
 //! crate by path), so every engine in a benchmark is measured the same way.
 //!
-//! Memory readings come from `/proc/self/status` and are `None` where there is none. Timed work
-//! runs on a [`KeptThread`], the same thread for every job of a run.
-
-use std::sync::mpsc;
+//! Memory readings come from `/proc/self/status` and are `None` where there is none.
 
 /// Peak resident memory of this process (`VmHWM`), MiB: since the start, or since the last
 /// [`reset_peak_rss`].
@@ -89,42 +86,6 @@ impl Summary {
     }
 }
 
-/// One thread kept for a whole run, which every job's timed work is sent to, as a server's
-/// worker pool (and `dwac compile`'s workers) run jobs, rather than a fresh thread per job
-/// (measured: no difference for dwac or glrmask on MaskBench's slowest schemas). Made by
-/// [`with_kept_thread`].
-pub struct KeptThread<'env> {
-    tasks: mpsc::Sender<Box<dyn FnOnce() + Send + 'env>>,
-}
-
-impl<'env> KeptThread<'env> {
-    /// `f`'s result, computed on the kept thread; `None` if `f` panicked (the thread goes on
-    /// with the next task).
-    pub fn run<R: Send + 'env>(&self, f: impl FnOnce() -> R + Send + 'env) -> Option<R> {
-        let (tx, rx) = mpsc::sync_channel(1);
-        self.tasks
-            .send(Box::new(move || {
-                let _ = tx.send(f());
-            }))
-            .ok()?;
-        rx.recv().ok()
-    }
-}
-
-/// Run `body` with a [`KeptThread`], which ends when `body` returns.
-pub fn with_kept_thread<'env, R>(body: impl FnOnce(&KeptThread<'env>) -> R) -> R {
-    std::thread::scope(|s| {
-        let (tasks, queue) = mpsc::channel::<Box<dyn FnOnce() + Send + 'env>>();
-        s.spawn(move || {
-            for task in queue {
-                // (A panic drops the task's sender: its caller gets `None`.)
-                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(task));
-            }
-        });
-        body(&KeptThread { tasks })
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -159,21 +120,5 @@ mod tests {
         assert!(now >= before + 60.0, "RSS {now} MiB after touching 64 MiB (peak before {before})");
         assert!(peak >= now, "peak {peak} below current {now}");
         assert!(process_cpu_ms() > 0.0);
-    }
-
-    #[test]
-    fn a_kept_thread_runs_every_task_on_one_thread() {
-        let here = std::thread::current().id();
-        let data = [1, 2, 3];
-        let ids = with_kept_thread(|t| {
-            let sum = t.run(|| data.iter().sum::<i32>());
-            assert_eq!(sum, Some(6));
-            (0..4).map(|_| t.run(|| std::thread::current().id()).unwrap()).collect::<Vec<_>>()
-        });
-        assert!(ids.iter().all(|&id| id == ids[0]), "{ids:?}");
-        assert_ne!(ids[0], here);
-        // A task that panics gets `None`, and the thread goes on.
-        let after = with_kept_thread(|t| (t.run(|| -> i32 { panic!("a task panicked (expected)") }), t.run(|| 1)));
-        assert_eq!(after, (None, Some(1)));
     }
 }

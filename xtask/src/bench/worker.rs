@@ -5,16 +5,16 @@
 //!   `compile_schema` with default `SchemaOptions`, then `compile_engine` (lexer, LR tables and the
 //!   Parser DWA). `compile_ms` times all of it, up to the engine in memory; `ttfm_ms` is null
 //!   (dwac compiles ahead of time); `compile_cpu_ms` is the process's CPU time over the same
-//!   span (the compile's two threads, the trie walk and the determinizer, both counted).
-//!   Every job, the warmup included, compiles on one thread kept for the whole run
-//!   (`dwac_measure::KeptThread`), as `dwac compile`'s workers and a server's compile pool do;
-//!   the glrmask peer does the same. It makes no measurable difference to either engine against a fresh
-//!   thread per job (what the worker did before): on the 40 slowest MaskBench easy-split
-//!   schemas (deepseek-r1, in the jobs file's order) dwac took 7.5–7.6 s on fresh threads and
-//!   7.3–7.5 s on the kept one, glrmask 6.2–6.4 s either way. (With glibc's malloc, the main
-//!   thread, whose arena the tokenizer's load leaves fragmented, was slower than a fresh thread:
-//!   hence the fresh threads then. The worker, like the `dwac` binary and the Rust peers,
-//!   allocates through mimalloc, `main.rs`.)
+//!   span (the compile's two threads, the trie walk and the determinizer, both counted). Each job compiles on a thread of its own, as `dwac compile`
+//!   compiles each input (the glrmask peer does the same): with glibc's malloc, on the main
+//!   thread, whose arena the tokenizer's load leaves fragmented, dwac's schema compile p50 was
+//!   41–43 ms against 33–35 ms on a fresh thread (glrmask's 31–32 ms either way), measured on
+//!   the MaskBench schema jobs without traces. The worker, like the `dwac` binary and the Rust
+//!   peers, now allocates through mimalloc (`main.rs`); that cut the schema compile p50 by
+//!   about a tenth for dwac and for glrmask alike (dwac 29–33 → 27 ms, glrmask 30–32 → 27–29).
+//!   One thread kept for the whole run instead was measured too, and makes no difference to
+//!   either engine: on the 40 slowest MaskBench easy-split schemas (deepseek-r1) dwac 7.5–7.6 s
+//!   fresh against 7.3–7.5 s kept, glrmask 6.2–6.4 s either way.
 //! - the engine's artifact bytes are made (`artifact_bytes`; timed apart as `save_ms`, as the
 //!   glrmask peer times `save()`: neither is in `compile_ms`), written to a file
 //!   (`target/bench/artifact-<id>.dwa`), opened 20
@@ -51,7 +51,7 @@ use crate::util::catch;
 
 // The process's CPU time (every thread's, so a compile on several threads shows its total CPU
 // next to its wall time) and a job's peak RSS, read as the Rust peers read them.
-use dwac_measure::{peak_rss_mb, process_cpu_ms, reset_peak_rss, with_kept_thread, KeptThread};
+use dwac_measure::{peak_rss_mb, process_cpu_ms, reset_peak_rss};
 
 pub struct WorkerArgs {
     pub tokenizer: PathBuf,
@@ -204,15 +204,14 @@ fn open_artifact(bytes: &[u8], dir: &std::path::Path, id: &Value, n: usize) -> R
     ))
 }
 
-fn run_job<'s>(tok: &'s Tokenizer, a: &'s WorkerArgs, job: &Value, thread: &KeptThread<'s>) -> Value {
+fn run_job(tok: &Tokenizer, a: &WorkerArgs, job: &Value) -> Value {
     let id = job["id"].clone();
     let traces: Vec<Vec<u32>> = serde_json::from_value(job["traces"].clone()).unwrap_or_default();
     reset_peak_rss();
     let cpu0 = process_cpu_ms();
     let t0 = Instant::now();
-    let owned = job.clone();
-    let compiled = thread.run(move || catch(|| compile(&owned, tok, &a.grammar)));
-    let (compiled, stats, bytes, save_ms) = match compiled.unwrap_or_else(|| Err("compile thread panicked".into())) {
+    let compiled = std::thread::scope(|s| s.spawn(|| catch(|| compile(job, tok, &a.grammar))).join());
+    let (compiled, stats, bytes, save_ms) = match compiled.unwrap_or_else(|_| Err("compile thread panicked".into())) {
         Ok(Ok(e)) => e,
         Ok(Err(e)) => {
             return json!({"id": id, "compiled": false, "compile_ms": t0.elapsed().as_secs_f64() * 1e3, "error": e})
@@ -274,19 +273,10 @@ pub fn run(a: WorkerArgs) -> Result<()> {
     // The per-vocabulary work (the vocabulary trie and its index, and the process-wide caches a
     // first JSON grammar fills), done up front as the glrmask peer does it (`{}` compiled once
     // before the first job), so that job order does not decide which job carries it.
-    with_kept_thread(|thread| run_jobs(&tok, &a, setup_ms, thread))
-}
-
-/// [`run`] once the tokenizer is loaded: the warmup and every job, compiled on `thread`.
-fn run_jobs<'s>(tok: &'s Tokenizer, a: &'s WorkerArgs, setup_ms: f64, thread: &KeptThread<'s>) -> Result<()> {
     let t_warm = Instant::now();
-    let warm = thread
-        .run(move || {
-            compile_schema(&json!({}), &SchemaOptions::default())
-                .map_err(|e| e.message)
-                .and_then(|sg| compile_engine(&sg.grammar, tok.vocab().clone()).map(|_| ()).map_err(|e| e.to_string()))
-        })
-        .unwrap_or_else(|| Err("compile thread panicked".into()));
+    let warm = compile_schema(&json!({}), &SchemaOptions::default())
+        .map_err(|e| e.message)
+        .and_then(|sg| compile_engine(&sg.grammar, tok.vocab().clone()).map(|_| ()).map_err(|e| e.to_string()));
     let warmup_ms = t_warm.elapsed().as_secs_f64() * 1e3;
     let jobs = std::fs::File::open(&a.jobs).with_context(|| format!("opening {}", a.jobs.display()))?;
     let mut out = std::io::BufWriter::new(
@@ -305,7 +295,7 @@ fn run_jobs<'s>(tok: &'s Tokenizer, a: &'s WorkerArgs, setup_ms: f64, thread: &K
             continue;
         }
         let job: Value = serde_json::from_str(&line).context("bad job line")?;
-        let r = run_job(tok, a, &job, thread);
+        let r = run_job(&tok, &a, &job);
         writeln!(out, "{r}")?;
         out.flush()?;
     }

@@ -30,10 +30,8 @@
 //!   allowed (Python `json.dumps` style), for both kinds.
 //! - compile: `grammar.compile(&vocab)` with the default `CompileOptions` (MaskStrategy::Auto:
 //!   Parser DWA, or TokenTrie when that would be too large). `compile_ms` times parsing the
-//!   schema text + `from_expr` + `compile`, on one thread kept for the run, the warmup's
-//!   included (as dwac's worker compiles; a fresh thread per job, as before, makes no difference
-//!   to glrmask's times, or to dwac's: 6.2–6.4 s either way on the 40 slowest MaskBench
-//!   easy-split schemas with deepseek-r1). glrmask compiles eagerly, so `ttfm_ms` is null.
+//!   schema text + `from_expr` + `compile`, on a thread of its own (as dwac's worker compiles;
+//!   it made no difference to glrmask's times). glrmask compiles eagerly, so `ttfm_ms` is null.
 //!   glrmask keeps caches across compilations (vocabulary artifacts inside the `Vocab`, terminal
 //!   automata in process-wide statics): the first JSON grammar compiled in a process pays a
 //!   one-time ~0.3–0.7 s (qwen3) that later ones do not. So that job order does not decide which
@@ -63,7 +61,7 @@ use glrmask::{Constraint, Expr, Grammar, TokenSet, Vocab};
 use serde_json::{json, Value};
 
 // (Measured as dwac's bench worker measures: the same functions.)
-use dwac_measure::{peak_rss_mb, process_cpu_ms, reset_peak_rss, with_kept_thread, KeptThread};
+use dwac_measure::{peak_rss_mb, process_cpu_ms, reset_peak_rss};
 
 /// The global allocator of dwac's CLI and bench worker, so every Rust engine in the benchmark
 /// allocates through the same one.
@@ -266,15 +264,7 @@ fn min_into(acc: &mut [f64], xs: &[f64]) {
     }
 }
 
-fn run_job<'s>(
-    vocab: &'s Vocab,
-    vocab_size: usize,
-    eos: &'s [u32],
-    replays: usize,
-    popcount: bool,
-    job: &Value,
-    thread: &KeptThread<'s>,
-) -> Value {
+fn run_job(vocab: &Vocab, vocab_size: usize, eos: &[u32], replays: usize, popcount: bool, job: &Value) -> Value {
     let id = job["id"].clone();
     let kind = job["kind"].as_str().unwrap_or("schema");
     let schema_text = match kind {
@@ -292,10 +282,11 @@ fn run_job<'s>(
     reset_peak_rss();
     let cpu0 = process_cpu_ms();
     let t0 = Instant::now();
-    // On the compile thread kept for the run (`KeptThread`), as dwac's worker compiles.
-    let compiled = thread
-        .run(move || catch_unwind(AssertUnwindSafe(|| compile(vocab, &schema_text, eos))))
-        .unwrap_or_else(|| Err(Box::new("compile thread gone") as Box<dyn std::any::Any + Send>));
+    // On a thread of its own, as dwac's worker compiles (see there; with glibc's malloc a fresh
+    // thread's arena was faster than the main thread's, which the tokenizer's load fragments).
+    let compiled = std::thread::scope(|s| {
+        s.spawn(|| catch_unwind(AssertUnwindSafe(|| compile(vocab, &schema_text, eos)))).join().unwrap_or_else(Err)
+    });
     let compile_ms = t0.elapsed().as_secs_f64() * 1e3;
     let compile_cpu_ms = process_cpu_ms() - cpu0;
     let constraint = match compiled {
@@ -390,25 +381,9 @@ fn main() -> Result<()> {
     let n_byte_tokens = entries.len();
     let vocab = Vocab::new(entries);
     let setup_ms = t_setup.elapsed().as_secs_f64() * 1e3;
-    // Every compile, the warmup's included, on one thread kept for the run, as dwac's worker
-    // compiles (a server's compile pool, and `dwac compile`'s workers, are long-lived threads).
-    with_kept_thread(|thread| run_jobs(&args, &vocab, vocab_size, n_byte_tokens, &eos, setup_ms, thread))
-}
-
-fn run_jobs<'s>(
-    args: &'s Args,
-    vocab: &'s Vocab,
-    vocab_size: usize,
-    n_byte_tokens: usize,
-    eos: &'s [u32],
-    setup_ms: f64,
-    thread: &KeptThread<'s>,
-) -> Result<()> {
     let t_warm = Instant::now();
     let warm = match &args.warmup {
-        Some(w) => thread
-            .run(move || compile(vocab, w, eos).map(|_| ()).map_err(|e| e.to_string()))
-            .unwrap_or_else(|| Err("compile thread gone".into())),
+        Some(w) => compile(&vocab, w, &eos).map(|_| ()).map_err(|e| e.to_string()),
         None => Ok(()),
     };
     let warmup_ms = args.warmup.as_ref().map(|_| t_warm.elapsed().as_secs_f64() * 1e3);
@@ -432,7 +407,7 @@ fn run_jobs<'s>(
             continue;
         }
         let job: Value = serde_json::from_str(&line).context("bad job line")?;
-        let r = run_job(vocab, vocab_size, eos, args.replays, args.popcount, &job, thread);
+        let r = run_job(&vocab, vocab_size, &eos, args.replays, args.popcount, &job);
         writeln!(out, "{r}")?;
         out.flush()?;
     }
