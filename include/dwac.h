@@ -41,6 +41,31 @@ typedef struct DwacError DwacError;
 // One sequence's parse state (see the crate docs).
 typedef struct DwacMatcher DwacMatcher;
 
+// What a matcher's mask fills did: whether the masks stay on the fast path (read from the
+// Parser DWA alone) or were decided, in part or in full, by committing tokens at run time.
+// Read with [`dwac_matcher_last_mask_counters`]. The first three fields are the last
+// successful [`dwac_matcher_fill_mask`]'s, the others count every successful fill since the
+// matcher was made (a clone starts from zero; `reset` and `rollback` keep them). All zero
+// before the first fill.
+typedef struct DwacMaskCounters {
+  // Tokens the last fill decided by committing them on a copy of the matcher: tokens the
+  // compiler left UNDECIDED (over its budget) at a lexer state the matcher was in.
+  uint32_t undecided;
+  // 1 if the last fill computed the whole mask by the reference path (commit every token
+  // on a copy) because the Parser DWA did not cover the matcher's state or the artifact
+  // has none; else 0.
+  uint32_t fallbacks;
+  // (stack node, DWA state) pairs the last fill read: the work of its fast path.
+  uint32_t reads;
+  // Successful fills.
+  uint64_t masks;
+  // `undecided` summed over those fills.
+  uint64_t undecided_total;
+  // `fallbacks` summed over those fills: how many masks were computed by the reference
+  // path.
+  uint64_t fallbacks_total;
+} DwacMaskCounters;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -114,6 +139,8 @@ void dwac_matcher_free(struct DwacMatcher *m);
 // 32]` is set iff token `v` is allowed. `words` may exceed [`dwac_artifact_mask_words`]
 // (padded logits): every bit past the vocabulary is cleared. Safe to call from several
 // threads at once on different matchers (or on one, if none of them changes it meanwhile).
+// A successful fill records what it did in the matcher (see
+// [`dwac_matcher_last_mask_counters`]).
 //
 // # Safety
 // `m` is null or a live matcher handle; `out` is null or valid for writes of `words` aligned
@@ -122,6 +149,15 @@ enum DwacStatus dwac_matcher_fill_mask(const struct DwacMatcher *m,
                                        uint32_t *out,
                                        size_t words,
                                        struct DwacError **err);
+
+// Store in `*out` what the matcher's mask fills did ([`DwacMaskCounters`]: the last successful
+// fill's counters, and totals over the matcher's life). A failed fill changes nothing.
+// [`DwacStatus::InvalidArgument`] if `m` or `out` is null.
+//
+// # Safety
+// `m` is null or a live matcher handle; `out` is null or valid for writes.
+enum DwacStatus dwac_matcher_last_mask_counters(const struct DwacMatcher *m,
+                                                struct DwacMaskCounters *out);
 
 // Commit one sampled token. On error the matcher is unchanged.
 //

@@ -113,7 +113,7 @@ fn fix(mut b: Vec<u8>) -> Vec<u8> {
 #[test]
 fn round_trip_every_grammar_and_a_maskbench_sample_two_tokenizers() {
     let gpt2 = dwac_vocab::Tokenizer::default_embedded().unwrap();
-    let phi = dwac_vocab::Tokenizer::from_file(&tokenizer_path("phi-3.5-mini")).unwrap();
+    let phi = dwac_vocab::Tokenizer::from_file(&tokenizer_json("phi-3.5-mini")).unwrap();
     let mut steps = 0;
     let mut artifacts = 0;
     for tok in [&gpt2, &phi] {
@@ -186,7 +186,7 @@ fn bytes_are_deterministic_across_runs_and_threads() {
 /// (19 MaskBench book_* schemas, qwen3, mimalloc as in the CLI); it passed 5 of 5 after the fix.
 #[test]
 fn bytes_do_not_depend_on_concurrent_compiles() {
-    let tok = dwac_vocab::Tokenizer::from_file(&tokenizer_path("qwen3")).unwrap();
+    let tok = dwac_vocab::Tokenizer::from_file(&tokenizer_json("qwen3")).unwrap();
     let info = tok_info(&tok);
     let texts: Vec<(String, String)> = maskbench_files()
         .into_iter()
@@ -514,7 +514,7 @@ fn a_different_tokenizer_is_refused_naming_both_fingerprints_and_the_first_token
     let (_, _, bytes) = compile(SourceKind::Lark, "json.lark", &text, tok.vocab(), &info);
     let art = Artifact::from_bytes(&bytes).unwrap();
     art.check_tokenizer(&tok.fingerprint(), tok.vocab()).unwrap();
-    let qwen = dwac_vocab::Tokenizer::from_file(&tokenizer_path("qwen3")).unwrap();
+    let qwen = dwac_vocab::Tokenizer::from_file(&tokenizer_json("qwen3")).unwrap();
     let e = art.check_tokenizer(&qwen.fingerprint(), qwen.vocab()).unwrap_err().to_string();
     assert!(e.contains(&tok.fingerprint_hex()) && e.contains(&qwen.fingerprint_hex()), "{e}");
     assert!(e.contains("vocabulary sizes differ: artifact 50257, given 151669"), "{e}");

@@ -312,7 +312,7 @@ fn json_grammar_maskbench_four_tokenizers() {
     let texts: Vec<String> =
         maskbench_instances().into_iter().filter(|i| i.valid).step_by(4).map(|i| json_dumps(&i.data)).collect();
     for name in ["gpt2", "qwen3", "deepseek-r1", "phi-3.5-mini"] {
-        let tok = dwac_vocab::Tokenizer::from_file(&tokenizer_path(name)).unwrap();
+        let tok = dwac_vocab::Tokenizer::from_file(&tokenizer_json(name)).unwrap();
         let engine = engine_from_file("grammars/json.lark", tok.vocab().clone());
         let traces: Vec<Vec<u32>> = texts.iter().map(|t| tok.encode(t).unwrap()).collect();
         let r = differential::differential(&engine, &traces, 2, &mut |_| {});
@@ -320,10 +320,41 @@ fn json_grammar_maskbench_four_tokenizers() {
             "{name}: {} steps compared, {} reference masks computed",
             r.steps_compared, r.reference_masks_computed
         );
+        eprintln!("{name}: {}", r.slow_path_summary());
         assert_eq!(r.mismatches, 0, "{name}: {:?}", r.examples);
-        assert_eq!((r.fallbacks, r.rejected_traces), (0, 0), "{name}");
+        assert!(r.errors.is_empty(), "{name}: {:?}", r.errors);
+        assert_eq!((r.fallbacks, r.rejected_traces), (0, 0), "{name}: rejected {:?}", r.rejected);
         assert!(r.steps_compared > 40_000, "{name}: only {} steps", r.steps_compared);
     }
+}
+
+/// The shared differential runner says what it compared: UNDECIDED tokens decided by commit
+/// (every lexer state over a work budget of 1), masks that fell back to the reference (no
+/// Parser DWA at all) — bits compared reference against reference — and each trace the
+/// grammar rejected, with its step and token.
+#[test]
+fn differential_runner_reports_slow_paths_and_rejections() {
+    use dwac_compile::dwa::{build_mask_tables, MaskOptions};
+    let vocab = vocab_over(b"1+() ", 2, &[]);
+    let id = |s: &str| (0..vocab.len() as u32).find(|&v| vocab.token_bytes(v) == Some(s.as_bytes())).unwrap();
+    let (good, bad) = (vec![id("1"), id("+"), id("(1"), id(")")], vec![id("1"), id(")"), id("1")]);
+    let g = dwac_compile::parse_source(dwac_compile::SourceKind::Lark, EXPR).unwrap();
+    let c = dwac_compile::compile_grammar(&g).unwrap();
+    let starved = MaskOptions { work_per_lexer_state: 1, ..MaskOptions::default() };
+    let (mask, stats) = build_mask_tables(&c.tables, &vocab, &starved).unwrap();
+    assert!(stats.undecided_tokens > 0, "{stats:?}");
+    let engine = Arc::new(Engine::with_mask(c.tables.clone(), vocab.clone(), Some(mask)).unwrap());
+    let r = differential::differential(&engine, &[good.clone(), bad], 1, &mut |_| {});
+    eprintln!("{}", r.slow_path_summary());
+    assert_eq!((r.mismatches, r.fallbacks, r.steps_compared), (0, 0, 5 + 2), "{r:?}");
+    assert!(r.undecided > 0 && r.undecided_masks > 0 && r.errors.is_empty(), "{r:?}");
+    assert!(r.reference_bits_at_most > 0 && r.reference_bits_at_most <= r.undecided.min(7 * vocab.len() as u64));
+    assert_eq!((r.rejected_traces, r.rejected.clone()), (1, vec![(1, 1, id(")"))]));
+    let bare = Arc::new(Engine::new(c.tables, vocab.clone()).unwrap());
+    let r = differential::differential(&bare, &[good], 1, &mut |_| {});
+    assert_eq!((r.mismatches, r.fallbacks, r.steps_compared, r.undecided), (0, 5, 5, 0), "{r:?}");
+    assert_eq!(r.reference_bits_at_most, 5 * vocab.len() as u64);
+    assert!(r.rejected.is_empty());
 }
 
 /// JSON-Schema grammars (test (d) of the compiler issue): every 90th MaskBench schema of
@@ -343,7 +374,7 @@ fn maskbench_schemas_sample() {
         })
         .step_by(90)
         .collect();
-    let (mut schemas, mut refused, mut steps) = (0, 0, 0u64);
+    let (mut schemas, mut refused, mut steps, mut undecided) = (0, 0, 0u64, 0u64);
     for f in &files {
         let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
         let schema = &v["schema"];
@@ -359,12 +390,34 @@ fn maskbench_schemas_sample() {
         let traces = valid_traces(&tok, &v, 3);
         let r = differential::differential(&engine, &traces, 2, &mut |_| {});
         let name = f.file_name().unwrap().to_string_lossy().into_owned();
+        eprintln!("{name}: {}", r.slow_path_summary());
         assert_eq!(r.mismatches, 0, "{name}: {:?}", r.examples);
+        assert!(r.errors.is_empty(), "{name}: {:?}", r.errors);
         assert_eq!(r.fallbacks, 0, "{name}");
+        // Every trace is a valid instance: the grammar must take it to its end.
+        if let Some(&(t, step, token)) = r.rejected.first() {
+            let spell = |ids: &[u32]| {
+                let bytes: Vec<u8> =
+                    ids.iter().flat_map(|&v| tok.vocab().token_bytes(v).unwrap_or_default().iter().copied()).collect();
+                String::from_utf8_lossy(&bytes).into_owned()
+            };
+            panic!(
+                "{name}: {} of {} valid traces rejected; trace {t}: token {token} {:?} at step {step}, after {:?}; \
+                 the whole trace: {:?}",
+                r.rejected.len(),
+                traces.len(),
+                spell(&[token]),
+                spell(&traces[t][..step]),
+                spell(&traces[t])
+            );
+        }
         schemas += 1;
         steps += r.steps_compared;
+        undecided += r.undecided;
     }
-    println!("{schemas} schemas ({refused} refused), {steps} steps compared");
+    println!(
+        "{schemas} schemas ({refused} refused), {steps} steps compared, {undecided} UNDECIDED tokens decided by commit"
+    );
     assert!(schemas >= 25 && steps > 2_000, "{schemas} schemas, {steps} steps");
 }
 
@@ -592,7 +645,8 @@ fn right_recursion_beyond_the_normalization_budget() {
     let src = "start: l\nl: e \",\" l | e\ne: NUM | \"[\" l \"]\" | \"-\" e\nNUM: /[0-9]+/\n%ignore \" \"\n";
     let vocab = vocab_over(b"1,[]- ", 2, &["- - ", "1, ", "]]", ",1", "-1", "[-"]);
     let g = dwac_compile::parse_source(dwac_compile::SourceKind::Lark, src).unwrap();
-    let c = dwac_compile::compile_grammar_with(&g, &NormalizeOptions { rule_budget: Some(0) }).unwrap();
+    let c = dwac_compile::compile_grammar_with(&g, &NormalizeOptions { rule_budget: Some(0), ..Default::default() })
+        .unwrap();
     assert!(c.stats.right_recursive_left >= 2, "right recursion was rewritten: {:?}", c.stats);
     let (mask, stats) = build_mask_tables(&c.tables, &vocab, &MaskOptions::default()).unwrap();
     assert_eq!(stats.max_lookback, u32::MAX, "a surviving right recursion reads unboundedly deep");

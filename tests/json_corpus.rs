@@ -25,7 +25,7 @@ fn run_tokens(engine: &Arc<Engine>, tokens: &[u32]) -> Result<bool, (usize, Comm
 
 #[test]
 fn maskbench_instances_accepted_token_by_token_qwen3() {
-    let tok = Tokenizer::from_file(&tokenizer_path("qwen3")).unwrap();
+    let tok = Tokenizer::from_file(&tokenizer_json("qwen3")).unwrap();
     let engine = json_engine(&tok);
     let instances = maskbench_instances();
     assert!(instances.len() > 9_000, "only {} instances", instances.len());
@@ -48,7 +48,7 @@ fn maskbench_instances_accepted_token_by_token_qwen3() {
 
 #[test]
 fn test_suite_instances_accepted_gpt2_and_bytes() {
-    let tok = Tokenizer::from_file(&tokenizer_path("gpt2")).unwrap();
+    let tok = Tokenizer::from_file(&tokenizer_json("gpt2")).unwrap();
     let engine = json_engine(&tok);
     let mut n = 0;
     for draft in ["draft2020-12", "draft7"] {
@@ -109,7 +109,7 @@ fn judge_checker(text: &[u8]) -> Result<bool, usize> {
 
 #[test]
 fn corrupted_documents_rejected_at_the_right_byte() {
-    let tok = Tokenizer::from_file(&tokenizer_path("gpt2")).unwrap();
+    let tok = Tokenizer::from_file(&tokenizer_json("gpt2")).unwrap();
     let engine = json_engine(&tok);
     // Hand-picked cases with known answers.
     let cases: &[(&str, Result<bool, usize>)] = &[

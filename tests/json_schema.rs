@@ -80,7 +80,7 @@ fn test_suite_draft7_and_draft4_have_no_false_positives() {
 fn maskbench_sample_valid_accepted_invalid_never_accepted() {
     let (mut compiled, mut refused, mut valid_ok, mut valid_n, mut invalid_rejected, mut invalid_n) =
         (0, 0, 0, 0, 0, 0);
-    let mut failures = Vec::new();
+    let (mut failures, mut invalid_accepted) = (Vec::new(), Vec::new());
     for f in maskbench_files().iter().step_by(11) {
         let v: Value = serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
         let schema = &v["schema"];
@@ -101,6 +101,9 @@ fn maskbench_sample_valid_accepted_invalid_never_accepted() {
             } else {
                 invalid_n += 1;
                 invalid_rejected += !got as usize;
+                if got {
+                    invalid_accepted.push(format!("invalid accepted: {}: {text}", f.display()));
+                }
             }
         }
     }
@@ -112,6 +115,15 @@ fn maskbench_sample_valid_accepted_invalid_never_accepted() {
     }
     assert!(compiled * 100 >= (compiled + refused) * 95, "compiled only {compiled} of {}", compiled + refused);
     assert!(valid_ok * 1000 >= valid_n * 995, "valid accepted {valid_ok}/{valid_n}");
+    // No invalid instance is ever accepted (and there are invalid instances to refuse).
+    assert!(invalid_n > 0 && valid_n > 0, "the sample has {valid_n} valid and {invalid_n} invalid instances");
+    assert!(
+        invalid_accepted.is_empty(),
+        "{} of {invalid_n} invalid instances accepted:\n{}",
+        invalid_accepted.len(),
+        invalid_accepted.join("\n")
+    );
+    assert_eq!(invalid_rejected, invalid_n);
 }
 
 #[test]

@@ -96,7 +96,7 @@ const POSITIONS: &[&str] = &[
 
 #[test]
 fn gpt2_json_positions_match_independent_checker() {
-    let tok = Tokenizer::from_file(&tokenizer_path("gpt2")).unwrap();
+    let tok = Tokenizer::from_file(&tokenizer_json("gpt2")).unwrap();
     for p in POSITIONS {
         let n = compare_with_checker(&tok, p);
         println!("gpt2 {p:?}: {n} allowed");
@@ -105,7 +105,7 @@ fn gpt2_json_positions_match_independent_checker() {
 
 #[test]
 fn qwen3_json_positions_match_independent_checker() {
-    let tok = Tokenizer::from_file(&tokenizer_path("qwen3")).unwrap();
+    let tok = Tokenizer::from_file(&tokenizer_json("qwen3")).unwrap();
     for p in ["{\"a\": ", "{\"a\": \"b", "[1", "{\"a\": \"x\"}"] {
         let n = compare_with_checker(&tok, p);
         println!("qwen3 {p:?}: {n} allowed");
@@ -114,7 +114,7 @@ fn qwen3_json_positions_match_independent_checker() {
 
 #[test]
 fn value_start_and_string_body_spot_checks() {
-    let tok = Tokenizer::from_file(&tokenizer_path("qwen3")).unwrap();
+    let tok = Tokenizer::from_file(&tokenizer_json("qwen3")).unwrap();
     let engine = engine_from_file("grammars/json.lark", tok.vocab().clone());
     let vocab = tok.vocab();
     let id = |s: &str| {

@@ -42,7 +42,7 @@ use dwac_compile::{compile_engine, CompileError};
 use dwac_grammar::lark::LarkOptions;
 use dwac_grammar::GrammarError;
 use dwac_runtime::{Engine, Matcher};
-use dwac_tests::{shared_data, synthetic_vocab};
+use dwac_tests::{grammars_dir, synthetic_vocab};
 
 mod expected;
 
@@ -241,9 +241,12 @@ fn dwa_differential(
         }
     }
     let r = dwac_tests::differential::differential(&engine, &traces, 2, &mut |_| {});
-    if r.mismatches > 0 || r.fallbacks > 0 {
-        problems
-            .push(format!("{f}: DWA mask differs from the reference: {:?} ({} fallbacks)", r.examples, r.fallbacks));
+    eprintln!("{f}: {}", r.slow_path_summary());
+    if r.mismatches > 0 || r.fallbacks > 0 || !r.errors.is_empty() {
+        problems.push(format!(
+            "{f}: DWA mask differs from the reference: {:?} ({} fallbacks, errors {:?})",
+            r.examples, r.fallbacks, r.errors
+        ));
     }
     format!(", DWA = reference on {} steps", r.steps_compared)
 }
@@ -403,7 +406,7 @@ fn check_case(case: &Case, root: &Path, gpt2: &dwac_vocab::Tokenizer) -> Checked
 #[test]
 fn every_grammar_loads_and_parses_samples_or_fails_clearly() {
     let t0 = Instant::now();
-    let root = shared_data().join("grammars");
+    let root = grammars_dir();
     let mut files = Vec::new();
     grammar_files(&root, &mut files);
     files.sort();

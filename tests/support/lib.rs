@@ -4,31 +4,21 @@
 pub mod differential;
 pub mod jsoncheck;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use dwac_compile::{compile_engine, parse_source, SourceKind};
 use dwac_runtime::{Engine, Vocabulary};
 use serde_json::Value;
 
-/// The repository root.
-pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
-}
+/// Where the data lives: one policy for every test suite (`dwac-testdata`); a missing corpus
+/// fails the test that needs it.
+pub use dwac_testdata::{
+    gguf_vocab, grammars_dir, maskbench_dir, repo_root, schema_test_suite, shared_data, shared_path, tokenizer_json,
+};
 
-/// `../shared/data` beside the repository (override with `DWAC_SHARED_DATA`).
-pub fn shared_data() -> PathBuf {
-    if let Some(p) = std::env::var_os("DWAC_SHARED_DATA") {
-        return PathBuf::from(p);
-    }
-    let p = repo_root().join("../shared/data");
-    assert!(p.is_dir(), "shared data not found at {} (set DWAC_SHARED_DATA)", p.display());
-    p
-}
-
-pub fn tokenizer_path(name: &str) -> PathBuf {
-    shared_data().join("tokenizers").join(name).join("tokenizer.json")
-}
+/// The `tokenizer.json` of a shared tokenizer by name (the older name of [`tokenizer_json`]).
+pub use dwac_testdata::tokenizer_json as tokenizer_path;
 
 /// Serialize like Python's `json.dumps(v, ensure_ascii=False)`: `", "` and `": "` separators,
 /// object keys in their stored order.
@@ -74,9 +64,15 @@ pub struct Instance {
     pub data: Value,
 }
 
+/// A JSON file of the data (a file that cannot be read or parsed fails the test, loudly).
+fn read_json(f: &std::path::Path) -> Value {
+    let text = std::fs::read_to_string(f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", f.display()))
+}
+
 /// All MaskBench files, sorted by name.
 pub fn maskbench_files() -> Vec<PathBuf> {
-    let dir = shared_data().join("jsonschemabench/maskbench/data");
+    let dir = maskbench_dir();
     let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -90,8 +86,7 @@ pub fn maskbench_files() -> Vec<PathBuf> {
 pub fn maskbench_instances() -> Vec<Instance> {
     let mut out = Vec::new();
     for f in maskbench_files() {
-        let text = std::fs::read_to_string(&f).unwrap_or_default();
-        let Ok(v) = serde_json::from_str::<Value>(&text) else { continue };
+        let v = read_json(&f);
         let name = f.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         for t in v["tests"].as_array().into_iter().flatten() {
             out.push(Instance {
@@ -109,8 +104,7 @@ pub fn test_suite_instances(draft: &str) -> Vec<(String, Value)> {
     let files: Vec<PathBuf> = test_suite_files(draft).into_iter().map(|(_, p)| p).collect();
     let mut out = Vec::new();
     for f in files {
-        let text = std::fs::read_to_string(&f).unwrap_or_default();
-        let Ok(Value::Array(groups)) = serde_json::from_str::<Value>(&text) else { continue };
+        let Value::Array(groups) = read_json(&f) else { panic!("{}: not an array of test groups", f.display()) };
         for g in groups {
             for t in g["tests"].as_array().into_iter().flatten() {
                 out.push((f.display().to_string(), t["data"].clone()));
@@ -125,12 +119,12 @@ pub fn test_suite_instances(draft: &str) -> Vec<(String, Value)> {
 /// `.json`, e.g. `additionalProperties` or `optional/format/date` (the keys llguidance's
 /// reference results use).
 pub fn test_suite_files(draft: &str) -> Vec<(String, PathBuf)> {
-    let root = shared_data().join("json-schema-test-suite/tests").join(draft);
+    let root = schema_test_suite(draft);
     let mut files = Vec::new();
     let mut stack = vec![root.clone()];
     while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let p = e.path();
+        for e in std::fs::read_dir(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display())) {
+            let p = e.unwrap_or_else(|e| panic!("{}: {e}", d.display())).path();
             if p.is_dir() {
                 stack.push(p);
             } else if p.extension().is_some_and(|x| x == "json") {

@@ -58,6 +58,10 @@ enum Cmd {
         /// The first N schemas of each split (Glaiveai2K, Github_easy).
         #[arg(long, default_value_t = 25)]
         schemas: usize,
+        /// Peers next to dwac, comma-separated (`none` for dwac alone); a peer named that cannot
+        /// be prepared is an error.
+        #[arg(long, default_value = "llguidance,xgrammar")]
+        peers: String,
         #[arg(long, default_value = "target/bench")]
         out_dir: PathBuf,
     },
@@ -145,6 +149,10 @@ enum Cmd {
         eos: Option<String>,
         #[arg(long, default_value = "grammars/json.lark")]
         grammar: String,
+        /// Compile glrmask's language instead: JSON Schemas with exactly `, ` and `: ` between
+        /// tokens and no other whitespace, and the `{}` schema for the "json" jobs.
+        #[arg(long)]
+        python_separators: bool,
     },
     /// Write MaskBench instances as JSON lines for `dwac check`.
     MaskbenchJsonl {
@@ -314,16 +322,18 @@ fn main() -> Result<()> {
                 python,
             })
         }
-        Cmd::BenchWorker { tokenizer, jobs, out, replays, eos, grammar } => {
+        Cmd::BenchWorker { tokenizer, jobs, out, replays, eos, grammar, python_separators } => {
             let eos = match eos {
                 Some(e) => e.split(',').map(|x| x.trim().parse::<u32>()).collect::<Result<Vec<_>, _>>()?,
                 None => self::tokenizer(&tokenizer.display().to_string())?.vocab().eos.to_vec(),
             };
-            bench::worker(bench::WorkerArgs { tokenizer, jobs, out, replays, eos, grammar })
+            bench::worker(bench::WorkerArgs { tokenizer, jobs, out, replays, eos, grammar, python_separators })
         }
-        Cmd::PyBench { tokenizer, schemas, out_dir } => {
+        Cmd::PyBench { tokenizer, schemas, peers, out_dir } => {
             let out_dir = if out_dir.is_absolute() { out_dir } else { dwac_tests::repo_root().join(out_dir) };
-            print!("{}", py_bench::run(py_bench::Args { tokenizer, schemas, out_dir })?);
+            let peers: Vec<String> =
+                peers.split(',').map(str::trim).filter(|p| !p.is_empty() && *p != "none").map(String::from).collect();
+            print!("{}", py_bench::run_with(py_bench::Args { tokenizer, schemas, out_dir }, &peers)?);
             Ok(())
         }
         Cmd::E2e { schemas, max_tokens, threads, out_dir } => {

@@ -55,6 +55,42 @@ pub struct DwacArtifact {
 /// One sequence's parse state (see the crate docs).
 pub struct DwacMatcher {
     inner: Matcher,
+    /// What its mask fills did (see [`dwac_matcher_last_mask_counters`]); behind a lock
+    /// because fills may run on several threads at once.
+    counters: Mutex<DwacMaskCounters>,
+}
+
+impl DwacMatcher {
+    fn new(inner: Matcher) -> DwacMatcher {
+        DwacMatcher { inner, counters: Mutex::new(DwacMaskCounters::default()) }
+    }
+}
+
+/// What a matcher's mask fills did: whether the masks stay on the fast path (read from the
+/// Parser DWA alone) or were decided, in part or in full, by committing tokens at run time.
+/// Read with [`dwac_matcher_last_mask_counters`]. The first three fields are the last
+/// successful [`dwac_matcher_fill_mask`]'s, the others count every successful fill since the
+/// matcher was made (a clone starts from zero; `reset` and `rollback` keep them). All zero
+/// before the first fill.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DwacMaskCounters {
+    /// Tokens the last fill decided by committing them on a copy of the matcher: tokens the
+    /// compiler left UNDECIDED (over its budget) at a lexer state the matcher was in.
+    pub undecided: u32,
+    /// 1 if the last fill computed the whole mask by the reference path (commit every token
+    /// on a copy) because the Parser DWA did not cover the matcher's state or the artifact
+    /// has none; else 0.
+    pub fallbacks: u32,
+    /// (stack node, DWA state) pairs the last fill read: the work of its fast path.
+    pub reads: u32,
+    /// Successful fills.
+    pub masks: u64,
+    /// `undecided` summed over those fills.
+    pub undecided_total: u64,
+    /// `fallbacks` summed over those fills: how many masks were computed by the reference
+    /// path.
+    pub fallbacks_total: u64,
 }
 
 /// An error: a status code and a one-line message.
@@ -86,7 +122,12 @@ impl From<CommitError> for DwacError {
 
 impl From<MaskError> for DwacError {
     fn from(e: MaskError) -> DwacError {
-        DwacError::new(DwacStatus::BufferTooSmall, e.to_string())
+        let code = match e {
+            MaskError::BufferTooSmall { .. } => DwacStatus::BufferTooSmall,
+            // A worker thread's panic, or an error of a later runtime: a bug in dwac.
+            _ => DwacStatus::Panic,
+        };
+        DwacError::new(code, e.to_string())
     }
 }
 
@@ -256,7 +297,7 @@ pub unsafe extern "C" fn dwac_matcher_new(
 ) -> DwacStatus {
     guard(err, || {
         let a = a.as_ref().ok_or_else(|| null_arg("artifact"))?;
-        hand_out(out, || Ok(DwacMatcher { inner: Matcher::new(Arc::clone(a.inner.engine())) }))
+        hand_out(out, || Ok(DwacMatcher::new(Matcher::new(Arc::clone(a.inner.engine())))))
     })
 }
 
@@ -272,7 +313,7 @@ pub unsafe extern "C" fn dwac_matcher_clone(
 ) -> DwacStatus {
     guard(err, || {
         let m = m.as_ref().ok_or_else(|| null_arg("matcher"))?;
-        hand_out(out, || Ok(DwacMatcher { inner: m.inner.clone() }))
+        hand_out(out, || Ok(DwacMatcher::new(m.inner.clone())))
     })
 }
 
@@ -289,6 +330,8 @@ pub unsafe extern "C" fn dwac_matcher_free(m: *mut DwacMatcher) {
 /// 32]` is set iff token `v` is allowed. `words` may exceed [`dwac_artifact_mask_words`]
 /// (padded logits): every bit past the vocabulary is cleared. Safe to call from several
 /// threads at once on different matchers (or on one, if none of them changes it meanwhile).
+/// A successful fill records what it did in the matcher (see
+/// [`dwac_matcher_last_mask_counters`]).
 ///
 /// # Safety
 /// `m` is null or a live matcher handle; `out` is null or valid for writes of `words` aligned
@@ -309,7 +352,35 @@ pub unsafe extern "C" fn dwac_matcher_fill_mask(
             return Err(DwacError::new(DwacStatus::InvalidArgument, "out is not aligned for uint32_t"));
         }
         let out = std::slice::from_raw_parts_mut(out, words);
-        m.inner.fill_mask(out)?;
+        let c = m.inner.fill_mask(out)?;
+        let mut k = m.counters.lock().unwrap_or_else(|e| e.into_inner());
+        k.undecided = c.undecided;
+        k.fallbacks = c.fallbacks;
+        k.reads = c.reads;
+        k.masks += 1;
+        k.undecided_total += u64::from(c.undecided);
+        k.fallbacks_total += u64::from(c.fallbacks);
+        Ok(())
+    })
+}
+
+/// Store in `*out` what the matcher's mask fills did ([`DwacMaskCounters`]: the last successful
+/// fill's counters, and totals over the matcher's life). A failed fill changes nothing.
+/// [`DwacStatus::InvalidArgument`] if `m` or `out` is null.
+///
+/// # Safety
+/// `m` is null or a live matcher handle; `out` is null or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn dwac_matcher_last_mask_counters(
+    m: *const DwacMatcher,
+    out: *mut DwacMaskCounters,
+) -> DwacStatus {
+    guard(ptr::null_mut(), || {
+        let m = m.as_ref().ok_or_else(|| null_arg("matcher"))?;
+        if out.is_null() {
+            return Err(null_arg("out"));
+        }
+        *out = *m.counters.lock().unwrap_or_else(|e| e.into_inner());
         Ok(())
     })
 }

@@ -1,6 +1,6 @@
 //! A C program (`tests/c/smoke.c`) compiled with `cc` against `include/dwac.h` and the static
-//! library, run over a real artifact (`artifacts/json.dwa.zst`, GPT-2): its masks and outcomes
-//! must be the Rust matcher's.
+//! library, run over a real artifact (`artifacts/json.dwa.zst`, GPT-2): its masks (every word of
+//! every step), mask counters and outcomes must be the Rust matcher's.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -31,7 +31,7 @@ fn static_lib() -> PathBuf {
 
 #[test]
 fn c_program_fills_masks_and_commits_like_rust() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let root = dwac_testdata::repo_root();
     let artifact = root.join("artifacts/json.dwa.zst");
     let tok = dwac_vocab::Tokenizer::default_embedded().unwrap();
     let run = tok
@@ -49,8 +49,22 @@ fn c_program_fills_masks_and_commits_like_rust() {
         .find(|&t| !first.is_allowed(t))
         .expect("a refused token");
     let mut want = Vec::new();
+    let mut words = vec![0u32; m.mask_words()];
+    let (mut undecided, mut fallbacks) = (0u64, 0u64);
     for (i, &t) in run.iter().chain([&u32::MAX]).enumerate() {
-        want.push(format!("mask {i} {}", m.allowed().len()));
+        let c = m.fill_mask(&mut words).unwrap();
+        let allowed: u32 = words.iter().map(|w| w.count_ones()).sum();
+        assert_eq!(allowed as usize, m.allowed().len());
+        let hex: Vec<String> = words.iter().map(|w| format!("{w:08x}")).collect();
+        want.push(format!("mask {i} {allowed} {}", hex.join(" ")));
+        (undecided, fallbacks) = (undecided + u64::from(c.undecided), fallbacks + u64::from(c.fallbacks));
+        want.push(format!(
+            "counters {i} {} {} {} {} {undecided} {fallbacks}",
+            c.undecided,
+            c.fallbacks,
+            c.reads,
+            i + 1
+        ));
         if t != u32::MAX {
             m.commit(t).unwrap();
         }
@@ -75,8 +89,28 @@ fn c_program_fills_masks_and_commits_like_rust() {
     let out = Command::new(&exe).arg(&artifact).arg(tokens.join(",")).arg(bad.to_string()).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "the C program failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    let got: Vec<&str> = stdout.lines().filter(|l| l.starts_with("mask ") || l.starts_with("accepting ")).collect();
-    assert_eq!(got, want, "the C program's masks differ from the Rust matcher's");
+    let got: Vec<&str> =
+        stdout.lines().filter(|l| ["mask ", "counters ", "accepting "].iter().any(|p| l.starts_with(p))).collect();
+    assert_eq!(got.len(), want.len(), "the C program printed {} step lines, Rust {}", got.len(), want.len());
+    for (g, w) in got.iter().zip(&want) {
+        if *g != w {
+            // Name the step, the first differing word and its tokens (a line has ~1,600 words).
+            let (gw, ww): (Vec<&str>, Vec<&str>) = (g.split(' ').collect(), w.split(' ').collect());
+            let k = (0..gw.len().max(ww.len())).find(|&k| gw.get(k) != ww.get(k)).unwrap_or(0);
+            let word = |v: &[&str]| v.get(k).and_then(|x| u32::from_str_radix(x, 16).ok()).unwrap_or(0);
+            let tokens: Vec<u32> = (0..32).filter(|b| (word(&gw) ^ word(&ww)) >> b & 1 == 1).collect();
+            let base = k.saturating_sub(3) as u32 * 32;
+            panic!(
+                "the C program differs from the Rust matcher at `{} {}`, field {k}: C {:?}, Rust {:?} (mask lines: tokens {:?})",
+                ww[0],
+                ww.get(1).unwrap_or(&""),
+                gw.get(k),
+                ww.get(k),
+                tokens.iter().map(|b| base + b).collect::<Vec<_>>()
+            );
+        }
+    }
+    assert!(want.iter().filter(|l| l.starts_with("mask ")).count() > 20);
     assert!(stdout.contains(&format!("version {}", env!("CARGO_PKG_VERSION"))));
     assert!(stdout.lines().any(|l| l.starts_with("rejected token ")), "{stdout}");
     assert!(stdout.lines().any(|l| l.starts_with("missing /nonexistent/x.dwa: ")), "{stdout}");

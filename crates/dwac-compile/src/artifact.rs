@@ -105,7 +105,7 @@ pub fn metadata(
             "carried_inhibitors": m.carried_inhibitors,
         })
     });
-    json!({
+    let mut meta = json!({
         "format": format!("dwac artifact {}.{}", artifact::MAJOR, artifact::MINOR),
         "compiler": COMPILER_VERSION,
         "source": {
@@ -131,7 +131,17 @@ pub fn metadata(
             "warnings": stats.warnings.iter().map(|w| w.0.to_string()).collect::<Vec<_>>(),
         },
         "mask": mask,
-    })
+    });
+    // (Only for character-level grammars: other artifacts' metadata is as it was.)
+    if let Some(li) = &stats.lexer_inference {
+        meta["grammar"]["lexer_inference"] = json!({
+            "regular_rules": li.lifted.regular,
+            "whole_grammar": li.lifted.whole,
+            "terminals": li.lifted.terminals.iter().map(|t| json!({"name": t.name, "rules": t.rules})).collect::<Vec<_>>(),
+            "longest_match": li.longest_match,
+        });
+    }
+    meta
 }
 
 /// The artifact's bytes.

@@ -4,16 +4,18 @@
 
 pub mod artifact;
 pub mod dwa;
+mod inference;
 pub mod lexer;
 mod minimize;
 pub mod munch;
 pub mod pipeline;
 mod stages;
+pub mod threads;
 
 pub use lexer::build_lexer;
 pub use pipeline::{
     compile_engine, compile_engine_with, compile_engine_with_progress, compile_grammar, compile_grammar_with,
-    parse_source, parse_source_with, regex_grammar, CompileStats, Compiled, EngineOptions, SourceKind,
+    parse_source, parse_source_with, regex_grammar, CompileStats, Compiled, EngineOptions, LexerInference, SourceKind,
 };
 
 /// Why a grammar could not be compiled.
@@ -30,6 +32,10 @@ pub enum CompileError {
     EmptyLanguage(dwac_grammar::GrammarError),
     #[error("budget exceeded: {0}")]
     Budget(String),
+    /// The caller's progress callback asked the build to stop (e.g. the CLI's memory budget
+    /// for one input), saying why.
+    #[error("{0}")]
+    Stopped(String),
     #[error("LR table construction failed: {0}")]
     Lr(String),
     #[error(transparent)]

@@ -1,8 +1,10 @@
 //! Source → IR → normalized grammar → LR tables + lexer DFA → [`GrammarTables`].
 
+use std::ops::ControlFlow;
 use std::path::Path;
 use std::time::Instant;
 
+use dwac_grammar::lift::{self, LiftOptions, LiftReport};
 use dwac_grammar::normalize::{normalize_with, NormalizeOptions, Normalized};
 use dwac_grammar::schema::{compile_schema, SchemaOptions};
 use dwac_grammar::{Grammar, Munch, Symbol, Terminal, Warning};
@@ -95,12 +97,25 @@ pub struct CompileStats {
     pub warnings: Vec<Warning>,
     /// The longest-match analysis ran out of its work budget and checked nothing.
     pub munch_analysis_skipped: bool,
+    /// What lexer inference did, for a character-level grammar (GBNF): the terminals it made
+    /// and those lexed by longest match.
+    pub lexer_inference: Option<LexerInference>,
     /// The Parser DWA's sizes and build time, when one was built.
     pub mask: Option<MaskStats>,
     /// Wall time per stage, in pipeline order (`normalize`, `lr`, `lexer`, `munch`, then the
     /// Parser DWA's stages ([`MaskStats::stages_ms`]) and `validate` when one is built; the CLI
     /// puts its `front_end` first): where a compile's time goes.
     pub stages_ms: Vec<(&'static str, f64)>,
+}
+
+/// What lexer inference did ([`dwac_grammar::lift`], `inference.rs`).
+#[derive(Clone, Debug, Default)]
+pub struct LexerInference {
+    /// The regular rules found and the terminals made of them.
+    pub lifted: LiftReport,
+    /// Terminals (by name) lexed by their own longest match, because it provably changes
+    /// nothing there; the others keep every segmentation.
+    pub longest_match: Vec<String>,
 }
 
 /// A compiled grammar: the runtime tables plus what the compiler learned on the way.
@@ -121,10 +136,21 @@ pub fn compile_grammar(g: &Grammar) -> Result<Compiled, CompileError> {
 pub fn compile_grammar_with(g: &Grammar, opts: &NormalizeOptions) -> Result<Compiled, CompileError> {
     let t0 = Instant::now();
     let mut stages = Stages::new();
-    let normalized = normalize_with(g, opts)?;
+    // Lexer inference (`inference.rs`): a character-level grammar's regular parts become lexer
+    // terminals first.
+    let lifted;
+    let (g, lexer_inference) = if !opts.skip_lexer_inference && lift::has_liftable(g) {
+        let (lg, report) = lift::lift(g, &LiftOptions::default());
+        lifted = lg;
+        stages.lap("lift");
+        (&lifted, Some(report))
+    } else {
+        (g, None)
+    };
+    let mut g = std::borrow::Cow::Borrowed(g);
+    let mut normalized = normalize_with(&g, opts)?;
     stages.lap("normalize");
-    let ng = &normalized.grammar;
-    if ng.terminals != g.terminals {
+    if normalized.grammar.terminals != g.terminals {
         return Err(CompileError::Lr("normalization changed the terminal table".into()));
     }
     let lr = dwac_lr::build(&normalized).map_err(|e| CompileError::Lr(e.to_string()))?;
@@ -132,16 +158,26 @@ pub fn compile_grammar_with(g: &Grammar, opts: &NormalizeOptions) -> Result<Comp
     // Only terminals the parser can use, and ignored ones, take part in lexing: an unused
     // terminal must not inhibit anything.
     let mut active: Vec<bool> = g.terminals.iter().map(|t| t.ignored).collect();
-    for r in &ng.rules {
+    for r in &normalized.grammar.rules {
         for s in &r.rhs {
             if let Symbol::T(t) = s {
                 active[*t as usize] = true;
             }
         }
     }
-    let lexer = build_lexer(&g.terminals, &active)?;
+    let mut lexer = build_lexer(&g.terminals, &active)?;
     stages.lap("lexer");
-    let munch = crate::munch::analyse(&lexer, &lr.tables, &lr.kernels, ng, normalized.accepts_empty, g);
+    let lexer_inference = lexer_inference.map(|lifted| {
+        let upgraded = crate::inference::longest_match_where_exact(&mut lexer, g.to_mut(), &normalized.grammar);
+        for &t in &upgraded {
+            normalized.grammar.terminals[t as usize].munch = Munch::Own;
+        }
+        stages.lap("longest_match");
+        let longest_match = upgraded.iter().map(|&t| g.terminals[t as usize].name.clone()).collect();
+        LexerInference { lifted, longest_match }
+    });
+    let ng = &normalized.grammar;
+    let munch = crate::munch::analyse(&lexer, &lr.tables, &lr.kernels, ng, normalized.accepts_empty, &g);
     stages.lap("munch");
     if let Some(empty) = munch.empty {
         return Err(CompileError::EmptyLanguage(empty.0));
@@ -161,6 +197,7 @@ pub fn compile_grammar_with(g: &Grammar, opts: &NormalizeOptions) -> Result<Comp
         compile_ms: t0.elapsed().as_secs_f64() * 1e3,
         warnings,
         munch_analysis_skipped: munch.skipped,
+        lexer_inference,
         mask: None,
         stages_ms: stages.done,
     };
@@ -193,15 +230,17 @@ pub fn compile_engine_with(
     vocab: Vocabulary,
     opts: &EngineOptions,
 ) -> Result<(Engine, CompileStats), CompileError> {
-    compile_engine_with_progress(g, vocab, opts, &mut |_, _| {})
+    compile_engine_with_progress(g, vocab, opts, &mut |_, _| ControlFlow::Continue(()))
 }
 
-/// [`compile_engine_with`], reporting the Parser DWA build's progress (lexer states done, total).
+/// [`compile_engine_with`], reporting the Parser DWA build's progress (lexer states done, total)
+/// before each lexer state. A `Break(why)` from `progress` stops the build there:
+/// [`CompileError::Stopped`] with `why` (the CLI stops an input past its memory budget so).
 pub fn compile_engine_with_progress(
     g: &Grammar,
     vocab: Vocabulary,
     opts: &EngineOptions,
-    progress: &mut dyn FnMut(u64, u64),
+    progress: &mut dyn FnMut(u64, u64) -> ControlFlow<String>,
 ) -> Result<(Engine, CompileStats), CompileError> {
     let t0 = Instant::now();
     // The vocabulary's trie on a second thread while the grammar's tables are built (a cold

@@ -7,6 +7,7 @@ mod ebnf;
 pub mod gbnf;
 pub mod ir;
 pub mod lark;
+pub mod lift;
 pub mod normalize;
 pub mod schema;
 

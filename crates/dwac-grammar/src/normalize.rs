@@ -60,6 +60,10 @@ pub struct NormalizeOptions {
     /// How many rules right-recursion elimination may add in total before it gives up on
     /// the remaining recursive components. `None` means [`default_rule_budget`].
     pub rule_budget: Option<usize>,
+    /// Compile character-level grammars as they are, without lifting their regular parts into
+    /// lexer terminals first ([`crate::lift`], which the compiler runs by default). For tests
+    /// that compare the two.
+    pub skip_lexer_inference: bool,
 }
 
 /// The output of [`eliminate_epsilon`].

@@ -321,14 +321,13 @@ fn gbnf_error_locations() {
 fn all_test_grammars() -> Vec<PathBuf> {
     let mut v = files_in(&data("broken"));
     v.extend(files_in(&data("valid")));
-    v.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../grammars/json.lark"));
+    v.push(dwac_testdata::repo_root().join("grammars/json.lark"));
     v.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lark/lark_common.lark"));
-    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/grammars");
-    let mut stack = vec![corpus];
+    // The shared grammar collection: missing, it fails the test (dwac-testdata's policy).
+    let ours = v.len();
+    let mut stack = vec![dwac_testdata::grammars_dir()];
     while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else {
-            continue;
-        };
+        let rd = std::fs::read_dir(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display()));
         for e in rd.flatten() {
             let p = e.path();
             if p.is_dir() {
@@ -338,6 +337,7 @@ fn all_test_grammars() -> Vec<PathBuf> {
             }
         }
     }
+    assert!(v.len() >= ours + 40, "only {} grammar files in the shared collection", v.len() - ours);
     v
 }
 

@@ -194,7 +194,7 @@ fn right_recursion_budget_leaves_recursion_in_place() {
         n.right_recursive_left.iter().map(|&a| n.grammar.nonterminals[a as usize].name.clone()).collect()
     };
     for (budget, left) in [(0, vec!["C", "A", "B"]), (4, vec!["A", "B"]), (8, vec![])] {
-        let n = normalize_with(&g, &NormalizeOptions { rule_budget: Some(budget) }).unwrap();
+        let n = normalize_with(&g, &NormalizeOptions { rule_budget: Some(budget), ..Default::default() }).unwrap();
         let what = format!("budget {budget}");
         assert_same_lang(&what, "normalize", &lang(&g, k), &normalized_lang(&n, k), &n.grammar);
         assert_eq!(names(&n), left, "{what}");

@@ -1,5 +1,6 @@
 //! Masks of many matchers at once: one decoding step of a batch.
 
+use crate::mask::MaskCounters;
 use crate::matcher::{MaskError, Matcher};
 
 /// Fill the mask of `matchers[i]` into row `i` of `out`, a row-major bitmask of
@@ -10,10 +11,13 @@ use crate::matcher::{MaskError, Matcher};
 /// feature `rayon`, rows are filled in parallel on rayon's current thread pool (each worker
 /// with its own [`MaskScratch`](crate::MaskScratch)); without it, one after another.
 ///
+/// Returns the rows' [`MaskCounters`] summed (`fallbacks` is then the number of rows computed
+/// by the reference mask).
+///
 /// Errors: `out` shorter than `matchers.len() * row_words`, or a row narrower than a
 /// matcher's vocabulary ([`MaskError::BufferTooSmall`]); rows before the error may have been
 /// written.
-pub fn fill_masks(matchers: &[&Matcher], out: &mut [u32], row_words: usize) -> Result<(), MaskError> {
+pub fn fill_masks(matchers: &[&Matcher], out: &mut [u32], row_words: usize) -> Result<MaskCounters, MaskError> {
     let need = matchers.len().saturating_mul(row_words);
     if out.len() < need {
         return Err(MaskError::BufferTooSmall { need, got: out.len() });
@@ -21,7 +25,7 @@ pub fn fill_masks(matchers: &[&Matcher], out: &mut [u32], row_words: usize) -> R
     if row_words == 0 {
         return match matchers.first() {
             Some(m) => Err(MaskError::BufferTooSmall { need: m.mask_words(), got: 0 }),
-            None => Ok(()),
+            None => Ok(MaskCounters::default()),
         };
     }
     let rows = out[..need].chunks_mut(row_words);
@@ -29,10 +33,20 @@ pub fn fill_masks(matchers: &[&Matcher], out: &mut [u32], row_words: usize) -> R
     {
         use rayon::prelude::*;
         let rows: Vec<&mut [u32]> = rows.collect();
-        rows.into_par_iter().zip(matchers.par_iter()).try_for_each(|(row, m)| m.fill_mask(row))
+        rows.into_par_iter().zip(matchers.par_iter()).map(|(row, m)| m.fill_mask(row)).try_reduce(
+            MaskCounters::default,
+            |mut a, b| {
+                a.add(&b);
+                Ok(a)
+            },
+        )
     }
     #[cfg(not(feature = "rayon"))]
     {
-        rows.zip(matchers).try_for_each(|(row, m)| m.fill_mask(row))
+        let mut sum = MaskCounters::default();
+        for (row, m) in rows.zip(matchers) {
+            sum.add(&m.fill_mask(row)?);
+        }
+        Ok(sum)
     }
 }

@@ -40,20 +40,52 @@ struct Item {
     seed: u64,
 }
 
-/// What the last [`fill`] did (for benchmarks and diagnostics).
-#[derive(Clone, Copy, Debug, Default)]
+/// What a mask fill did, returned by [`Matcher::fill_mask`](crate::Matcher::fill_mask) (and
+/// summed over the rows by [`fill_masks`](crate::fill_masks)): how much of the Parser DWA it
+/// read, and how much of the mask had to be decided the slow way, by committing tokens at run
+/// time. A server that wants to know whether its masks stay on the fast path watches
+/// `fallbacks` and `undecided`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MaskCounters {
     /// (node, state) reads.
     pub reads: u32,
-    /// Token sets ORed in as bitmaps / as ranges, and the ranges filled.
+    /// Token sets ORed in as bitmaps.
     pub dense_sets: u32,
+    /// Token sets ORed in as ranges.
     pub range_sets: u32,
+    /// Ranges filled by those sets.
     pub ranges: u32,
-    /// UNDECIDED tokens decided by committing them (counted by the matcher).
+    /// UNDECIDED tokens (left so by the compiler at a live lexer state) decided by committing
+    /// them on a copy of the matcher: each commit counted once (a token that the Parser DWA or
+    /// an earlier commit already allowed is not committed again).
     pub undecided: u32,
-    /// Groups of threads with the same (non-empty) kill sets, and rounds of the walk.
+    /// Masks computed entirely by the reference mask (clone, commit every token) because the
+    /// Parser DWA did not cover a thread, or the engine has none: 1 for such a fill, else 0.
+    pub fallbacks: u32,
+    /// Groups of threads with the same (non-empty) kill sets.
     pub kill_groups: u32,
+    /// Rounds of the walk (64 groups a round).
     pub rounds: u32,
+}
+
+impl MaskCounters {
+    /// Add `other`'s counts to these (a batch's counters are the sum of its rows').
+    pub fn add(&mut self, other: &MaskCounters) {
+        self.reads += other.reads;
+        self.dense_sets += other.dense_sets;
+        self.range_sets += other.range_sets;
+        self.ranges += other.ranges;
+        self.undecided += other.undecided;
+        self.fallbacks += other.fallbacks;
+        self.kill_groups += other.kill_groups;
+        self.rounds += other.rounds;
+    }
+
+    /// Was the mask (or some mask of a batch) decided in part or in full by committing tokens
+    /// at run time rather than read from the Parser DWA alone?
+    pub fn slow_path(&self) -> bool {
+        self.undecided > 0 || self.fallbacks > 0
+    }
 }
 
 /// Reusable buffers: no allocation once they have grown to the workload.

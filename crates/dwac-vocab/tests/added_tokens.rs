@@ -70,12 +70,12 @@ const ROUND_TRIP_TEXTS: [&str; 42] = [
     "\u{a0}nbsp\u{3000}ideographic space",
 ];
 
-fn data_dir() -> PathBuf {
+fn fixture_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/added_tokens")
 }
 
 fn load(fixture: &str) -> Tokenizer {
-    let path = data_dir().join(fixture);
+    let path = fixture_dir().join(fixture);
     Tokenizer::from_file(&path).unwrap_or_else(|e| panic!("loading {}: {e}", path.display()))
 }
 
@@ -88,7 +88,7 @@ struct Expected {
 
 /// The expected tokens of `fixture`, indexed by id.
 fn expected(fixture: &str) -> Vec<Expected> {
-    let path = data_dir().join("expected.json");
+    let path = fixture_dir().join("expected.json");
     let text = std::fs::read(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
     let root: Value = serde_json::from_slice(&text).expect("expected.json is JSON");
     let tokens = root[fixture].as_array().unwrap_or_else(|| panic!("expected.json has no {fixture}"));
@@ -245,7 +245,7 @@ fn a_character_without_a_token_is_refused_with_its_offset() {
 /// the message names the component and a token it changes.
 #[test]
 fn unsupported_decoder_rule_is_refused_naming_a_token() {
-    let path = data_dir().join(BYTELEVEL_WS_RUNS);
+    let path = fixture_dir().join(BYTELEVEL_WS_RUNS);
     let mut root: Value = serde_json::from_slice(&std::fs::read(&path).expect("fixture")).expect("JSON");
     root["decoder"] = serde_json::json!({"type": "Sequence", "decoders": [
         {"type": "Replace", "pattern": {"String": "a"}, "content": "b"},

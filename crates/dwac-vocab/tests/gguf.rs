@@ -11,18 +11,18 @@ use std::path::PathBuf;
 use common::{data_dir, load, spell};
 use dwac_vocab::{Family, GgufError, Tokenizer, VocabError};
 
-fn gguf_path(vocab: &str) -> Option<PathBuf> {
-    Some(data_dir()?.join(format!("tokenizers/llama.cpp-vocab/ggml-vocab-{vocab}.gguf")))
+fn gguf_path(vocab: &str) -> PathBuf {
+    dwac_testdata::gguf_vocab(vocab)
 }
 
-fn gguf(vocab: &str) -> Option<Tokenizer> {
-    let p = gguf_path(vocab)?;
-    Some(Tokenizer::from_gguf(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
+fn gguf(vocab: &str) -> Tokenizer {
+    let p = gguf_path(vocab);
+    Tokenizer::from_gguf(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
 /// (input, expected ids) of llama.cpp's vectors for `vocab`.
 fn vectors(vocab: &str) -> Vec<(String, Vec<u32>)> {
-    let p = gguf_path(vocab).expect("data");
+    let p = gguf_path(vocab);
     let inp = std::fs::read_to_string(p.with_extension("gguf.inp")).expect(".inp");
     let out = std::fs::read_to_string(p.with_extension("gguf.out")).expect(".out");
     let mut inputs: Vec<&str> = inp.split("\n__ggml_vocab_test__\n").collect();
@@ -40,7 +40,7 @@ fn vectors(vocab: &str) -> Vec<(String, Vec<u32>)> {
 /// llama.cpp's SentencePiece tokenizer prepends to a non-empty input); our own encoder, which
 /// is exact by construction (checked), spells the same text.
 fn vectors_spell_their_inputs(vocab: &str, space_prefix: bool) {
-    let Some(tok) = gguf(vocab) else { return };
+    let tok = gguf(vocab);
     let vecs = vectors(vocab);
     assert!(vecs.len() >= 40, "{vocab}: {} vectors", vecs.len());
     let mut tokens = 0;
@@ -69,10 +69,10 @@ fn phi3_gguf_spells_llama_cpp_vectors() {
 }
 
 /// (b): the GGUF against the `tokenizer.json` of the same model: every id both have gets the
-/// same bytes and special flag; returns the ids only the GGUF has.
-fn compare(vocab: &str, hf: &str) -> Option<(Tokenizer, Tokenizer)> {
-    let g = gguf(vocab)?;
-    let h = load(&data_dir()?, hf);
+/// same bytes and special flag; returns both.
+fn compare(vocab: &str, hf: &str) -> (Tokenizer, Tokenizer) {
+    let g = gguf(vocab);
+    let h = load(&data_dir(), hf);
     let (gv, hv) = (g.vocab(), h.vocab());
     let shared = gv.len().min(hv.len()) as u32;
     let mut differ = Vec::new();
@@ -95,12 +95,12 @@ fn compare(vocab: &str, hf: &str) -> Option<(Tokenizer, Tokenizer)> {
         g.fingerprint_hex(),
         h.fingerprint_hex()
     );
-    Some((g, h))
+    (g, h)
 }
 
 #[test]
 fn gpt2_gguf_and_tokenizer_json_are_one_vocabulary() {
-    let Some((g, h)) = compare("gpt-2", "gpt2") else { return };
+    let (g, h) = compare("gpt-2", "gpt2");
     assert_eq!(g.vocab().len(), 50257);
     assert_eq!(g.vocab().eos, h.vocab().eos);
     assert_eq!(g.fingerprint(), h.fingerprint());
@@ -113,7 +113,7 @@ fn gpt2_gguf_and_tokenizer_json_are_one_vocabulary() {
 fn phi3_gguf_and_tokenizer_json_are_one_vocabulary() {
     // The GGUF has 32,064 ids: the 53 past 32,010 are unknown-type padding `[PAD…]`, left out as
     // the tokenizer.json leaves them out. `</s>` (user-defined in the GGUF) is special in both.
-    let Some((g, h)) = compare("phi-3", "phi-3.5-mini") else { return };
+    let (g, h) = compare("phi-3", "phi-3.5-mini");
     assert_eq!(g.family(), Family::SentencePiece);
     assert_eq!(g.vocab().len(), 32011);
     assert!(g.vocab().is_special(2));
@@ -126,7 +126,7 @@ fn qwen2_gguf_is_the_tokenizer_json_plus_its_padding_tokens() {
     // Qwen2's GGUF has 151,936 ids; the 290 past the tokenizer.json's 151,646 are user-defined
     // tokens `[PAD151646]`… that llama.cpp renders as text, so they are text here too and the
     // vocabularies (and fingerprints) differ, as the masks over them would.
-    let Some((g, h)) = compare("qwen2", "qwen2") else { return };
+    let (g, h) = compare("qwen2", "qwen2");
     assert_eq!((g.vocab().len(), h.vocab().len()), (151936, 151646));
     for id in 151646..151936u32 {
         assert_eq!(g.vocab().token_bytes(id), Some(format!("[PAD{id}]").as_bytes()));
@@ -140,12 +140,12 @@ fn qwen2_gguf_is_the_tokenizer_json_plus_its_padding_tokens() {
 /// `Tokenizer::from_file` recognises a GGUF by its magic, whatever the file is called.
 #[test]
 fn from_file_reads_a_gguf_by_its_magic() {
-    let Some(p) = gguf_path("gpt-2") else { return };
+    let p = gguf_path("gpt-2");
     let dir = tempdir("magic");
     let renamed = dir.join("model.bin");
     std::fs::copy(&p, &renamed).unwrap();
     let t = Tokenizer::from_file(&renamed).unwrap();
-    assert_eq!(t.fingerprint(), gguf("gpt-2").unwrap().fingerprint());
+    assert_eq!(t.fingerprint(), gguf("gpt-2").fingerprint());
 }
 
 fn tempdir(tag: &str) -> PathBuf {
@@ -163,7 +163,7 @@ fn rss_kb() -> Option<u64> {
 /// data (here a sparse hole) is never touched. Resident memory grows by far less than the file.
 #[test]
 fn a_5_gib_model_file_costs_only_its_header() {
-    let Some(p) = gguf_path("qwen2") else { return };
+    let p = gguf_path("qwen2");
     let dir = tempdir("big");
     let big = dir.join("big.gguf");
     std::fs::copy(&p, &big).unwrap();
@@ -185,7 +185,7 @@ fn a_5_gib_model_file_costs_only_its_header() {
 /// Bad files: one clear error each, naming the file.
 #[test]
 fn bad_gguf_files_are_clear_errors() {
-    let Some(p) = gguf_path("phi-3") else { return };
+    let p = gguf_path("phi-3");
     let good = std::fs::read(&p).unwrap();
     let err = |bytes: &[u8]| match Tokenizer::from_gguf_bytes(bytes, "x") {
         Err(VocabError::Gguf { file, source }) => {
@@ -207,7 +207,7 @@ fn bad_gguf_files_are_clear_errors() {
     assert_eq!(e.to_string(), "model.gguf: GGUF version 4 is not supported (supported: 2, 3)");
     // Fuzz smoke test: random byte flips anywhere in a real GGUF's header and key/value list
     // (lengths, type tags, counts, token text) give a vocabulary or an error, never a panic.
-    let gpt2 = std::fs::read(gguf_path("gpt-2").unwrap()).unwrap();
+    let gpt2 = std::fs::read(gguf_path("gpt-2")).unwrap();
     let mut rng = 0x2545_F491_4F6C_DD1Du64;
     let mut errors = 0;
     for i in 0..300 {

@@ -37,7 +37,7 @@ fn assert_all_single_bytes(tok: &Tokenizer) {
 
 #[test]
 fn gpt2_tables() {
-    let Some(data) = data_dir() else { return };
+    let data = data_dir();
     let tok = load(&data, "gpt2");
     let v = tok.vocab();
     assert_eq!(tok.name(), "gpt2");
@@ -64,7 +64,7 @@ fn gpt2_tables() {
 
 #[test]
 fn qwen_tables() {
-    let Some(data) = data_dir() else { return };
+    let data = data_dir();
     let q2 = load(&data, "qwen2");
     let q3 = load(&data, "qwen3");
     assert_eq!(q2.vocab().len(), 151646);
@@ -106,7 +106,7 @@ fn qwen_tables() {
 
 #[test]
 fn deepseek_tables() {
-    let Some(data) = data_dir() else { return };
+    let data = data_dir();
     let t = load(&data, "deepseek-r1");
     let v = t.vocab();
     assert_eq!(t.family(), Family::ByteLevel);
@@ -131,7 +131,7 @@ fn deepseek_tables() {
 
 #[test]
 fn phi_tables() {
-    let Some(data) = data_dir() else { return };
+    let data = data_dir();
     let t = load(&data, "phi-3.5-mini");
     let v = t.vocab();
     assert_eq!(t.family(), Family::SentencePiece);
@@ -180,7 +180,7 @@ fn fingerprints() {
     let from_bytes: String = embedded.fingerprint().iter().map(|b| format!("{b:02x}")).collect();
     assert_eq!(hex, from_bytes);
 
-    let Some(data) = data_dir() else { return };
+    let data = data_dir();
     let mut seen = HashSet::new();
     for name in TOKENIZERS {
         let a = load(&data, name);

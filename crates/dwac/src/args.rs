@@ -38,8 +38,12 @@ pub(crate) struct CompileOpts {
     #[arg(long)]
     pub(crate) lenient: bool,
     /// JSON Schema: no whitespace between tokens (default: any RFC 8259 whitespace).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "separators")]
     pub(crate) compact: bool,
+    /// JSON Schema: exactly these separators between items and between a key and its value,
+    /// and no other whitespace, e.g. `--separators ', ' ': '` (Python `json.dumps`'s layout).
+    #[arg(long, num_args = 2, value_names = ["ITEM", "KEY"])]
+    pub(crate) separators: Option<Vec<String>>,
     /// JSON Schema: the dialect when `$schema` names none (default 2020-12).
     #[arg(long, value_parser = Draft::NAMES)]
     pub(crate) draft: Option<String>,

@@ -1,6 +1,7 @@
 //! Loading what a command works on: the tokenizer (a path, GGUF or the embedded default), and a
 //! grammar or schema source compiled in memory, or a verified artifact.
 
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
@@ -68,7 +69,12 @@ pub(crate) fn load_tokenizer(path: Option<&Path>) -> Result<Tokenizer> {
 
 pub(crate) fn schema_options(o: &CompileOpts) -> SchemaOptions {
     SchemaOptions {
-        whitespace: if o.compact { Whitespace::Compact } else { Whitespace::Flexible },
+        whitespace: match (&o.separators, o.compact) {
+            // (clap takes exactly two values.)
+            (Some(s), _) if s.len() == 2 => Whitespace::Separators { item: s[0].clone(), key: s[1].clone() },
+            (_, true) => Whitespace::Compact,
+            _ => Whitespace::Flexible,
+        },
         lenient: o.lenient,
         // (clap allows only `Draft::NAMES`.)
         default_draft: o.draft.as_deref().and_then(Draft::from_name),
@@ -105,7 +111,7 @@ pub(crate) fn build(
     source: &Source,
     opts: &CompileOpts,
     vocab: &dwac_runtime::Vocabulary,
-    progress: &mut dyn FnMut(u64, u64),
+    progress: &mut dyn FnMut(u64, u64) -> ControlFlow<String>,
 ) -> Result<Built> {
     let what = source.display();
     let schema_opts = schema_options(opts);

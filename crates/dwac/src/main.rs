@@ -2,6 +2,7 @@
 //! 2 bad input or usage.
 
 mod args;
+mod budget;
 mod cmd;
 mod load;
 mod report;
@@ -17,9 +18,10 @@ use args::{Cli, Cmd};
 /// The compiler allocates many small, short-lived values (configurations, class lists, memo
 /// keys) and the tokenizer load many small strings: mimalloc takes markedly fewer instructions
 /// per allocation than glibc's malloc and does not slow down as the main arena fragments.
-/// (The libraries leave the allocator to the program that links them.)
+/// (The libraries leave the allocator to the program that links them.) Counted per input for
+/// the batch's memory budgets (`budget.rs`).
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: budget::Counting<mimalloc::MiMalloc> = budget::Counting(mimalloc::MiMalloc);
 
 /// mimalloc's `mi_option_purge_delay` (its index in `mi_option_e`, the same in mimalloc 2 and 3;
 /// `libmimalloc-sys` names no constant for it).
@@ -49,6 +51,7 @@ fn run() -> Result<u8> {
 
 fn main() -> ExitCode {
     keep_freed_memory();
+    budget::install_hooks();
     // Like any Unix filter: when the reader of our output goes away (`dwac inspect x | head`),
     // end quietly on SIGPIPE instead of panicking in `println!` on the broken pipe.
     #[cfg(unix)]

@@ -1,13 +1,14 @@
 //! Output helpers shared by the subcommands: the progress bar, statistics as JSON, percentiles,
 //! byte escaping, mask bits.
 
+use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
 use dwac_compile::CompileStats;
 use serde_json::json;
 
 /// A progress bar over the Parser DWA's lexer states, shown once the build has run a second.
-pub(crate) fn lexer_state_bar(quiet: bool) -> (indicatif::ProgressBar, impl FnMut(u64, u64)) {
+pub(crate) fn lexer_state_bar(quiet: bool) -> (indicatif::ProgressBar, impl FnMut(u64, u64) -> ControlFlow<String>) {
     let bar = indicatif::ProgressBar::hidden();
     bar.set_style(
         indicatif::ProgressStyle::with_template("compiling {bar:40} {pos}/{len} lexer states {elapsed}")
@@ -23,6 +24,7 @@ pub(crate) fn lexer_state_bar(quiet: bool) -> (indicatif::ProgressBar, impl FnMu
         }
         b.set_length(total);
         b.set_position(done);
+        ControlFlow::Continue(())
     };
     (bar, progress)
 }

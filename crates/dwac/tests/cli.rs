@@ -8,7 +8,12 @@ fn dwac(args: &[&str]) -> Output {
 }
 
 fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+    dwac_testdata::repo_root()
+}
+
+/// A file of the shared data (`dwac-testdata`: missing, it fails the test), as an argument.
+fn shared(p: PathBuf) -> String {
+    p.display().to_string()
 }
 
 fn tmp_dir() -> PathBuf {
@@ -196,6 +201,10 @@ fn compile_and_bench_report_the_contract_fields() {
         }
     }
     assert!(v.get("open_us").is_some());
+    // The slow paths are counted, not written as constants: none on this grammar.
+    for key in ["mask_fallbacks", "masks_with_undecided", "undecided_tokens_committed"] {
+        assert_eq!(v[key].as_u64(), Some(0), "bench --json {key}: {v}");
+    }
 
     let o = dwac(&["mask", "grammars/json.lark", "--prefix", "[1", "--json"]);
     assert_eq!(json(&o)["source"], "dwa");
@@ -266,13 +275,13 @@ fn artifacts_compile_inspect_and_serve_check_bench_mask() {
     let v = json(&dwac(&["compile", "schemas/person.json", "--zstd", "--without-vocabulary", "-o", &zv, "--json"]));
     let zbytes = std::fs::metadata(&z).unwrap().len();
     assert!(v["without_vocabulary"] == true && v["bytes"].as_u64().unwrap() * 2 < zbytes, "{v} vs {zbytes}");
-    let gpt2 = "../shared/data/tokenizers/gpt2/tokenizer.json";
-    let from_zv = json(&dwac(&["mask", &zv, "--tokenizer", gpt2, "--prefix", "{\"name\": \"Al", "--json"]));
+    let gpt2 = shared(dwac_testdata::tokenizer_json("gpt2"));
+    let from_zv = json(&dwac(&["mask", &zv, "--tokenizer", &gpt2, "--prefix", "{\"name\": \"Al", "--json"]));
     assert_eq!(from_src["tokens"], from_zv["tokens"]);
     let o = dwac(&["inspect", &zv]);
     assert_ne!(o.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&o.stderr).contains("leaves the vocabulary out"), "{o:?}");
-    let o = dwac(&["inspect", &zv, "--tokenizer", "../shared/data/tokenizers/phi-3.5-mini/tokenizer.json"]);
+    let o = dwac(&["inspect", &zv, "--tokenizer", &shared(dwac_testdata::tokenizer_json("phi-3.5-mini"))]);
     assert!(String::from_utf8_lossy(&o.stderr).contains("is not the artifact's"), "{o:?}");
 }
 
@@ -306,11 +315,66 @@ fn batch_compile_names_each_failure_and_exits_1() {
     assert!(err.contains("compiled 2 of 4 inputs") && err.contains("2 failed"), "{err}");
 }
 
+/// `--max-memory-mb` in a batch is each input's own: the one input whose compile allocates past
+/// it is named and stopped, the others are written (the process's resident size, which holds
+/// every input's memory and the tokenizer's, decides nothing).
+#[test]
+fn batch_memory_budget_stops_only_the_input_over_it() {
+    let dir = tmp_dir().join("budget");
+    let d = dir.display().to_string();
+    // (regex.lark allocates some 45 MiB before its first lexer state; json.lark a few.)
+    let heavy = shared(dwac_testdata::grammars_dir().join("ligurio-lark-grammars/lark_grammars/grammars/regex.lark"));
+    let o =
+        dwac(&["compile", &heavy, "grammars/json.lark", "--jobs", "1", "--max-memory-mb", "20", "-o", &d, "--json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
+    let lines: Vec<serde_json::Value> =
+        String::from_utf8_lossy(&o.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    let err = lines[0]["error"].as_str().unwrap_or_default();
+    assert!(err.contains("regex.lark") && err.contains("memory budget of 20 MiB"), "{}", lines[0]);
+    assert_eq!(lines[1]["ok"], true, "{}", lines[1]);
+    assert!(dir.join("json.dwa").exists() && !dir.join("regex.dwa").exists());
+    // With room for it, the same input compiles.
+    let o = dwac(&["compile", &heavy, "grammars/json.lark", "--jobs", "1", "--max-memory-mb", "400", "-o", &d]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(dir.join("regex.dwa").exists());
+}
+
+/// `--separators ITEM KEY`: exactly those between tokens, no other whitespace; a separator that
+/// is not its punctuation with JSON whitespace around it is refused.
+#[test]
+fn separators_are_the_only_whitespace() {
+    let schema =
+        tmp("sep.json", r#"{"type": "object", "properties": {"a": {"type": "array", "items": {"type": "integer"}}}}"#);
+    let lines = [
+        r#"{"text": "{\"a\": [1, 2]}", "valid": true}"#,
+        r#"{"text": "{\"a\":[1,2]}", "valid": false}"#,
+        r#"{"text": "{ \"a\": [1, 2]}", "valid": false}"#,
+        r#"{"text": "{\"a\" : [1, 2]}", "valid": false}"#,
+    ];
+    let f = tmp("sep.jsonl", &lines.join("\n"));
+    let o = dwac(&["check", &schema, "--separators", ", ", ": ", "--jsonl", &f, "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let v = json(&o);
+    assert_eq!((v["accepted"].as_u64(), v["wrong"].as_u64()), (Some(1), Some(0)), "{v}");
+    // The compact layout through separators without spaces.
+    let f = tmp("sep2.jsonl", r#"{"text": "{\"a\":[1,2]}", "valid": true}"#);
+    let o = dwac(&["check", &schema, "--separators", ",", ":", "--jsonl", &f, "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let o =
+        dwac(&["compile", &schema, "--separators", ";", ": ", "-o", &tmp_dir().join("sep.dwa").display().to_string()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("separator \";\""), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// The command and its outcome, with the shared data folder (wherever `DWAC_SHARED_DATA` puts
+/// it) written `<shared data>`.
 fn snapshot_error(args: &[&str]) -> String {
     let o = dwac(args);
     let stderr = String::from_utf8_lossy(&o.stderr).to_string();
     assert!(!stderr.contains("panicked") && !stderr.contains("RUST_BACKTRACE"), "{stderr}");
-    format!("$ dwac {}\nexit {}\n{}", args.join(" "), o.status.code().unwrap_or(-1), stderr)
+    let s = format!("$ dwac {}\nexit {}\n{}", args.join(" "), o.status.code().unwrap_or(-1), stderr);
+    s.replace(&dwac_testdata::shared_data().display().to_string(), "<shared data>")
 }
 
 /// Every class of CLI error: one clear message, exit 2, never a panic.
@@ -333,7 +397,7 @@ fn error_messages_of_every_class() {
             "mask".into(),
             "tests/data/golden/format-4.0.dwa".into(),
             "--tokenizer".into(),
-            "../shared/data/tokenizers/qwen3/tokenizer.json".into(),
+            shared(dwac_testdata::tokenizer_json("qwen3")),
         ],
         vec!["check".into(), "tests/data/golden/format-4.0.dwa".into(), "--text".into(), format!("{fx}/notes.txt")],
         vec!["compile".into(), "tests/data/golden/format-4.0.dwa".into(), "-o".into(), "/tmp/x.dwa".into()],
@@ -355,11 +419,7 @@ fn error_messages_of_every_class() {
 /// embedded GPT-2 tokenizer are one vocabulary, so the artifact serves either.
 #[test]
 fn a_gguf_vocabulary_compiles_and_its_artifact_serves_the_same_tokenizer_json() {
-    let gguf = root().join("../shared/data/tokenizers/llama.cpp-vocab/ggml-vocab-gpt-2.gguf");
-    if !gguf.exists() {
-        eprintln!("note: {} is absent; skipping", gguf.display());
-        return;
-    }
+    let gguf = dwac_testdata::gguf_vocab("gpt-2");
     let out = tmp_dir().join("person-gguf.dwa").display().to_string();
     let o = dwac(&["compile", "schemas/person.json", "--tokenizer", &gguf.display().to_string(), "-o", &out, "--json"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));

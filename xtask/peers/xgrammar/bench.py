@@ -363,6 +363,10 @@ def main(argv):
             "special_token_ids": len(info.special_token_ids),
             "replays": a.replays,
             "python": sys.version.split()[0],
+            "language": {
+                "json": "builtin JSON grammar: an object or array at the top, free [ \\n\\r\\t]* inside",
+                "schema": "the schema, any_whitespace=True",
+            },
         }
         out.write(json.dumps(env) + "\n")
         out.flush()

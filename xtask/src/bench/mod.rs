@@ -41,6 +41,9 @@ pub use worker::{run as worker, WorkerArgs};
 
 pub const PEERS: [&str; 3] = ["llguidance", "glrmask", "xgrammar"];
 
+/// dwac compiling glrmask's language (`bench-worker --python-separators`).
+pub const SAME_LANGUAGE_AS_GLRMASK: &str = "dwac-sep";
+
 pub struct Args {
     pub grammar: String,
     pub tokenizers: Vec<String>,
@@ -225,7 +228,7 @@ fn run_engine(
         .arg(&eos_arg)
         .stdin(Stdio::null())
         .stdout(Stdio::null());
-    if e.name == "dwac" {
+    if e.name == "dwac" || e.name == SAME_LANGUAGE_AS_GLRMASK {
         cmd.arg("--grammar").arg(&a.grammar);
     }
     let log_path = a.out_dir.join(format!("log-{}-{}.txt", w.name, e.name));
@@ -275,6 +278,17 @@ pub fn run(a: Args) -> Result<()> {
     std::fs::create_dir_all(&a.out_dir).with_context(|| format!("creating {}", a.out_dir.display()))?;
     let mut engines =
         vec![EngineSpec { name: "dwac".into(), program: std::env::current_exe()?, args: vec!["bench-worker".into()] }];
+    // glrmask compiles another language than dwac's default (its schema lowering allows exactly
+    // `, ` and `: ` between tokens, no other whitespace; its "json" is the `{}` schema so laid
+    // out): next to it, dwac compiles that same language too (`dwac-sep`), so the two can be
+    // compared on equal terms; the flexible-whitespace row stays beside it.
+    if a.peers.iter().any(|p| p == "glrmask") {
+        engines.push(EngineSpec {
+            name: SAME_LANGUAGE_AS_GLRMASK.into(),
+            program: std::env::current_exe()?,
+            args: vec!["bench-worker".into(), "--python-separators".into()],
+        });
+    }
     let mut unavailable = Vec::new();
     for p in &a.peers {
         match setup_peer(p) {

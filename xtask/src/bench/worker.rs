@@ -24,8 +24,10 @@
 //! - per trace: `Matcher::new` (untimed), then per token `fill_mask(&mut buf)` (timed; `buf` is one
 //!   reused `Vec<u32>`), the trace token's bit is checked, `commit(id)` (timed; `Err` = rejected,
 //!   trace stopped); after the last token one more timed `fill_mask` and the EOS bit check.
-//! - `undecided` counts tokens that `fill_mask` settled by committing them (first replay);
-//!   `mask_fallbacks` counts masks that fell back to the reference mask (none expected).
+//! - from the counters `fill_mask_with` returns (first replay): `undecided` counts tokens that
+//!   `fill_mask` settled by committing them, `masks_with_undecided` the masks that had any,
+//!   `mask_fallbacks` the masks computed by the reference mask because the Parser DWA did not
+//!   cover a thread. Each of these masks is timed like any other: the report names them.
 //! - `peak_rss_mb`: VmHWM after the job, reset before it (as the peers do).
 //! - before the first job, `{}` is compiled once (`warmup_ms` in the env line), as the glrmask
 //!   peer does: the vocabulary trie and the process-wide caches (closure walks, kill sets,
@@ -40,9 +42,9 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use dwac_compile::artifact::{artifact_bytes, write_atomically, SourceInfo, TokenizerInfo};
 use dwac_compile::{compile_engine, CompileError, CompileStats, EngineOptions};
-use dwac_grammar::schema::{compile_schema, SchemaOptions};
+use dwac_grammar::schema::{compile_schema, SchemaOptions, Whitespace};
 use dwac_runtime::Artifact;
-use dwac_runtime::{Engine, MaskScratch, Matcher};
+use dwac_runtime::{Engine, MaskCounters, MaskError, MaskScratch, Matcher};
 use dwac_vocab::Tokenizer;
 use serde_json::{json, Value};
 
@@ -60,6 +62,28 @@ pub struct WorkerArgs {
     pub replays: usize,
     pub eos: Vec<u32>,
     pub grammar: String,
+    /// glrmask's language: schemas with `, ` / `: ` separators and no other whitespace, and the
+    /// `{}` schema (so laid out) for "json" jobs.
+    pub python_separators: bool,
+}
+
+impl WorkerArgs {
+    fn schema_options(&self) -> SchemaOptions {
+        let whitespace = if self.python_separators { Whitespace::python_separators() } else { Whitespace::Flexible };
+        SchemaOptions { whitespace, ..SchemaOptions::default() }
+    }
+
+    /// What this worker compiles for each job kind (the report says which language each engine
+    /// compiled).
+    fn language(&self) -> Value {
+        if self.python_separators {
+            json!({"json": "the `{}` schema, `, ` and `: ` separators, no other whitespace",
+                   "schema": "the schema, `, ` and `: ` separators, no other whitespace"})
+        } else {
+            json!({"json": format!("`{}`, RFC 8259 whitespace", self.grammar),
+                   "schema": "the schema, RFC 8259 whitespace"})
+        }
+    }
 }
 
 #[derive(Default)]
@@ -72,11 +96,27 @@ struct Pass {
     not_in_mask: usize,
     eos_missing: usize,
     undecided: u64,
+    masks_with_undecided: u64,
+    fallbacks: u64,
     errors: Vec<String>,
 }
 
 fn bit(buf: &[u32], t: u32) -> bool {
     buf.get((t / 32) as usize).is_some_and(|w| w >> (t % 32) & 1 == 1)
+}
+
+impl Pass {
+    /// Count what one fill did (its counters, or its error).
+    fn fill(&mut self, r: Result<MaskCounters, MaskError>, what: &str) {
+        match r {
+            Ok(c) => {
+                self.undecided += u64::from(c.undecided);
+                self.masks_with_undecided += u64::from(c.undecided > 0);
+                self.fallbacks += u64::from(c.fallbacks);
+            }
+            Err(e) => self.errors.push(format!("{what}: {e}")),
+        }
+    }
 }
 
 fn run_pass(engine: &Arc<Engine>, traces: &[Vec<u32>], eos: &[u32], buf: &mut [u32]) -> Pass {
@@ -90,10 +130,7 @@ fn run_pass(engine: &Arc<Engine>, traces: &[Vec<u32>], eos: &[u32], buf: &mut [u
             let t0 = Instant::now();
             let r = m.fill_mask_with(&mut sc, buf);
             p.mask_us.push(t0.elapsed().as_secs_f64() * 1e6);
-            p.undecided += u64::from(sc.counters().undecided);
-            if let Err(e) = r {
-                p.errors.push(format!("mask: {e}"));
-            }
+            p.fill(r, "mask");
             if !bit(buf, tok) {
                 p.not_in_mask += 1;
             }
@@ -111,10 +148,7 @@ fn run_pass(engine: &Arc<Engine>, traces: &[Vec<u32>], eos: &[u32], buf: &mut [u
         let t0 = Instant::now();
         let r = m.fill_mask_with(&mut sc, buf);
         p.mask_us.push(t0.elapsed().as_secs_f64() * 1e6);
-        p.undecided += u64::from(sc.counters().undecided);
-        if let Err(e) = r {
-            p.errors.push(format!("final mask: {e}"));
-        }
+        p.fill(r, "final mask");
         if !eos.iter().any(|&e| bit(buf, e)) {
             p.eos_missing += 1;
         }
@@ -125,10 +159,13 @@ fn run_pass(engine: &Arc<Engine>, traces: &[Vec<u32>], eos: &[u32], buf: &mut [u
 }
 
 /// Compile a job: the engine, its table statistics and the artifact's bytes.
-fn compile(job: &Value, tok: &Tokenizer, grammar: &str) -> Result<(Arc<Engine>, Value, Vec<u8>, f64), String> {
+fn compile(job: &Value, tok: &Tokenizer, a: &WorkerArgs) -> Result<(Arc<Engine>, Value, Vec<u8>, f64), String> {
     let vocab = tok.vocab().clone();
-    let (r, source) = match job["kind"].as_str().unwrap_or("schema") {
-        "json" => {
+    let grammar = &a.grammar;
+    let opts = a.schema_options();
+    let kind = job["kind"].as_str().unwrap_or("schema");
+    let (r, source) = match kind {
+        "json" if !a.python_separators => {
             let path = dwac_tests::repo_root().join(grammar);
             let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
             let kind = dwac_compile::SourceKind::from_path(&path)
@@ -137,13 +174,14 @@ fn compile(job: &Value, tok: &Tokenizer, grammar: &str) -> Result<(Arc<Engine>, 
             (compile_engine(&g, vocab), SourceInfo { name: grammar.into(), kind: SourceInfo::kind_name(kind), text })
         }
         _ => {
-            let sg = compile_schema(&job["schema"], &SchemaOptions::default())
-                .map_err(|e| format!("{} at {}: {}", e.keyword, e.pointer, e.message))?;
-            let text = job["schema"].to_string();
+            let schema = if kind == "json" { json!({}) } else { job["schema"].clone() };
+            let sg =
+                compile_schema(&schema, &opts).map_err(|e| format!("{} at {}: {}", e.keyword, e.pointer, e.message))?;
+            let text = schema.to_string();
             (compile_engine(&sg.grammar, vocab), SourceInfo { name: job["id"].to_string(), kind: "json-schema", text })
         }
     };
-    engine(r, &source, tok)
+    engine(r, &source, tok, &opts)
 }
 
 /// The compiled engine, its table stats, its artifact's bytes and the time making them took
@@ -152,11 +190,12 @@ fn engine(
     r: Result<(Engine, CompileStats), CompileError>,
     source: &SourceInfo,
     tok: &Tokenizer,
+    opts: &SchemaOptions,
 ) -> Result<(Arc<Engine>, Value, Vec<u8>, f64), String> {
     let (e, st) = r.map_err(|e| e.to_string())?;
     let info = TokenizerInfo { name: tok.name().into(), fingerprint: tok.fingerprint() };
     let t_save = Instant::now();
-    let bytes = artifact_bytes(&e, source, &info, &st, &SchemaOptions::default(), &EngineOptions::default());
+    let bytes = artifact_bytes(&e, source, &info, &st, opts, &EngineOptions::default());
     let save_ms = t_save.elapsed().as_secs_f64() * 1e3;
     let stats = st.mask.map(|m| {
         json!({"dwa_states": m.dwa_states, "undecided_tokens": m.undecided_tokens,
@@ -210,7 +249,7 @@ fn run_job(tok: &Tokenizer, a: &WorkerArgs, job: &Value) -> Value {
     reset_peak_rss();
     let cpu0 = process_cpu_ms();
     let t0 = Instant::now();
-    let compiled = std::thread::scope(|s| s.spawn(|| catch(|| compile(job, tok, &a.grammar))).join());
+    let compiled = std::thread::scope(|s| s.spawn(|| catch(|| compile(job, tok, a))).join());
     let (compiled, stats, bytes, save_ms) = match compiled.unwrap_or_else(|_| Err("compile thread panicked".into())) {
         Ok(Ok(e)) => e,
         Ok(Err(e)) => {
@@ -257,7 +296,8 @@ fn run_job(tok: &Tokenizer, a: &WorkerArgs, job: &Value) -> Value {
         "masks": first.mask_us.len(), "commits": first.commit_us.len(),
         "rejected_traces": first.rejected, "token_not_in_mask": first.not_in_mask,
         "eos_not_in_mask": first.eos_missing, "errors": first.errors.iter().take(20).collect::<Vec<_>>(),
-        "undecided": first.undecided, "mask_fallbacks": 0,
+        "undecided": first.undecided, "masks_with_undecided": first.masks_with_undecided,
+        "mask_fallbacks": first.fallbacks,
         "tables": stats,
         "artifact_bytes": open["artifact_bytes"], "artifact_zstd_bytes": open["artifact_zstd_bytes"],
         "artifact_zstd_without_vocab_bytes": open["artifact_zstd_without_vocab_bytes"],
@@ -274,7 +314,7 @@ pub fn run(a: WorkerArgs) -> Result<()> {
     // first JSON grammar fills), done up front as the glrmask peer does it (`{}` compiled once
     // before the first job), so that job order does not decide which job carries it.
     let t_warm = Instant::now();
-    let warm = compile_schema(&json!({}), &SchemaOptions::default())
+    let warm = compile_schema(&json!({}), &a.schema_options())
         .map_err(|e| e.message)
         .and_then(|sg| compile_engine(&sg.grammar, tok.vocab().clone()).map(|_| ()).map_err(|e| e.to_string()));
     let warmup_ms = t_warm.elapsed().as_secs_f64() * 1e3;
@@ -282,10 +322,11 @@ pub fn run(a: WorkerArgs) -> Result<()> {
     let mut out = std::io::BufWriter::new(
         std::fs::File::create(&a.out).with_context(|| format!("creating {}", a.out.display()))?,
     );
-    let env = json!({"event": "env", "peer": "dwac", "version": env!("CARGO_PKG_VERSION"),
+    let peer = if a.python_separators { "dwac-sep" } else { "dwac" };
+    let env = json!({"event": "env", "peer": peer, "version": env!("CARGO_PKG_VERSION"),
                      "vocab_size": tok.vocab().len(), "eos": a.eos, "python_overhead_ns": null,
                      "setup_ms": setup_ms, "warmup_ms": warmup_ms, "warmup_error": warm.err(),
-                     "warmup_schema": "{}", "replays": a.replays});
+                     "warmup_schema": "{}", "replays": a.replays, "language": a.language()});
     writeln!(out, "{env}")?;
     out.flush()?;
     let _quiet = crate::util::Silenced::install();
@@ -300,4 +341,63 @@ pub fn run(a: WorkerArgs) -> Result<()> {
         out.flush()?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::report;
+    use dwac_compile::compile_engine_with;
+    use dwac_compile::dwa::MaskOptions;
+
+    /// A grammar whose every lexer state is over the determinizer's work budget leaves all its
+    /// tokens UNDECIDED: every mask decides them by committing them. The worker must count that
+    /// from the runtime's counters, and the report must show it (not a constant 0).
+    #[test]
+    fn undecided_tokens_are_counted_and_reported() {
+        let vocab = dwac_tests::synthetic_vocab(&[b"a", b"b", b"ab", b"ba", b"aab"]);
+        let src = "start: x+\nx: \"a\" | \"b\" | \"ab\"\n";
+        let g = dwac_compile::parse_source(dwac_compile::SourceKind::Lark, src).expect("grammar");
+        let opts = EngineOptions {
+            mask_options: MaskOptions { work_per_lexer_state: 0, ..MaskOptions::default() },
+            ..EngineOptions::default()
+        };
+        let (engine, stats) = compile_engine_with(&g, vocab, &opts).expect("compile");
+        let undecided_at_compile = stats.mask.as_ref().map_or(0, |m| m.undecided_tokens);
+        assert!(undecided_at_compile > 0, "the budget of 0 leaves tokens UNDECIDED");
+        let engine = Arc::new(engine);
+        let eos: Vec<u32> = engine.vocab().eos.to_vec();
+        let mut buf = vec![0u32; engine.vocab().len().div_ceil(32)];
+        // "a", "b", "ab": three commits, four masks.
+        let p = run_pass(&engine, &[vec![0, 1, 2]], &eos, &mut buf);
+        assert_eq!((p.rejected, p.not_in_mask, p.eos_missing), (0, 0, 0));
+        assert_eq!(p.masks_with_undecided, 4, "every mask had UNDECIDED tokens");
+        assert!(p.undecided >= 4, "{} UNDECIDED tokens decided", p.undecided);
+        assert_eq!(p.fallbacks, 0);
+
+        // The report from such a job line says so, in its JSON and its markdown.
+        let line = json!({"id": "j", "compiled": true, "compile_ms": 1.0, "mask_us": p.mask_us,
+            "mask_us_min": p.mask_us, "commit_us": p.commit_us, "commit_us_min": p.commit_us,
+            "trace_masks": p.trace_masks, "trace_commits": p.trace_commits, "rejected_traces": 0,
+            "token_not_in_mask": 0, "eos_not_in_mask": 0, "undecided": p.undecided,
+            "masks_with_undecided": p.masks_with_undecided, "mask_fallbacks": 3});
+        let w = crate::bench::Workload {
+            name: "schemas-test".into(),
+            tokenizer: "test".into(),
+            jobs_path: "jobs.jsonl".into(),
+            jobs: vec![("j".into(), vec![3])],
+        };
+        let env = json!({"event": "env", "language": {"schema": "test language"}});
+        let runs = [report::WorkloadRun { workload: &w, eos, engines: vec![("dwac".into(), Ok((env, vec![line])))] }];
+        let rep = report::build(&runs, &[], 1, 0.0);
+        let e = &rep.json["workloads"][0]["engines"]["dwac"];
+        assert_eq!(e["masks_with_undecided"], 4);
+        assert_eq!(e["undecided_tokens_committed"], p.undecided);
+        assert_eq!(e["mask_fallbacks"], 3);
+        assert_eq!(e["language"], "test language");
+        let md = report::markdown(&rep);
+        let row = md.lines().find(|l| l.starts_with("| dwac | 1/1 |")).expect("compile row");
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        assert_eq!(&cells[12..15], &["3", "4", &p.undecided.to_string()], "{row}");
+    }
 }

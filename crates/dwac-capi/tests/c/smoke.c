@@ -1,7 +1,9 @@
 /* The C ABI over a real artifact: argv[1] the artifact, argv[2] a comma-separated token run
  * (a JSON document), argv[3] a token the grammar refuses after the first token of the run.
- * Prints one line per step ("mask <step> <allowed tokens>") and the outcomes the Rust test
- * compares with its own matcher's; exits non-zero at the first broken expectation. */
+ * Prints two lines per step, "mask <step> <allowed tokens> <mask words, hex>" and "counters <step>
+ * <undecided> <fallbacks> <reads> <masks> <undecided_total> <fallbacks_total>" (the
+ * DwacMaskCounters after the fill), and the outcomes the Rust test compares with its own
+ * matcher's, bit for bit; exits non-zero at the first broken expectation. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +33,27 @@ static size_t popcount(const uint32_t *m, size_t words) {
 }
 
 static int allowed(const uint32_t *m, uint32_t t) { return (m[t / 32] >> (t % 32)) & 1; }
+
+/* One step's mask: its allowed-token count and every word of it. */
+static void print_mask(size_t step, const uint32_t *m, size_t words) {
+  printf("mask %zu %zu", step, popcount(m, words));
+  for (size_t i = 0; i < words; i++)
+    printf(" %08x", (unsigned)m[i]);
+  printf("\n");
+}
+
+/* The matcher's counters after a fill; `fills` is how many fills it has had. */
+static DwacMaskCounters print_counters(size_t step, const DwacMatcher *m, uint64_t fills) {
+  DwacMaskCounters c;
+  memset(&c, 0xff, sizeof c);
+  CHECK(dwac_matcher_last_mask_counters(m, &c) == DWAC_STATUS_OK, "counters");
+  CHECK(c.masks == fills, "step %zu: %llu masks counted, %llu filled", step, (unsigned long long)c.masks,
+        (unsigned long long)fills);
+  CHECK(c.fallbacks <= 1 && c.fallbacks_total <= c.masks, "fallbacks");
+  printf("counters %zu %u %u %u %llu %llu %llu\n", step, c.undecided, c.fallbacks, c.reads,
+         (unsigned long long)c.masks, (unsigned long long)c.undecided_total, (unsigned long long)c.fallbacks_total);
+  return c;
+}
 
 int main(int argc, char **argv) {
   CHECK(argc == 4, "usage: smoke ARTIFACT TOKENS BAD");
@@ -69,28 +92,46 @@ int main(int argc, char **argv) {
   dwac_artifact_free(a);
   dwac_artifact_free(a);
 
+  /* Counters: null arguments refused; all zero before the first fill. */
+  DwacMaskCounters c;
+  CHECK(dwac_matcher_last_mask_counters(NULL, &c) == DWAC_STATUS_INVALID_ARGUMENT, "null matcher counters");
+  CHECK(dwac_matcher_last_mask_counters(m, NULL) == DWAC_STATUS_INVALID_ARGUMENT, "null counters out");
+  CHECK(dwac_matcher_last_mask_counters(m, &c) == DWAC_STATUS_OK, "counters");
+  CHECK(c.masks == 0 && c.reads == 0 && c.undecided_total == 0 && c.fallbacks_total == 0, "counters before a fill");
+
   /* Padded logits: two more words than the vocabulary needs. */
   size_t wide = words + 2;
   uint32_t *mask = malloc(wide * sizeof *mask);
   CHECK(dwac_matcher_fill_mask(m, mask, words - 1, &err) == DWAC_STATUS_BUFFER_TOO_SMALL, "short buffer");
   dwac_error_free(err);
+  /* A failed fill counts nothing. */
+  CHECK(dwac_matcher_last_mask_counters(m, &c) == DWAC_STATUS_OK && c.masks == 0, "a failed fill counted");
   CHECK(dwac_matcher_validate_tokens(m, run, n) == n, "the run does not validate");
+  uint64_t undecided_sum = 0, reads_sum = 0;
   for (size_t i = 0; i < n; i++) {
     memset(mask, 0xff, wide * sizeof *mask);
     CHECK(dwac_matcher_fill_mask(m, mask, wide, NULL) == DWAC_STATUS_OK, "fill_mask");
     CHECK(mask[words] == 0 && mask[words + 1] == 0, "bits past the vocabulary");
     CHECK(allowed(mask, run[i]), "step %zu: token %u not in the mask", i, run[i]);
-    printf("mask %zu %zu\n", i, popcount(mask, wide));
+    print_mask(i, mask, words);
+    c = print_counters(i, m, i + 1);
+    undecided_sum += c.undecided;
+    reads_sum += c.reads;
+    CHECK(c.undecided_total == undecided_sum, "step %zu: undecided_total is not the sum", i);
     CHECK(!dwac_matcher_is_accepting(m) || i > 0, "accepting at the start");
     CHECK(dwac_matcher_commit(m, run[i], &err) == DWAC_STATUS_OK, "commit %zu: %s", i, dwac_error_message(err));
   }
   CHECK(dwac_matcher_fill_mask(m, mask, wide, NULL) == DWAC_STATUS_OK, "final mask");
-  printf("mask %zu %zu\n", n, popcount(mask, wide));
+  print_mask(n, mask, words);
+  print_counters(n, m, n + 1);
+  CHECK(reads_sum > 0, "no fill read the Parser DWA");
   printf("accepting %d terminated %d\n", dwac_matcher_is_accepting(m), dwac_matcher_is_terminated(m));
 
-  /* Fork, roll the fork back to the start, reset the original: both at the start again. */
+  /* Fork, roll the fork back to the start, reset the original: both at the start again. A fork
+   * is a new matcher: its counters start from zero. */
   DwacMatcher *f = NULL;
   CHECK(dwac_matcher_clone(m, &f, NULL) == DWAC_STATUS_OK, "clone");
+  CHECK(dwac_matcher_last_mask_counters(f, &c) == DWAC_STATUS_OK && c.masks == 0, "a fork's counters");
   CHECK(dwac_matcher_rollback(f, n + 1, &err) == DWAC_STATUS_ROLLBACK_TOO_FAR, "rolled back too far");
   printf("rollback %s\n", dwac_error_message(err));
   dwac_error_free(err);
@@ -100,6 +141,9 @@ int main(int argc, char **argv) {
   CHECK(dwac_matcher_fill_mask(m, mask, wide, NULL) == DWAC_STATUS_OK, "mask after reset");
   CHECK(dwac_matcher_fill_mask(f, mask2, wide, NULL) == DWAC_STATUS_OK, "mask after rollback");
   CHECK(memcmp(mask, mask2, wide * sizeof *mask) == 0, "reset and rollback disagree");
+  /* Reset and rollback keep the totals: the original has had n + 2 fills, the fork one. */
+  CHECK(dwac_matcher_last_mask_counters(m, &c) == DWAC_STATUS_OK && c.masks == n + 2, "masks after reset");
+  CHECK(dwac_matcher_last_mask_counters(f, &c) == DWAC_STATUS_OK && c.masks == 1, "masks of the fork");
 
   /* A refused token leaves the matcher unchanged; a run stops at it. */
   CHECK(dwac_matcher_commit(m, run[0], NULL) == DWAC_STATUS_OK, "first token");

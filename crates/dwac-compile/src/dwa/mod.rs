@@ -31,6 +31,7 @@ mod tokensets;
 mod walking;
 
 use std::collections::HashMap;
+use std::ops::ControlFlow;
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Instant;
 
@@ -41,6 +42,7 @@ use dwac_runtime::dwa::MaskTables;
 use dwac_runtime::{GrammarTables, Vocabulary};
 
 use crate::stages::Stages;
+use crate::threads::carry;
 use crate::CompileError;
 use assemble::Assembler;
 use compose::{Composer, Step};
@@ -136,10 +138,11 @@ pub fn build_mask_tables(
     vocab: &Vocabulary,
     opts: &MaskOptions,
 ) -> Result<(MaskTables, MaskStats), CompileError> {
-    build_mask_tables_with_progress(tables, vocab, opts, &mut |_, _| {})
+    build_mask_tables_with_progress(tables, vocab, opts, &mut |_, _| ControlFlow::Continue(()))
 }
 
-/// [`build_mask_tables`], reporting `(lexer states done, lexer states)` as it goes.
+/// [`build_mask_tables`], reporting `(lexer states done, lexer states)` before each lexer state;
+/// a `Break(why)` from `progress` stops the build there with [`CompileError::Stopped`].
 ///
 /// Two threads: one walks the vocabulary trie from each lexer state (`walking::walk_states`), the other
 /// (this one) determinizes and assembles each state's automaton as its classes arrive, in state
@@ -149,7 +152,7 @@ pub fn build_mask_tables_with_progress(
     tables: &GrammarTables,
     vocab: &Vocabulary,
     opts: &MaskOptions,
-    progress: &mut dyn FnMut(u64, u64),
+    progress: &mut dyn FnMut(u64, u64) -> ControlFlow<String>,
 ) -> Result<(MaskTables, MaskStats), CompileError> {
     let t0 = Instant::now();
     let prepared = prepare_vocabulary(vocab);
@@ -163,7 +166,7 @@ pub fn build_mask_tables_prepared(
     vocab: &Vocabulary,
     PreparedVocabulary(trie, trie_index): PreparedVocabulary,
     opts: &MaskOptions,
-    progress: &mut dyn FnMut(u64, u64),
+    progress: &mut dyn FnMut(u64, u64) -> ControlFlow<String>,
     t0: Instant,
 ) -> Result<(MaskTables, MaskStats), CompileError> {
     let mut stages = Stages::new();
@@ -192,11 +195,11 @@ pub fn build_mask_tables_prepared(
         let parts = (trie, Arc::clone(&trie_index), Arc::clone(&horizon));
         Some(walk_states(lex, parts, terms, eos, tx, &kills, &prewalks))
     };
-    let mut over: Option<String> = None;
+    let (mut over, mut stopped): (Option<String>, Option<String>) = (None, None);
     let walk_time = std::thread::scope(|scope| {
         let walking = opts
             .walk_thread
-            .then(|| std::thread::Builder::new().name("dwac-walk".into()).spawn_scoped(scope, walk).ok())
+            .then(|| std::thread::Builder::new().name("dwac-walk".into()).spawn_scoped(scope, carry(walk)).ok())
             .flatten();
         let inline = if walking.is_none() { walk() } else { None };
         loop {
@@ -216,15 +219,20 @@ pub fn build_mask_tables_prepared(
                 }
             };
             let tq = Instant::now();
+            let q = match &msg {
+                Walked::Shared { q, .. } | Walked::State { q, .. } => *q,
+            };
+            if let ControlFlow::Break(why) = progress(q as u64, lex.num_states as u64) {
+                stopped = Some(why);
+                // (Dropping the receiver stops the walker at its next state.)
+                drop(rx);
+                break;
+            }
             match msg {
-                Walked::Shared { q, key } => {
-                    progress(q as u64, lex.num_states as u64);
-                    asm.shared_state(q, key);
-                }
+                Walked::Shared { q, key } => asm.shared_state(q, key),
                 Walked::State { q, thread, share_key, classes, undecided, nodes: new_nodes, sets: new_sets, walk } => {
                     nodes.extend_from_slice(&new_nodes);
                     det.comp.terms.extend_from(new_sets);
-                    progress(q as u64, lex.num_states as u64);
                     let timing = (walk, tq);
                     asm.state(&mut det, &nodes, q, thread, share_key, classes, undecided, timing, &mut stages);
                     if asm.over_budget() {
@@ -250,6 +258,9 @@ pub fn build_mask_tables_prepared(
     });
     if let Some(why) = over {
         return Err(CompileError::Budget(why));
+    }
+    if let Some(why) = stopped {
+        return Err(CompileError::Stopped(why));
     }
     stages.add("walk", walk_time);
     let (carried, kills, kill_time) = kills.into_sets();

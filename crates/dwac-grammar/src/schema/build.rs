@@ -60,6 +60,7 @@ struct Builder<'a> {
 
 /// Compile a JSON Schema into the grammar IR.
 pub fn compile_schema(schema: &Value, opts: &SchemaOptions) -> Result<SchemaGrammar, SchemaError> {
+    opts.whitespace.check()?;
     let draft = Draft::detect_or(schema, opts.default_draft.unwrap_or(Draft::Draft2020));
     let mut b = Builder {
         doc: Doc::new(schema, draft),
@@ -154,8 +155,15 @@ impl<'a> Builder<'a> {
         id
     }
 
+    /// A punctuation terminal: `lit`, or with fixed separators ([`Whitespace::Separators`]) a
+    /// `,` or `:` spelled as its separator (the whitespace around it is part of the lexeme).
     fn punct(&mut self, lit: &str) -> Symbol {
-        let re = regex_syntax::escape(lit);
+        let spelled = match (&self.opts.whitespace, lit) {
+            (Whitespace::Separators { item, .. }, ",") => item.clone(),
+            (Whitespace::Separators { key, .. }, ":") => key.clone(),
+            _ => lit.to_string(),
+        };
+        let re = regex_syntax::escape(&spelled);
         Symbol::T(self.term(&format!("\"{lit}\""), re, vec![], vec![]))
     }
 

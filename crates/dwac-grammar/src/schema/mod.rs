@@ -104,13 +104,54 @@ impl Draft {
 }
 
 /// JSON whitespace between tokens.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Whitespace {
     /// RFC 8259: `[ \t\n\r]*` between any two tokens.
     #[default]
     Flexible,
     /// No whitespace at all.
     Compact,
+    /// Exactly these separators between items (`item`, e.g. `", "`) and between a key and its
+    /// value (`key`, e.g. `": "`), and no other whitespace: Python's `json.dumps` layout with
+    /// `(", ", ": ")`, XGrammar's `separators` without `any_whitespace`, and glrmask's fixed
+    /// lowering. Each is its punctuation character with JSON whitespace (`[ \t\n\r]`) around
+    /// it ([`Whitespace::check`]).
+    Separators {
+        /// Between array items and between object members; contains `,`.
+        item: String,
+        /// Between an object key and its value; contains `:`.
+        key: String,
+    },
+}
+
+impl Whitespace {
+    /// Python `json.dumps`'s default layout (`", "`, `": "`), which glrmask's schema lowering
+    /// also uses.
+    pub fn python_separators() -> Whitespace {
+        Whitespace::Separators { item: ", ".into(), key: ": ".into() }
+    }
+
+    /// A separator is its punctuation character (`,` for `item`, `:` for `key`) exactly once,
+    /// with only JSON whitespace around it; anything else would change what JSON is.
+    pub fn check(&self) -> Result<(), SchemaError> {
+        if let Whitespace::Separators { item, key } = self {
+            for (sep, punct, what) in [(item, ',', "item"), (key, ':', "key")] {
+                let ok = sep.chars().filter(|&c| c == punct).count() == 1
+                    && sep.chars().all(|c| c == punct || matches!(c, ' ' | '\t' | '\n' | '\r'));
+                if !ok {
+                    return Err(SchemaError::new(
+                        "separators",
+                        "",
+                        format!(
+                            "the {what} separator {sep:?} must be `{punct}` once with only JSON whitespace \
+                             (space, tab, newline, carriage return) around it"
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Compilation policies; part of the compiled grammar's identity.

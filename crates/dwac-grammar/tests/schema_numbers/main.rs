@@ -5,7 +5,6 @@
 //! JSON-Schema-Test-Suite (`suite.rs`).
 
 use std::cmp::Ordering;
-use std::path::Path;
 
 use dwac_grammar::schema::numbers::{
     number_regex, number_regex_detailed, Decimal, ExponentExactness, NumberConstraints, NumberError,

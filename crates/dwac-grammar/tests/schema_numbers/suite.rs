@@ -44,12 +44,7 @@ fn suite_constraints(schema: &serde_json::Value) -> Option<NumberConstraints> {
 
 #[test]
 fn json_schema_test_suite() {
-    let dir =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/json-schema-test-suite/tests/draft2020-12");
-    if !dir.exists() {
-        eprintln!("test suite not found at {}", dir.display());
-        return;
-    }
+    let dir = dwac_testdata::schema_test_suite("draft2020-12");
     let files = [
         "minimum.json",
         "maximum.json",

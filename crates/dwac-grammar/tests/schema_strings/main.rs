@@ -7,7 +7,7 @@
 //! `regex` crate; a literal is accepted when all returned regexes match.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::str::FromStr;
 
 use dwac_grammar::schema::strings::{
@@ -181,15 +181,8 @@ fn random_string(rng: &mut Rng, pool: &[char], max_len: usize) -> String {
     (0..n).map(|_| *rng.pick(pool)).collect()
 }
 
-fn suite_dir() -> Option<PathBuf> {
-    let p =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/json-schema-test-suite/tests/draft2020-12");
-    if p.is_dir() {
-        Some(p)
-    } else {
-        eprintln!("note: {} is absent; suite test skipped", p.display());
-        None
-    }
+fn suite_dir() -> PathBuf {
+    dwac_testdata::schema_test_suite("draft2020-12")
 }
 
 mod formats;

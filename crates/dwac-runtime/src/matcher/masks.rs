@@ -29,7 +29,8 @@ impl MaskScratch {
     }
 
     /// What the last mask filled with this scratch did (stack reads, sets ORed, UNDECIDED tokens
-    /// decided by committing them).
+    /// decided by committing them, whether it fell back to the reference mask); the same value
+    /// [`Matcher::fill_mask_with`] returned.
     pub fn counters(&self) -> MaskCounters {
         self.walk.counters
     }
@@ -62,6 +63,7 @@ thread_local! {
 
 /// Why a mask could not be written.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum MaskError {
     /// The output buffer has fewer words than the vocabulary needs.
     BufferTooSmall {
@@ -70,14 +72,36 @@ pub enum MaskError {
         /// Words given.
         got: usize,
     },
+    /// A worker thread of a parallel mask computation panicked (a bug): the mask it was to
+    /// contribute is unknown, so no mask is claimed. Carries the panic's message.
+    WorkerPanicked(String),
 }
 
 impl std::fmt::Display for MaskError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             MaskError::BufferTooSmall { need, got } => write!(f, "mask buffer holds {got} words, {need} needed"),
+            MaskError::WorkerPanicked(m) => write!(f, "a mask worker thread panicked: {m}"),
         }
     }
+}
+
+/// The results of scoped worker threads, in order; a panicking worker is an error carrying its
+/// message, never an empty result (an empty part of a mask would read as "nothing allowed").
+fn join_workers<'scope, T>(handles: Vec<std::thread::ScopedJoinHandle<'scope, T>>) -> Result<Vec<T>, MaskError> {
+    handles
+        .into_iter()
+        .map(|h| {
+            h.join().map_err(|p| {
+                let msg = p
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| p.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "(no message)".to_string());
+                MaskError::WorkerPanicked(msg)
+            })
+        })
+        .collect()
 }
 
 impl std::error::Error for MaskError {}
@@ -113,13 +137,18 @@ impl Matcher {
     /// equal to [`fill_reference_mask`](Self::fill_reference_mask) by construction, which the
     /// differential tests check. Without a DWA, or where it does not cover a thread (a lexer
     /// state or carried inhibitor no token boundary produces, e.g. after raw `commit_bytes`),
-    /// the reference mask is computed instead (counted by [`MaskScratch::fallbacks`]).
+    /// the reference mask is computed instead (counted by [`MaskScratch::fallbacks`] and in the
+    /// returned counters' `fallbacks`).
+    ///
+    /// Returns what the fill did ([`MaskCounters`]): among other things how many UNDECIDED
+    /// tokens it decided by committing them and whether it fell back to the reference mask, the
+    /// two slow paths a server may want to watch.
     ///
     /// `out` needs at least [`mask_words`](Self::mask_words) words and may be wider (a model
     /// with more logit rows than tokenizer ids: padded embeddings); every bit past the
     /// vocabulary is cleared. Uses this thread's [`MaskScratch`], kept by the runtime; see
     /// [`fill_mask_with`](Self::fill_mask_with) to pass one.
-    pub fn fill_mask(&self, out: &mut [u32]) -> Result<(), MaskError> {
+    pub fn fill_mask(&self, out: &mut [u32]) -> Result<MaskCounters, MaskError> {
         SCRATCH.with(|sc| match sc.try_borrow_mut() {
             Ok(mut sc) => self.fill_mask_with(&mut sc, out),
             // (Only if a fill on this thread were re-entered; none is.)
@@ -128,21 +157,23 @@ impl Matcher {
     }
 
     /// [`fill_mask`](Self::fill_mask) with the caller's scratch.
-    pub fn fill_mask_with(&self, sc: &mut MaskScratch, out: &mut [u32]) -> Result<(), MaskError> {
+    pub fn fill_mask_with(&self, sc: &mut MaskScratch, out: &mut [u32]) -> Result<MaskCounters, MaskError> {
         let need = self.mask_words();
         if out.len() < need {
             return Err(MaskError::BufferTooSmall { need, got: out.len() });
         }
+        // Every path below starts from zero counts (the walk resets them too, but the fallback
+        // and terminated paths do not walk).
+        sc.walk.counters = MaskCounters::default();
         // (Past the vocabulary: nothing is allowed.)
         let (out, past) = out.split_at_mut(need);
         past.iter_mut().for_each(|w| *w = 0);
         let Some(t) = self.engine.mask.as_ref() else {
-            sc.fallbacks += 1;
-            return self.fill_reference_mask(out);
+            return self.fill_fallback(sc, out);
         };
         if self.cur.terminated {
             out.iter_mut().for_each(|w| *w = 0);
-            return Ok(());
+            return Ok(sc.walk.counters);
         }
         sc.kills.clear();
         sc.kill_ranges.clear();
@@ -151,10 +182,7 @@ impl Matcher {
             for i in &th.inh {
                 match t.kill(i.s, i.k) {
                     Some(set) => sc.kills.push(set),
-                    None => {
-                        sc.fallbacks += 1;
-                        return self.fill_reference_mask(out);
-                    }
+                    None => return self.fill_fallback(sc, out),
                 }
             }
             sc.kill_ranges.push((from, sc.kills.len()));
@@ -166,6 +194,7 @@ impl Matcher {
         });
         mask::fill(t, views, &mut sc.walk, out);
         // Tokens the DWA left UNDECIDED at a thread's lexer state: decided exactly by commit.
+        // (`mask::fill` reset the counters; they are added to below.)
         let mut commit_sc = Scratch::default();
         for th in self.cur.threads.iter() {
             let u = t.undecided.get(th.q as usize).copied().unwrap_or(crate::dwa::NONE);
@@ -175,14 +204,26 @@ impl Matcher {
             let mut undecided = 0;
             t.for_each_token(u, |v| {
                 let (w, b) = ((v / 32) as usize, 1u32 << (v % 32));
-                if out[w] & b == 0 && self.token_allowed(v, &mut commit_sc) {
-                    out[w] |= b;
+                // (Tokens another thread's walk already allowed need no commit.)
+                if out[w] & b == 0 {
+                    undecided += 1;
+                    if self.token_allowed(v, &mut commit_sc) {
+                        out[w] |= b;
+                    }
                 }
-                undecided += 1;
             });
             sc.walk.counters.undecided += undecided;
         }
-        Ok(())
+        Ok(sc.walk.counters)
+    }
+
+    /// The mask by the reference path, counted as a fallback (`out` is exactly the vocabulary's
+    /// words).
+    fn fill_fallback(&self, sc: &mut MaskScratch, out: &mut [u32]) -> Result<MaskCounters, MaskError> {
+        sc.fallbacks += 1;
+        sc.walk.counters = MaskCounters { fallbacks: 1, ..MaskCounters::default() };
+        self.fill_reference_mask(out)?;
+        Ok(sc.walk.counters)
     }
 
     /// The mask as a list of allowed token ids (see [`fill_mask`](Self::fill_mask)).
@@ -339,8 +380,8 @@ impl Matcher {
                     })
                 })
                 .collect();
-            handles.into_iter().map(|h| h.join().unwrap_or_default()).collect()
-        });
+            join_workers(handles)
+        })?;
         for v in results.into_iter().flatten() {
             out[(v / 32) as usize] |= 1 << (v % 32);
         }
@@ -398,5 +439,24 @@ impl Matcher {
     pub fn reference_allowed(&self) -> Vec<u32> {
         let mut sc = Scratch::default();
         (0..self.engine.vocab.len() as u32).filter(|&v| self.token_allowed(v, &mut sc)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{join_workers, MaskError};
+
+    #[test]
+    fn a_panicking_worker_is_an_error_not_an_empty_result() {
+        let r = std::thread::scope(|scope| {
+            let handles = vec![
+                scope.spawn(|| vec![1u32, 2]),
+                scope.spawn(|| -> Vec<u32> { panic!("worker 2 fails on purpose") }),
+            ];
+            join_workers(handles)
+        });
+        assert_eq!(r, Err(MaskError::WorkerPanicked("worker 2 fails on purpose".into())));
+        let ok = std::thread::scope(|scope| join_workers(vec![scope.spawn(|| 7u32), scope.spawn(|| 8u32)]));
+        assert_eq!(ok, Ok(vec![7, 8]));
     }
 }

@@ -1,4 +1,4 @@
-//! Shared test helpers: locating `shared/data`, building the round-trip corpus.
+//! Shared test helpers: the shared data (through `dwac-testdata`), building the round-trip corpus.
 #![allow(dead_code, reason = "each test binary that includes these helpers uses only some of them")]
 
 use std::path::{Path, PathBuf};
@@ -9,19 +9,15 @@ use dwac_vocab::Tokenizer;
 /// The tokenizers every test covers, by directory name under `data/tokenizers`.
 pub const TOKENIZERS: [&str; 5] = ["gpt2", "deepseek-r1", "qwen2", "qwen3", "phi-3.5-mini"];
 
-/// `shared/data` beside the repository, or `None` (with a printed note) if it is absent.
-pub fn data_dir() -> Option<PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data");
-    if p.is_dir() {
-        Some(p)
-    } else {
-        eprintln!("note: {} is absent; skipping this test", p.display());
-        None
-    }
+/// The shared data folder (`dwac-testdata`'s policy: `DWAC_SHARED_DATA`, else `../shared/data`
+/// beside the repository; missing, it fails the test).
+pub fn data_dir() -> PathBuf {
+    dwac_testdata::shared_data()
 }
 
 pub fn load(data: &Path, name: &str) -> Tokenizer {
     let path = data.join("tokenizers").join(name).join("tokenizer.json");
+    assert!(path.is_file(), "{} is missing from the shared data", path.display());
     Tokenizer::from_file(&path).unwrap_or_else(|e| panic!("loading {}: {e}", path.display()))
 }
 

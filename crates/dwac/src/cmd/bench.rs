@@ -25,6 +25,8 @@ pub(crate) fn bench(args: BenchArgs) -> Result<u8> {
     let (mut commit_first, mut commit_best) = (vec![f64::INFINITY; steps], vec![f64::INFINITY; steps]);
     let mut buf = vec![0u32; l.engine.vocab().len().div_ceil(32)];
     let mut rejected = 0;
+    // Slow paths of the first pass (from the counters each fill returns).
+    let (mut fallbacks, mut masks_with_undecided, mut undecided) = (0u64, 0u64, 0u64);
     let bar = indicatif::ProgressBar::new((traces.len() * args.replays.max(1)) as u64);
     if args.json {
         bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
@@ -38,10 +40,13 @@ pub(crate) fn bench(args: BenchArgs) -> Result<u8> {
             for t in tr.iter().map(Some).chain(std::iter::once(None)) {
                 if alive {
                     let s = Instant::now();
-                    m.fill_mask(&mut buf)?;
+                    let c = m.fill_mask(&mut buf)?;
                     let us = s.elapsed().as_secs_f64() * 1e6;
                     if r == 0 {
                         mask_first[km] = us;
+                        fallbacks += u64::from(c.fallbacks);
+                        masks_with_undecided += u64::from(c.undecided > 0);
+                        undecided += u64::from(c.undecided);
                     }
                     mask_best[km] = mask_best[km].min(us);
                 }
@@ -76,6 +81,9 @@ pub(crate) fn bench(args: BenchArgs) -> Result<u8> {
         "mask_us_min_of_replays": timed(mask_best),
         "commit_us": timed(commit_first),
         "commit_us_min_of_replays": timed(commit_best),
+        "mask_fallbacks": fallbacks,
+        "masks_with_undecided": masks_with_undecided,
+        "undecided_tokens_committed": undecided,
     });
     if args.json {
         println!("{}", serde_json::to_string_pretty(&out)?);
@@ -92,6 +100,12 @@ pub(crate) fn bench(args: BenchArgs) -> Result<u8> {
             println!(
                 "  {key:<26} p50 {:>7} p90 {:>7} p99 {:>7} p99.9 {:>8} max {:>9} mean {:>7}",
                 p["p50"], p["p90"], p["p99"], p["p999"], p["max"], p["mean"]
+            );
+        }
+        if fallbacks > 0 || masks_with_undecided > 0 {
+            println!(
+                "  slow paths: {fallbacks} masks by the reference mask, {masks_with_undecided} masks with UNDECIDED \
+                 tokens ({undecided} tokens decided by committing them)"
             );
         }
     }

@@ -1,5 +1,6 @@
 //! `dwac compile`: one or many inputs (in parallel, each on a thread of its own) to artifacts.
 
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -11,6 +12,7 @@ use dwac_vocab::Tokenizer;
 use serde_json::json;
 
 use crate::args::*;
+use crate::budget::Account;
 use crate::load::*;
 use crate::report::*;
 use crate::watchdog::*;
@@ -48,7 +50,7 @@ pub(crate) fn compile_one(
     args_zstd: Option<(i32, bool)>,
     opts: &CompileOpts,
     tokenizer: &Tokenizer,
-    progress: &mut dyn FnMut(u64, u64),
+    progress: &mut dyn FnMut(u64, u64) -> ControlFlow<String>,
 ) -> Result<serde_json::Value> {
     let what = source.display();
     let built = build(source, opts, tokenizer.vocab(), progress)?;
@@ -124,7 +126,11 @@ pub(crate) fn compile(args: CompileArgs) -> Result<u8> {
 
 /// Many inputs: `--jobs` workers take inputs from a queue; one progress bar; an input over its
 /// time budget is reported as failed and a fresh worker takes its place (the stuck one is left
-/// behind and ends with the process). Exit 1 if any input failed.
+/// behind and ends with the process). Each input's allocations are charged to an account of
+/// its own (`budget.rs`): one that grows past `--max-memory-mb` is stopped at its next lexer
+/// state and reported as failed, and the others go on. The process as a whole stops (exit 2)
+/// only past what it held before the first input, plus [`SHARED_CACHES_MB`], plus the budget
+/// times the workers that can run at once, plus one. Exit 1 if any input failed.
 pub(crate) fn compile_batch(
     args: &CompileArgs,
     sources: Vec<Source>,
@@ -138,9 +144,14 @@ pub(crate) fn compile_batch(
         Done(usize, Result<serde_json::Value, String>),
     }
     let n = sources.len();
-    let _watchdog = Watchdog::start("batch compile".into(), f64::INFINITY, args.opts.max_memory_mb, None);
     let queue = Arc::new(Mutex::new((0..n).collect::<std::collections::VecDeque<usize>>()));
     let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |x| x.get())).max(1);
+    // What the process holds before any input (the tokenizer above all) and its caches shared
+    // by every input (the vocabulary trie, lexer components, closure walks: bounded, well under
+    // a gigabyte) are nobody's.
+    let baseline = dwac_measure::current_rss_mb().unwrap_or(0.0).ceil() as u64 + SHARED_CACHES_MB;
+    let ceiling = args.opts.max_memory_mb.saturating_mul(jobs.min(n) as u64 + 1).saturating_add(baseline);
+    let _watchdog = Watchdog::start("batch compile".into(), f64::INFINITY, ceiling, None);
     let (tx, rx) = mpsc::channel::<Event>();
     let shared = Arc::new((
         sources,
@@ -156,8 +167,11 @@ pub(crate) fn compile_batch(
                 return;
             }
             let (sources, outputs, opts, zstd) = &*shared;
+            let account = Account::open();
+            let _charged = account.as_ref().map(Account::enter);
+            let mut within_budget = |_, _| memory_check(account.as_ref(), opts.max_memory_mb);
             let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                compile_one(&sources[i], &outputs[i], *zstd, opts, &tokenizer, &mut |_, _| {})
+                compile_one(&sources[i], &outputs[i], *zstd, opts, &tokenizer, &mut within_budget)
             }));
             let res = match res {
                 Ok(Ok(v)) => Ok(v),
@@ -244,4 +258,21 @@ pub(crate) fn compile_batch(
         if failed > 0 { format!("; {failed} failed") } else { String::new() }
     );
     Ok(if failed > 0 { 1 } else { 0 })
+}
+
+/// Room for the process-wide caches in the batch's ceiling (MiB).
+const SHARED_CACHES_MB: u64 = 1024;
+
+/// Stop an input whose account has grown past `max_mb` MiB (none: no budget of its own).
+fn memory_check(account: Option<&Account>, max_mb: u64) -> ControlFlow<String> {
+    let Some(a) = account else { return ControlFlow::Continue(()) };
+    let live_mb = a.live_bytes() as f64 / (1024.0 * 1024.0);
+    if live_mb > max_mb as f64 {
+        ControlFlow::Break(format!(
+            "compilation exceeded its memory budget of {max_mb} MiB (--max-memory-mb): {live_mb:.0} MiB allocated \
+             for this input"
+        ))
+    } else {
+        ControlFlow::Continue(())
+    }
 }

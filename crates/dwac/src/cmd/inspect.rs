@@ -88,6 +88,28 @@ pub(crate) fn inspect(args: InspectArgs) -> Result<u8> {
         h.lr_states,
         s(&g["lr_conflicts"])
     );
+    if let Some(li) = g["lexer_inference"].as_object() {
+        let names = |v: &serde_json::Value| {
+            v.as_array().map(|a| a.iter().map(s).collect::<Vec<_>>().join(", ")).unwrap_or_default()
+        };
+        let terminals = li.get("terminals").and_then(|t| t.as_array()).cloned().unwrap_or_default();
+        println!(
+            "lexer inference  {} regular rules lifted into {} terminals{}: {}",
+            li.get("regular_rules").and_then(|r| r.as_array()).map_or(0, Vec::len),
+            terminals.len(),
+            if li.get("whole_grammar") == Some(&serde_json::Value::Bool(true)) { " (the whole grammar)" } else { "" },
+            names(&li["regular_rules"])
+        );
+        for t in &terminals {
+            let lm = li["longest_match"].as_array().is_some_and(|a| a.contains(&t["name"]));
+            println!(
+                "  terminal {:<40} from {}{}",
+                s(&t["name"]),
+                names(&t["rules"]),
+                if lm { " (longest match)" } else { " (every segmentation)" }
+            );
+        }
+    }
     if h.flags & dwac_runtime::artifact::FLAG_MASK != 0 {
         println!(
             "parser DWA   {} states, {} token sets, max lookback {}, {} undecided (lexer state, token) pairs",

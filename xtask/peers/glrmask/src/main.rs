@@ -397,7 +397,9 @@ fn main() -> Result<()> {
         json!({"event": "env", "peer": "glrmask", "version": glrmask_version(), "vocab_size": vocab_size,
                "vocab_byte_tokens": n_byte_tokens, "eos": eos, "python_overhead_ns": null,
                "setup_ms": setup_ms, "warmup_ms": warmup_ms, "warmup_error": warm.err(), "warmup_schema": args.warmup,
-               "replays": args.replays})
+               "replays": args.replays,
+               "language": {"json": "the `{}` schema, `, ` and `: ` separators, no other whitespace",
+                            "schema": "the schema, `, ` and `: ` separators, no other whitespace"}})
     )?;
     out.flush()?;
     let jobs = std::io::BufReader::new(std::fs::File::open(&args.jobs).with_context(|| format!("opening {}", args.jobs.display()))?);

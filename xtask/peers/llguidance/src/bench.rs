@@ -315,7 +315,9 @@ pub fn main(args: &[String]) -> Result<()> {
         "{}",
         json!({"event": "env", "peer": "llguidance", "version": env!("DWAC_PEER_LLGUIDANCE_VERSION"),
                "vocab_size": trie.vocab_size(), "eos": trie.eos_tokens(), "python_overhead_ns": null,
-               "setup_ms": setup_ms, "replays": args.replays})
+               "setup_ms": setup_ms, "replays": args.replays,
+               "language": {"json": "the `{}` schema, flexible whitespace (default JsonCompileOptions)",
+                            "schema": "the schema, flexible whitespace (default JsonCompileOptions)"}})
     )?;
     out.flush()?;
     let jobs = std::io::BufReader::new(std::fs::File::open(&args.jobs).with_context(|| format!("opening {}", args.jobs.display()))?);

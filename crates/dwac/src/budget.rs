@@ -1,0 +1,182 @@
+//! Memory budgets per input: the CLI's allocator charges every allocation to the account of the
+//! thread that makes it, so a batch (`dwac compile a.lark b.lark … --jobs N`) can stop the one
+//! input that grows past `--max-memory-mb` and go on with the others. The process's resident
+//! size cannot tell inputs apart: with several inputs it holds all of theirs, and memory an
+//! earlier input freed stays mapped (mimalloc keeps it, `main.rs`).
+//!
+//! An account is a slot of a fixed table of counters. A thread enters one ([`Account::enter`])
+//! and every allocation it makes adds its size, every deallocation subtracts it, until it leaves;
+//! the compiler's vocabulary-walk thread enters the account of the thread that started it
+//! (`dwac_compile::threads`, hooks installed by [`install_hooks`]). What an account reads is
+//! the input's *live* allocation: bytes it allocated minus bytes its threads freed. Memory that
+//! crosses inputs (an entry of a process-wide cache, made by one input and evicted during
+//! another) is charged to the input that made it and credited to the one that frees it; those
+//! caches are bounded (tens of megabytes), far below a budget.
+
+use std::alloc::{GlobalAlloc, Layout};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+
+/// Accounts that can be open at once (slot 0 is "no account").
+const SLOTS: usize = 256;
+
+static LIVE: [AtomicI64; SLOTS] = [const { AtomicI64::new(0) }; SLOTS];
+static OPEN: [AtomicBool; SLOTS] = [const { AtomicBool::new(false) }; SLOTS];
+
+thread_local! {
+    /// The current thread's account (0: none). A `const` cell without a destructor: readable
+    /// from the allocator at any point of a thread's life, its teardown included.
+    static SLOT: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Charge `bytes` (negative: a release) to the current thread's account, if it has one.
+#[inline]
+fn charge(bytes: i64) {
+    let slot = SLOT.try_with(Cell::get).unwrap_or(0);
+    if slot != 0 {
+        LIVE[slot].fetch_add(bytes, Ordering::Relaxed);
+    }
+}
+
+/// A global allocator that counts, per account, what it hands out (wraps `A`).
+pub(crate) struct Counting<A>(pub(crate) A);
+
+// SAFETY: every call is forwarded to `A` unchanged; the counting only reads a thread-local cell
+// and adds to an atomic, neither of which allocates or unwinds.
+unsafe impl<A: GlobalAlloc> GlobalAlloc for Counting<A> {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: forwarded with the caller's guarantees.
+        let p = unsafe { self.0.alloc(layout) };
+        if !p.is_null() {
+            charge(layout.size() as i64);
+        }
+        p
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: forwarded with the caller's guarantees.
+        let p = unsafe { self.0.alloc_zeroed(layout) };
+        if !p.is_null() {
+            charge(layout.size() as i64);
+        }
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: forwarded with the caller's guarantees.
+        unsafe { self.0.dealloc(ptr, layout) };
+        charge(-(layout.size() as i64));
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: forwarded with the caller's guarantees.
+        let p = unsafe { self.0.realloc(ptr, layout, new_size) };
+        if !p.is_null() {
+            charge(new_size as i64 - layout.size() as i64);
+        }
+        p
+    }
+}
+
+/// One input's account; its slot is free again when it is dropped.
+pub(crate) struct Account {
+    slot: usize,
+}
+
+impl Account {
+    /// A fresh account at zero, or `None` if every slot is taken (the input then has no budget
+    /// of its own; the batch's ceiling on the process still holds).
+    pub(crate) fn open() -> Option<Account> {
+        (1..SLOTS).find_map(|slot| {
+            OPEN[slot].compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed).ok()?;
+            LIVE[slot].store(0, Ordering::Relaxed);
+            Some(Account { slot })
+        })
+    }
+
+    /// Charge this thread's allocations to the account until the guard is dropped.
+    pub(crate) fn enter(&self) -> Entered {
+        let previous = SLOT.with(|c| c.replace(self.slot));
+        Entered { previous }
+    }
+
+    /// Bytes allocated and not yet freed on the account's threads.
+    pub(crate) fn live_bytes(&self) -> i64 {
+        LIVE[self.slot].load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for Account {
+    fn drop(&mut self) {
+        OPEN[self.slot].store(false, Ordering::Release);
+    }
+}
+
+/// This thread's account while alive; the previous one after.
+pub(crate) struct Entered {
+    previous: usize,
+}
+
+impl Drop for Entered {
+    fn drop(&mut self) {
+        let previous = self.previous;
+        SLOT.with(|c| c.set(previous));
+    }
+}
+
+/// Let the compiler's helper threads charge the account of the thread that starts them.
+pub(crate) fn install_hooks() {
+    dwac_compile::threads::set_context_hooks(dwac_compile::threads::ContextHooks {
+        capture: || SLOT.with(Cell::get),
+        enter: |slot| SLOT.with(|c| c.set(slot)),
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// (The test binary's allocator is the system's; charging is tested directly.)
+    #[test]
+    fn an_account_counts_its_threads_live_bytes() {
+        let a = Account::open().expect("a free slot");
+        let b = Account::open().expect("another");
+        assert_ne!(a.slot, b.slot);
+        {
+            let _in = a.enter();
+            charge(1000);
+            charge(-400);
+            {
+                let _nested = b.enter();
+                charge(7);
+            }
+            charge(1);
+        }
+        charge(5_000); // outside: nobody's
+        assert_eq!((a.live_bytes(), b.live_bytes()), (601, 7));
+        let slot = a.slot;
+        drop(a);
+        let c = Account::open().expect("a slot");
+        assert_eq!(c.slot, slot, "a dropped account's slot is reused");
+        assert_eq!(c.live_bytes(), 0, "at zero");
+    }
+
+    #[test]
+    fn counting_allocator_charges_the_entered_account() {
+        let counting = Counting(std::alloc::System);
+        let a = Account::open().expect("a free slot");
+        let layout = Layout::from_size_align(4096, 8).expect("layout");
+        let _in = a.enter();
+        // SAFETY: a valid layout; the block is freed with the same layout below.
+        unsafe {
+            let p = counting.alloc(layout);
+            assert!(!p.is_null());
+            assert_eq!(a.live_bytes(), 4096);
+            let q = counting.realloc(p, layout, 10_000);
+            assert!(!q.is_null());
+            assert_eq!(a.live_bytes(), 10_000);
+            counting.dealloc(q, Layout::from_size_align(10_000, 8).expect("layout"));
+        }
+        assert_eq!(a.live_bytes(), 0);
+    }
+}
