@@ -12,11 +12,18 @@ compiles each constraint, and generates through `dwac.integrations.llama_cpp`:
   the model in one batch. The output must equal ``greedy``'s.
 
 Every output that ended (the model chose an end token) is checked by an independent validator:
-the ``jsonschema`` package (format checks on) for JSON Schemas, ``json`` for the JSON grammar,
-Python Lark for Lark grammars. Writes ``e2e.json`` and ``report.md`` into ``--out-dir``.
+the ``jsonschema`` package with its format checkers for JSON Schemas (installed with its
+``format`` extra; the run refuses to start if a format that dwac enforces in a chosen schema has
+no active checker), Python Lark for Lark grammars (its LALR(1) parser in strict mode where the
+grammar is LALR(1), else its Earley parser, labelled in the report), and ``json.loads`` as well
+as Lark for the JSON grammar. The run fails if a constrained output that ended is invalid or if
+a jump-forward output differs from greedy's. Each constrained generation's mask counters
+(``Matcher.counters()``: masks, UNDECIDED tokens decided at run time, fallback masks) are in the
+report. Writes ``e2e.json`` and ``report.md`` into ``--out-dir``.
 """
 
 import argparse
+import importlib.metadata
 import importlib.resources
 import json
 import pathlib
@@ -72,9 +79,73 @@ def maskbench_schemas(data: pathlib.Path, n: int, tok) -> tuple:
     return chosen, refused
 
 
+# Keywords whose values are instances, not schemas: a "format" key inside them is data.
+DATA_KEYWORDS = {"enum", "const", "default", "examples", "example"}
+
+
+def schema_formats(schema) -> set:
+    """The ``format`` values a schema uses (outside instance-valued keywords)."""
+    out = set()
+
+    def walk(s):
+        if isinstance(s, dict):
+            for k, v in s.items():
+                if k in DATA_KEYWORDS:
+                    continue
+                if k == "format" and isinstance(v, str):
+                    out.add(v)
+                else:
+                    walk(v)
+        elif isinstance(s, list):
+            for x in s:
+                walk(x)
+
+    walk(schema)
+    return out
+
+
 def schema_validator(schema):
+    """The schema's draft's validator with that draft's format checker (``FORMAT_CHECKER``)."""
     cls = jsonschema.validators.validator_for(schema)
     return cls(schema, format_checker=cls.FORMAT_CHECKER)
+
+
+def check_formats(schemas) -> dict:
+    """Every format used by the chosen schemas: checked by the validator's format checker, or an
+    annotation (a format dwac reports as unknown and does not enforce, which no validator can
+    check either). Raises, naming the format, if a format dwac enforces has no active checker
+    (jsonschema registers some checkers only when optional packages import: its ``format``
+    extra). Returns {format: {"schemas": n, "checked": bool}}."""
+    seen, missing = {}, []
+    for name, schema, g in schemas:
+        checker = schema_validator(schema).format_checker
+        for f in sorted(schema_formats(schema)):
+            active = f in checker.checkers
+            # (dwac's warning, prefixed with what was compiled: "schema: unknown format `f` at …")
+            annotation = any(f"unknown format `{f}` at " in w for w in g.warnings)
+            e = seen.setdefault(f, {"schemas": 0, "checked": active})
+            e["schemas"] += 1
+            e["checked"] = e["checked"] and active
+            if not active and not annotation:
+                missing.append((f, name))
+    if missing:
+        lines = "\n".join(f"  format {f!r} in {n}" for f, n in missing)
+        raise SystemExit(
+            "formats dwac enforces have no active checker in jsonschema's FormatChecker (install "
+            f"jsonschema[format] and the checker's package):\n{lines}"
+        )
+    return seen
+
+
+def lark_parser(src: str):
+    """(parser, label): Lark's LALR(1) parser in strict mode (shift/reduce conflicts and
+    terminal collisions raise instead of being resolved silently) where the grammar allows,
+    else its default Earley parser."""
+    try:
+        return lark.Lark(src, start="start", parser="lalr", strict=True), "lalr"
+    except Exception as e:  # noqa: BLE001 (any refusal of LALR: conflicts, collisions)
+        reason = f"{type(e).__name__}: {str(e).strip().splitlines()[0][:160]}"
+        return lark.Lark(src, start="start"), f"earley (not LALR: {reason})"
 
 
 class Runner:
@@ -116,14 +187,17 @@ class Runner:
         wall = time.perf_counter() - t0
         choice = out["choices"][0]
         n = out["usage"]["completion_tokens"]
-        return {
+        res = {
             "text": choice["text"],
             "ended": choice["finish_reason"] == "stop",
             "tokens": n,
             "seconds": wall,
             "dwac_seconds": proc.seconds if proc else 0.0,
-            "steps": (proc.committed + 1) if proc else n,
+            "steps": proc.calls if proc else n,
         }
+        if proc:
+            res["counters"] = proc.matcher.counters()
+        return res
 
     def jump(self, prompt: list, grammar) -> dict:
         """Greedy with jump-forward, in our own loop over ``Llama.eval``."""
@@ -178,6 +252,8 @@ class Runner:
             "dwac_seconds": dwac_s,
             "forced": forced_total,
             "evals": evals,
+            "steps": m.counters()["masks"],  # one mask per loop iteration
+            "counters": m.counters(),
         }
 
 
@@ -206,6 +282,8 @@ def main():
 
     tasks = []
     schemas, refused = maskbench_schemas(shared / "jsonschemabench/maskbench/data", a.schemas, tok)
+    formats = check_formats(schemas)
+    print(f"formats used: {formats}", file=sys.stderr)
     for name, schema, g in schemas:
         shown = json.dumps(schema)
         if len(shown) > 3000:
@@ -225,25 +303,44 @@ def main():
         ("bc", lark_dir / "bc.lark", "Write one arithmetic expression for the bc calculator, such as 12*7."),
         ("robotstxt", lark_dir / "robotstxt.lark", "Write a robots.txt that keeps every crawler out of /private/."),
     ]
+    validators = {}
     for name, gpath, user in grammars:
         src = gpath.read_text()
         g = dwac.Grammar.from_lark(src, tok)
-        if name == "json":
-            def check(text):
-                json.loads(text)
-        else:
-            parser = lark.Lark(src, start="start")
+        parser, label = lark_parser(src)
+        # (Where LALR refuses an output, Earley's verdict goes into the error, for diagnosis.)
+        earley = lark.Lark(src, start="start") if label == "lalr" else None
+        label = ("json.loads and Lark " if name == "json" else "Lark ") + label
+        validators[name] = label
 
-            def check(text, parser=parser):
+        def check(text, parser=parser, name=name, earley=earley):
+            if name == "json":
+                json.loads(text)
+            try:
                 parser.parse(text)
+            except Exception as e:
+                if earley is None:
+                    raise
+                try:
+                    earley.parse(text)
+                    verdict = "Earley accepts it"
+                except Exception:  # noqa: BLE001
+                    verdict = "Earley refuses it too"
+                raise ValueError(f"LALR: {type(e).__name__}: {str(e).strip().splitlines()[0][:160]} ({verdict})") from e
 
         tasks.append({"kind": "lark", "name": name, "grammar": g, "user": user, "check": check})
+        print(f"{name}: validated by {label}; {g.undecided_tokens} UNDECIDED (lexer state, token) pairs", file=sys.stderr)
 
     modes = ["free", "greedy", "sampled", "jump"]
     results = []
     for i, t in enumerate(tasks):
         prompt = r.prompt(t["user"])
-        row = {"kind": t["kind"], "name": t["name"], "prompt_tokens": len(prompt)}
+        row = {
+            "kind": t["kind"],
+            "name": t["name"],
+            "prompt_tokens": len(prompt),
+            "undecided_tokens": t["grammar"].undecided_tokens,
+        }
         for mode in modes:
             r.prefill(prompt)
             if mode == "free":
@@ -283,15 +380,26 @@ def main():
         "threads": a.threads,
         "llama_cpp_python": llama_cpp.__version__,
         "refused_schemas": refused,
+        "formats": formats,
+        "lark_validators": validators,
+        "jsonschema": importlib.metadata.version("jsonschema"),
+        "lark": lark.__version__,
         "summary": summary,
         "results": results,
     }
     (out_dir / "e2e.json").write_text(json.dumps(doc, indent=1))
     (out_dir / "report.md").write_text(report(doc))
     print(report(doc))
+    failed = False
     bad = [(r["name"], m, r[m].get("error")) for r in results for m in ("greedy", "sampled", "jump") if r[m]["valid"] is False]
     if bad:
         print(f"INVALID constrained outputs: {bad}", file=sys.stderr)
+        failed = True
+    differ = [r["name"] for r in results if not r["jump_equals_greedy"]]
+    if differ:
+        print(f"jump-forward output differs from greedy's: {differ}", file=sys.stderr)
+        failed = True
+    if failed:
         sys.exit(1)
 
 
@@ -324,6 +432,9 @@ def summarize(results, modes):
                 "dwac_us_per_step": dw / steps * 1e6 if steps else 0.0,
                 "ms_per_token": secs / tokens * 1e3 if tokens else 0.0,
             }
+            if mode != "free":
+                for k in ("masks", "masks_with_undecided", "undecided_total", "fallbacks_total"):
+                    e[k] = sum(x["counters"][k] for x in rows)
             if mode == "jump":
                 e["forced"] = sum(x["forced"] for x in rows)
                 e["evals"] = sum(x["evals"] for x in rows)
@@ -368,6 +479,54 @@ def report(doc):
             f"{j['seconds']:.1f} s against {g['seconds']:.1f} s for `greedy` ({g['seconds']/max(j['seconds'],1e-9):.2f}×). "
             f"Outputs identical to `greedy`: {j['equal_to_greedy']}/{j['tasks']}.",
         ]
+    md += [
+        "",
+        "## Validators",
+        "",
+        f"JSON Schemas: jsonschema {doc['jsonschema']}, each schema's draft's validator with that draft's "
+        "`FORMAT_CHECKER` (the `format` extra installed; the run refuses to start when a format dwac "
+        "enforces has no active checker). Formats in the chosen schemas (schemas using each):",
+        "",
+    ]
+    for f, e in sorted(doc["formats"].items()):
+        how = "checked" if e["checked"] else "annotation only (unknown to dwac and to the checker; not enforced by either)"
+        md.append(f"- `{f!s}`: {e['schemas']}, {how}")
+    md += ["", "Lark grammars (Python Lark " + doc["lark"] + "):", ""]
+    for name, label in doc["lark_validators"].items():
+        md.append(f"- `{name}`: {label}")
+    md += [
+        "",
+        "## Mask counters",
+        "",
+        "From `Matcher.counters()` after each constrained generation: masks filled, masks in which the",
+        "runtime decided UNDECIDED tokens by committing them, how many such tokens it decided, and masks",
+        "computed entirely by the reference mask (fallbacks). `UNDECIDED pairs` is the compiler's count of",
+        "(lexer state, token) pairs it left UNDECIDED (`Grammar.undecided_tokens`).",
+        "",
+        "| mode | constraint | masks | masks with UNDECIDED | UNDECIDED tokens decided | fallback masks |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for key, e in s.items():
+        mode, kind = key.split("/")
+        if mode == "free":
+            continue
+        md.append(
+            f"| {mode} | {kind} | {e['masks']} | {e['masks_with_undecided']} | {e['undecided_total']} | {e['fallbacks_total']} |"
+        )
+    md += [
+        "",
+        "Per task (greedy / sampled / jump):",
+        "",
+        "| task | UNDECIDED pairs | masks | masks with UNDECIDED | UNDECIDED tokens decided | fallback masks |",
+        "|---|---:|---|---|---|---|",
+    ]
+    for r in doc["results"]:
+        c = [r[m]["counters"] for m in ("greedy", "sampled", "jump")]
+        cell = lambda k: " / ".join(str(x[k]) for x in c)  # noqa: E731
+        md.append(
+            f"| {r['name']} | {r['undecided_tokens']} | {cell('masks')} | {cell('masks_with_undecided')} | "
+            f"{cell('undecided_total')} | {cell('fallbacks_total')} |"
+        )
     md += ["", "## Samples", ""]
     shown = 0
     for r in doc["results"]:
@@ -381,6 +540,12 @@ def report(doc):
     md += [f"Unconstrained (`free`) outputs that ended but were invalid: {len(fails)}."]
     for name, _, err in fails[:5]:
         md.append(f"- {name}: {err}")
+    bad = [(r["name"], m, r[m].get("error")) for r in doc["results"] for m in ("greedy", "sampled", "jump") if r[m]["valid"] is False]
+    md += ["", f"Constrained outputs that ended but were invalid: {len(bad)}."]
+    for name, m, err in bad:
+        md.append(f"- {name} ({m}): {err}")
+    differ = [r["name"] for r in doc["results"] if not r["jump_equals_greedy"]]
+    md += [f"Jump-forward outputs different from greedy's: {len(differ)}" + (f" ({', '.join(differ)})." if differ else ".")]
     return "\n".join(md) + "\n"
 
 

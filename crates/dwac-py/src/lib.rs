@@ -5,22 +5,31 @@
 //! message; nothing panics into Python (a panic in the runtime would be a bug, and PyO3 turns
 //! it into `PanicException`). Compilation, mask filling and batch filling release the GIL.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use numpy::{PyArray1, PyArray2, PyArrayMethods, PyUntypedArrayMethods};
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyDict};
 
 use dwac_compile::artifact::{artifact_bytes, write_atomically, SourceInfo, TokenizerInfo};
 use dwac_compile::{compile_engine_with, parse_source_with, regex_grammar, EngineOptions, SourceKind};
 use dwac_grammar::schema::{Draft, SchemaOptions, Whitespace};
-use dwac_runtime::{Artifact, Matcher as RMatcher};
+use dwac_runtime::{Artifact, MaskCounters, MaskError, Matcher as RMatcher};
 
 pyo3::create_exception!(_dwac, DwacError, PyValueError, "An error from dwac: a bad grammar or schema (with its location), a corrupt or mismatched artifact, a refused token, a bad buffer.");
 
 fn err(msg: impl Into<String>) -> PyErr {
     DwacError::new_err(msg.into())
+}
+
+/// A mask that could not be written: a bad buffer is the caller's `ValueError`; a worker thread
+/// that panicked is a bug in dwac (`RuntimeError`), never an empty mask.
+fn mask_err(e: MaskError) -> PyErr {
+    match e {
+        MaskError::BufferTooSmall { .. } => PyValueError::new_err(e.to_string()),
+        e => PyRuntimeError::new_err(e.to_string()),
+    }
 }
 
 /// A tokenizer's vocabulary: every token's exact bytes, the special tokens, the end tokens.
@@ -176,8 +185,14 @@ impl Grammar {
     /// tokens), `lenient` (drop keywords that cannot be honoured exactly, listed in
     /// `warnings`), `draft` (`"draft4"`, `"draft6"`, `"draft7"`, `"2019-09"`, `"2020-12"`).
     /// Releases the GIL.
+    ///
+    /// `_mask_work_per_lexer_state` is a diagnostic and test option, not for serving: the
+    /// compiler's work budget per lexer state (`MaskOptions::work_per_lexer_state`); a lexer
+    /// state over it gets no automaton and all its tokens are left UNDECIDED, decided at run
+    /// time by committing them (slow masks). It is recorded in the artifact's options.
     #[staticmethod]
-    #[pyo3(signature = (kind, source, tokenizer, compact = false, lenient = false, draft = None))]
+    #[pyo3(signature = (kind, source, tokenizer, compact = false, lenient = false, draft = None, _mask_work_per_lexer_state = None))]
+    #[expect(clippy::too_many_arguments, reason = "the Python signature: keyword arguments, each an option")]
     fn compile(
         py: Python<'_>,
         kind: &str,
@@ -186,7 +201,12 @@ impl Grammar {
         compact: bool,
         lenient: bool,
         draft: Option<&str>,
+        _mask_work_per_lexer_state: Option<u64>,
     ) -> PyResult<Grammar> {
+        let mut opts = EngineOptions::default();
+        if let Some(w) = _mask_work_per_lexer_state {
+            opts.mask_options.work_per_lexer_state = w;
+        }
         let default_draft = match draft {
             None => None,
             Some(d) => Some(
@@ -219,11 +239,11 @@ impl Grammar {
                     (g, Vec::new(), SourceInfo { name: "regex".into(), kind: "regex", text: source })
                 }
             };
-            let (engine, stats) = compile_engine_with(&grammar, tok.vocab().clone(), &EngineOptions::default())
+            let (engine, stats) = compile_engine_with(&grammar, tok.vocab().clone(), &opts)
                 .map_err(|e| e.located(&what, kind_name == SourceKind::JsonSchema))?;
             warnings.extend(stats.warnings.iter().map(|w| w.0.located(&what)));
             let ti = TokenizerInfo { name: tok.name().to_string(), fingerprint: tok.fingerprint() };
-            let bytes = artifact_bytes(&engine, &info, &ti, &stats, &schema, &EngineOptions::default());
+            let bytes = artifact_bytes(&engine, &info, &ti, &stats, &schema, &opts);
             let artifact = Artifact::from_bytes(&bytes).map_err(|e| format!("{what}: {e}"))?;
             Ok::<_, String>(Grammar { artifact, warnings, width })
         })
@@ -305,6 +325,20 @@ impl Grammar {
         self.warnings.clone()
     }
 
+    /// The (lexer state, token) pairs the compiler left UNDECIDED, which masks decide at run
+    /// time by committing the token (`Matcher.counters()` counts them as they happen): from
+    /// the Parser DWA's tables, so the same for a compiled and a reopened artifact. `None` for
+    /// an artifact without a Parser DWA (every mask is then the reference mask).
+    #[getter]
+    fn undecided_tokens(&self) -> Option<u64> {
+        let t = self.artifact.engine().mask_tables()?;
+        let mut n = 0u64;
+        for &set in t.undecided.iter().filter(|&&s| s != dwac_runtime::dwa::NONE) {
+            t.for_each_token(set, |_| n += 1);
+        }
+        Some(n)
+    }
+
     fn __repr__(&self) -> String {
         format!("Grammar(vocab_size={}, bytes={})", self.vocab_size(), self.artifact.len())
     }
@@ -316,6 +350,41 @@ struct Matcher {
     inner: RMatcher,
     /// The grammar's mask width (bitmask rows must hold it).
     width: usize,
+    /// What this matcher's mask fills did (`counters()`). Behind a lock so that fills, which
+    /// borrow the matcher shared and release the GIL, can record into it.
+    counts: Mutex<Counts>,
+}
+
+/// A matcher's mask counters: the last fill's, and sums over its life.
+#[derive(Clone, Copy, Default)]
+struct Counts {
+    last: MaskCounters,
+    masks: u64,
+    undecided_total: u64,
+    fallbacks_total: u64,
+    masks_with_undecided: u64,
+}
+
+impl Counts {
+    fn record(&mut self, c: MaskCounters) {
+        self.last = c;
+        self.masks += 1;
+        self.undecided_total += u64::from(c.undecided);
+        self.fallbacks_total += u64::from(c.fallbacks);
+        self.masks_with_undecided += u64::from(c.undecided > 0);
+    }
+}
+
+impl Matcher {
+    fn wrap(inner: RMatcher, width: usize) -> Matcher {
+        Matcher { inner, width, counts: Mutex::new(Counts::default()) }
+    }
+
+    /// Add one fill's counters (a poisoned lock only means another thread panicked while
+    /// holding it: the counts are plain numbers, still usable).
+    fn record(&self, c: MaskCounters) {
+        self.counts.lock().unwrap_or_else(|p| p.into_inner()).record(c);
+    }
 }
 
 /// Refuse bitmask rows of `cols` words too narrow for masks `width` tokens wide.
@@ -412,12 +481,13 @@ impl Matcher {
             Some(n) => RMatcher::with_max_rollback(engine, n),
             None => RMatcher::new(engine),
         };
-        Ok(Matcher { inner, width: native.width })
+        Ok(Matcher::wrap(inner, native.width))
     }
 
     /// Write the allowed next tokens into row `index` of `bitmask` (int32, shape `[batch,
     /// words]`, `words >= ceil(vocab_size / 32)`; bit `v % 32` of word `v / 32` set iff token
-    /// `v` is allowed; bits past the vocabulary cleared). Releases the GIL.
+    /// `v` is allowed; bits past the vocabulary cleared). Releases the GIL. What the fill did
+    /// is added to `counters()`.
     #[pyo3(signature = (bitmask, index = 0))]
     fn fill_next_token_bitmask(&self, bitmask: &Bound<'_, PyAny>, index: usize) -> PyResult<()> {
         let (arr, rows, cols) = bitmask_rows(bitmask)?;
@@ -426,8 +496,28 @@ impl Matcher {
         }
         check_width(cols, self.width)?;
         let m = &self.inner;
-        with_words(&arr, |w| m.fill_mask(&mut w[index * cols..(index + 1) * cols]))?
-            .map_err(|e| PyValueError::new_err(e.to_string()))
+        let c = with_words(&arr, |w| m.fill_mask(&mut w[index * cols..(index + 1) * cols]))?.map_err(mask_err)?;
+        self.record(c);
+        Ok(())
+    }
+
+    /// What this matcher's mask fills did: the last fill's `undecided` (UNDECIDED tokens it
+    /// decided by committing them), `fallbacks` (1 if the whole mask was the reference mask)
+    /// and `reads` (Parser DWA reads); and over the matcher's life (every fill path:
+    /// `fill_next_token_bitmask`, `fill_next_token_bitmask_batch`), `masks` filled,
+    /// `undecided_total`, `fallbacks_total` and `masks_with_undecided`. `reset` keeps them; a
+    /// `fork` starts from zero.
+    fn counters<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let c = *self.counts.lock().unwrap_or_else(|p| p.into_inner());
+        let d = PyDict::new(py);
+        d.set_item("undecided", c.last.undecided)?;
+        d.set_item("fallbacks", c.last.fallbacks)?;
+        d.set_item("reads", c.last.reads)?;
+        d.set_item("masks", c.masks)?;
+        d.set_item("undecided_total", c.undecided_total)?;
+        d.set_item("fallbacks_total", c.fallbacks_total)?;
+        d.set_item("masks_with_undecided", c.masks_with_undecided)?;
+        Ok(d)
     }
 
     /// Commit `token`; `False` (and no change) if the grammar refuses it.
@@ -470,9 +560,10 @@ impl Matcher {
         self.inner.reset()
     }
 
-    /// An independent copy (O(1)) for beam search or speculation.
+    /// An independent copy (O(1)) for beam search or speculation; its `counters()` start from
+    /// zero.
     fn fork(&self) -> Matcher {
-        Matcher { inner: self.inner.clone(), width: self.width }
+        Matcher::wrap(self.inner.clone(), self.width)
     }
 
     /// Has an end token been committed (the output is complete; nothing more is allowed)?
@@ -540,7 +631,7 @@ fn fill_next_token_bitmask_batch(
     }
     // (Matchers are cloned, O(1) each, so no Python object is touched without the GIL.)
     let ms: Vec<RMatcher> = matchers.iter().map(|m| m.inner.clone()).collect();
-    with_words(&arr, move |words| {
+    let counters = with_words(&arr, move |words| {
         use rayon::prelude::*;
         let mut slots: Vec<Option<&mut [u32]>> = words.chunks_mut(cols).map(Some).collect();
         let mut jobs: Vec<(&RMatcher, &mut [u32])> = Vec::with_capacity(ms.len());
@@ -549,26 +640,34 @@ fn fill_next_token_bitmask_batch(
                 jobs.push((m, row));
             }
         }
-        jobs.into_par_iter().try_for_each(|(m, row)| m.fill_mask(row))
+        // (In the matchers' order: each row's counters go to its matcher below.)
+        jobs.into_par_iter().map(|(m, row)| m.fill_mask(row)).collect::<Result<Vec<MaskCounters>, MaskError>>()
     })?
-    .map_err(|e| PyValueError::new_err(e.to_string()))
+    .map_err(mask_err)?;
+    for (m, c) in matchers.iter().zip(counters) {
+        m.record(c);
+    }
+    Ok(())
 }
 
 /// Benchmark hook (`cargo xtask py-bench`): replay `tokens` on `matcher`, each step a mask fill
 /// into a buffer of its own, then a commit, timed in Rust with no Python between them. Returns
-/// (fill ns, commit ns) per step, stopping after a refused token. The matcher advances.
+/// (fill ns, commit ns) per step, stopping after a refused token. The matcher advances, and its
+/// `counters()` count the fills.
 #[pyfunction]
 fn _time_trace(py: Python<'_>, mut matcher: PyRefMut<'_, Matcher>, tokens: Vec<u32>) -> PyResult<(Vec<u64>, Vec<u64>)> {
-    let m = &mut matcher.inner;
+    let Matcher { inner: m, counts, .. } = &mut *matcher;
+    let counts = counts.get_mut().unwrap_or_else(|p| p.into_inner());
     py.detach(|| {
         let mut buf = vec![0u32; m.mask_words()];
         let (mut fill, mut commit) = (Vec::with_capacity(tokens.len()), Vec::with_capacity(tokens.len()));
         for t in tokens {
             let t0 = std::time::Instant::now();
-            m.fill_mask(&mut buf).map_err(|e| PyValueError::new_err(e.to_string()))?;
+            let c = m.fill_mask(&mut buf).map_err(mask_err)?;
             let t1 = std::time::Instant::now();
             let ok = m.commit(t).is_ok();
             let t2 = std::time::Instant::now();
+            counts.record(c);
             fill.push((t1 - t0).as_nanos() as u64);
             commit.push((t2 - t1).as_nanos() as u64);
             if !ok {

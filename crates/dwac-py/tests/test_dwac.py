@@ -421,3 +421,115 @@ def test_time_trace_bench_hook_replays_and_stops_at_a_refused_token(tok):
     bad = tok.encode("[1,x")
     fill, _ = dwac._dwac._time_trace(dwac.Matcher(g), bad)
     assert len(fill) == len(bad) and len(bad) > 1  # the refused token is the last one timed
+
+
+ZERO_COUNTERS = {
+    "undecided": 0,
+    "fallbacks": 0,
+    "reads": 0,
+    "masks": 0,
+    "undecided_total": 0,
+    "fallbacks_total": 0,
+    "masks_with_undecided": 0,
+}
+
+# A cut of the bc grammar (../shared/data/grammars/ligurio-lark-grammars: `scale` and `left`,
+# the terminals as there): with GPT-2's vocabulary the compiler leaves a (lexer state, token)
+# pair UNDECIDED, in the lexer state reached after `scale =`.
+BC_CUT = """start: scale | left
+left: SIGN_NUMBER "-" SIGN_NUMBER
+scale: "scale = " NUMBER
+DIGIT: "0".."9"
+NOZERO: "1".."9"
+NUMBER: NOZERO?DIGIT+
+SIGN_NUMBER: "-"?NUMBER
+"""
+
+
+def test_counters_stay_zero_on_a_plain_json_schema(tok, tools):
+    grammar, docs = tools
+    assert grammar.undecided_tokens == 0 == grammar.metadata["mask"]["undecided_tokens"]
+    n = tok.vocab_size
+    bitmask = dwac.allocate_token_bitmask(1, n)
+    m = dwac.Matcher(grammar)
+    assert m.counters() == ZERO_COUNTERS
+    ids = tok.encode(docs[0])
+    reads = 0
+    for t in ids:
+        m.fill_next_token_bitmask(bitmask)
+        reads += m.counters()["reads"]  # (the last fill's)
+        assert m.accept_token(t)
+    assert reads > 0, "the fills read the Parser DWA"
+    c = m.counters()
+    assert c["masks"] == len(ids) > 10
+    assert c["undecided"] == c["fallbacks"] == 0
+    assert c["undecided_total"] == c["fallbacks_total"] == c["masks_with_undecided"] == 0
+    # The batch fill counts each row to its matcher.
+    ms = [m.fork(), dwac.Matcher(grammar), dwac.Matcher(grammar)]
+    assert ms[0].counters() == ZERO_COUNTERS, "a fork's counters start from zero"
+    dwac.fill_next_token_bitmask_batch(ms, dwac.allocate_token_bitmask(3, n))
+    dwac.fill_next_token_bitmask_batch(ms[1:], dwac.allocate_token_bitmask(2, n))
+    assert [x.counters()["masks"] for x in ms] == [1, 2, 2]
+    assert all(x.counters()["undecided_total"] == x.counters()["fallbacks_total"] == 0 for x in ms)
+
+
+def test_counters_count_the_undecided_tokens_a_grammar_leaves(tok):
+    g = dwac.Grammar.from_lark(BC_CUT, tok)
+    assert g.undecided_tokens > 0
+    assert g.undecided_tokens == g.metadata["mask"]["undecided_tokens"]
+    n = tok.vocab_size
+    bitmask = dwac.allocate_token_bitmask(1, n)
+    m = dwac.Matcher(g)
+    m.fill_next_token_bitmask(bitmask)
+    assert m.counters()["undecided"] == 0, "the start state has no UNDECIDED token"
+    ids = tok.encode("scale =")
+    assert m.accept_tokens(ids) == len(ids)
+    m.fill_next_token_bitmask(bitmask)
+    c = m.counters()
+    assert c["undecided"] > 0 and c["fallbacks"] == 0
+    assert c["masks"] == 2 and c["masks_with_undecided"] == 1 and c["undecided_total"] == c["undecided"]
+    assert bits(bitmask[0], n) == m.allowed_tokens(), "the mask is exact all the same"
+    one = c["undecided"]
+    # The batch fill: each row's counters go to its own matcher.
+    at_start, there = dwac.Matcher(g), m.fork()
+    dwac.fill_next_token_bitmask_batch([at_start, there], dwac.allocate_token_bitmask(2, n), [1, 0])
+    assert at_start.counters()["undecided_total"] == 0 and at_start.counters()["masks"] == 1
+    assert there.counters()["undecided"] == there.counters()["undecided_total"] == one
+    assert there.counters()["masks_with_undecided"] == 1
+    # `reset` keeps the counts of the matcher's life.
+    m.reset()
+    assert m.counters()["masks"] == 2 and m.counters()["undecided_total"] == one
+
+
+def test_a_starved_compile_leaves_undecided_tokens_and_exact_masks(tok):
+    # (The diagnostic budget: every lexer state over it leaves all its tokens UNDECIDED.)
+    schema = '{"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}}}'
+    normal = dwac.Grammar.from_json_schema(schema, tok)
+    starved = dwac.Grammar._compile("json_schema", schema, tok, _mask_work_per_lexer_state=1)
+    assert starved.metadata["options"]["mask.work_per_lexer_state"] == 1
+    assert starved.metadata["mask"]["lexer_states_over_budget"] > 0
+    assert normal.undecided_tokens == 0 and starved.undecided_tokens > 0
+    n = tok.vocab_size
+    a, b = dwac.Matcher(normal), dwac.Matcher(starved)
+    ma, mb = dwac.allocate_token_bitmask(1, n), dwac.allocate_token_bitmask(1, n)
+    ids = tok.encode('{"a": 12, "b": "xy"}')
+    for t in ids:
+        a.fill_next_token_bitmask(ma)
+        b.fill_next_token_bitmask(mb)
+        assert np.array_equal(ma, mb), "UNDECIDED tokens decided at run time give the same mask"
+        assert a.accept_token(t) and b.accept_token(t)
+    ca, cb = a.counters(), b.counters()
+    assert ca["masks"] == cb["masks"] == len(ids)
+    assert ca["undecided_total"] == ca["masks_with_undecided"] == 0
+    assert cb["undecided_total"] > 0 and 0 < cb["masks_with_undecided"] <= len(ids)
+    assert ca["fallbacks_total"] == cb["fallbacks_total"] == 0
+    # The batch fill and `_time_trace` count the same as single fills from the same states.
+    single, rows = dwac.Matcher(starved), [dwac.Matcher(starved), dwac.Matcher(starved)]
+    single.fill_next_token_bitmask(mb)
+    dwac.fill_next_token_bitmask_batch(rows, dwac.allocate_token_bitmask(2, n))
+    for r in rows:
+        assert r.counters() == single.counters()
+    timed = dwac.Matcher(starved)
+    dwac._dwac._time_trace(timed, ids)
+    assert timed.counters()["masks"] == len(ids)
+    assert timed.counters()["undecided_total"] == cb["undecided_total"]

@@ -19,6 +19,16 @@ the fingerprint, so the artifacts, stay those of the tokenizer.
 Bitmasks are int32 arrays of shape ``[batch, ceil(vocab_size / 32)]``, bit ``v % 32`` of word
 ``v // 32`` set iff token ``v`` is allowed: the layout vLLM, SGLang, XGrammar and llguidance
 use. Masks are written in place into numpy arrays or CPU torch tensors (no copy).
+
+Masks come from the compiled Parser DWA; two paths are slow and counted, for a server to watch:
+tokens the compiler left UNDECIDED (``Grammar.undecided_tokens`` (lexer state, token) pairs,
+e.g. in character-level ambiguous Lark grammars) are decided at run time by committing them,
+and a mask the DWA does not cover is the reference mask (a fallback). ``Matcher.counters()``
+returns a dict: the last fill's ``undecided``, ``fallbacks`` and ``reads``, and over the
+matcher's life ``masks``, ``undecided_total``, ``fallbacks_total`` and
+``masks_with_undecided``; every fill path adds to it (``fill_next_token_bitmask``, the batch
+fill, ``fill_next_token_bitmask_batch``, each row to its matcher). ``reset`` keeps the counts;
+a ``fork`` starts from zero.
 """
 
 from __future__ import annotations
@@ -109,9 +119,17 @@ class Grammar:
         return cls(g, tok)
 
     @classmethod
-    def _compile(cls, kind: str, source: str, tokenizer: Any) -> "Grammar":
+    def _compile(
+        cls, kind: str, source: str, tokenizer: Any, *, _mask_work_per_lexer_state: Optional[int] = None
+    ) -> "Grammar":
+        """``_mask_work_per_lexer_state`` is a diagnostic/test option (not for serving): the
+        compiler's work budget per lexer state; a lexer state over it leaves all its tokens
+        UNDECIDED, decided at run time by committing them (slow masks, counted by
+        ``Matcher.counters()``). Recorded in the artifact's options."""
         tok = _tokenizer(tokenizer)
-        return cls(_dwac.Grammar.compile(kind, source, tok), tok)
+        return cls(
+            _dwac.Grammar.compile(kind, source, tok, _mask_work_per_lexer_state=_mask_work_per_lexer_state), tok
+        )
 
     @classmethod
     def from_lark(cls, source: str, tokenizer: Any = None) -> "Grammar":
@@ -164,6 +182,13 @@ class Grammar:
     def warnings(self) -> list:
         """Warnings of the compile (keywords dropped by ``lenient``, formats not enforced)."""
         return self._g.warnings
+
+    @property
+    def undecided_tokens(self) -> Optional[int]:
+        """The (lexer state, token) pairs the compiler left UNDECIDED: masks decide them at run
+        time by committing the token (``Matcher.counters()`` counts it). 0 for most grammars;
+        ``None`` for an artifact without a Parser DWA."""
+        return self._g.undecided_tokens
 
     def matcher(self, max_rollback: Optional[int] = None) -> Matcher:
         """A new ``Matcher`` at the start of this grammar."""

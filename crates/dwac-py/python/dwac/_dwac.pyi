@@ -1,7 +1,7 @@
 """Type stubs of the native module `dwac._dwac` (PyO3)."""
 
 from os import PathLike
-from typing import Any, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 __version__: str
 
@@ -48,7 +48,10 @@ class Grammar:
         compact: bool = False,
         lenient: bool = False,
         draft: Optional[str] = None,
-    ) -> Grammar: ...
+        _mask_work_per_lexer_state: Optional[int] = None,
+    ) -> Grammar:
+        """``_mask_work_per_lexer_state``: diagnostic/test option, the compiler's work budget per
+        lexer state; lexer states over it leave all their tokens UNDECIDED (slow masks)."""
     @staticmethod
     def open(path: Union[str, PathLike], tokenizer: Optional[Tokenizer] = None) -> Grammar: ...
     def save(self, path: Union[str, PathLike], zstd: bool = False, without_vocabulary: bool = False) -> None: ...
@@ -60,11 +63,19 @@ class Grammar:
     def metadata(self) -> str: ...
     @property
     def warnings(self) -> List[str]: ...
+    @property
+    def undecided_tokens(self) -> Optional[int]:
+        """(lexer state, token) pairs the compiler left UNDECIDED (decided at run time by
+        committing the token); None without a Parser DWA."""
 
 class Matcher:
     def __init__(self, grammar: Any, max_rollback: Optional[int] = None) -> None: ...
     def fill_next_token_bitmask(self, bitmask: Any, index: int = 0) -> None:
         """Row `index` of an int32 `[batch, words]` numpy array or CPU torch tensor, in place."""
+    def counters(self) -> Dict[str, int]:
+        """The last fill's ``undecided``, ``fallbacks``, ``reads``; over the matcher's life
+        ``masks``, ``undecided_total``, ``fallbacks_total``, ``masks_with_undecided`` (every fill
+        path, the batch fill included; ``reset`` keeps them, ``fork`` starts from zero)."""
     def accept_token(self, token: int) -> bool:
         """False (and no change) if the grammar refuses the token."""
     def commit(self, token: int) -> None:
@@ -88,5 +99,6 @@ class Matcher:
 def apply_bitmask_f32(logits: Any, bitmask: Any, indices: Optional[Sequence[int]] = None) -> bool:
     """-inf where the bitmask disallows, for C-contiguous float32 numpy logits; False if not such."""
 def _time_trace(matcher: Matcher, tokens: Sequence[int]) -> Tuple[List[int], List[int]]:
-    """Benchmark hook: per step (fill ns, commit ns), timed inside Rust; stops after a refused token."""
+    """Benchmark hook: per step (fill ns, commit ns), timed inside Rust; stops after a refused
+    token. The fills count in the matcher's ``counters()``."""
 def fill_next_token_bitmask_batch(matchers: Sequence[Matcher], bitmask: Any, indices: Optional[Sequence[int]] = None) -> None: ...

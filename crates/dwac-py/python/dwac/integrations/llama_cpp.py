@@ -29,8 +29,10 @@ class DwacLogitsProcessor:
         self.eos = list(eos_token_ids) if eos_token_ids is not None else (
             grammar.tokenizer.eos_token_ids if grammar.tokenizer is not None else []
         )
-        # Time spent in dwac (mask + commit), for overhead reports.
+        # Time spent in dwac (mask + commit) and calls made, for overhead reports (the matcher's
+        # ``counters()`` tell what its masks did).
         self.seconds = 0.0
+        self.calls = 0
 
     def reset(self) -> None:
         """Start a new generation."""
@@ -55,4 +57,5 @@ class DwacLogitsProcessor:
             self.matcher.fill_next_token_bitmask(self.bitmask)
         apply_token_bitmask_inplace(scores, self.bitmask)
         self.seconds += time.perf_counter() - t0
+        self.calls += 1
         return scores
