@@ -51,13 +51,14 @@ pub fn options_json(schema: &SchemaOptions, engine: &EngineOptions) -> serde_jso
     let SchemaOptions { whitespace, lenient, default_draft } = schema;
     let EngineOptions { mask, mask_options } = engine;
     // `walk_thread` and `link_states` change how the tables are built, not what they are;
-    // `max_dwa_states` only whether they are built.
+    // `max_dwa_states` only whether they are built; `follow_bytes` follows from the grammar.
     let MaskOptions {
         max_states_per_lexer_state,
         work_per_lexer_state,
         walk_thread: _,
         link_states: _,
         max_dwa_states: _,
+        follow_bytes: _,
     } = mask_options;
     json!({
         "schema.whitespace": format!("{whitespace:?}"),

@@ -9,6 +9,7 @@ pub mod lexer;
 mod minimize;
 pub mod munch;
 pub mod pipeline;
+pub mod probe;
 mod stages;
 pub mod threads;
 

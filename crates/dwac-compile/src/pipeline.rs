@@ -41,7 +41,8 @@ pub fn parse_source(kind: SourceKind, text: &str) -> Result<Grammar, CompileErro
 }
 
 /// Parse a grammar source; for JSON Schemas with `opts`, also returning the schema compiler's
-/// warnings (dropped keywords in lenient mode, unenforced formats).
+/// warnings (dropped keywords in lenient mode, unenforced formats), for GBNF the front-end's
+/// (`line:column: message`: what llama.cpp makes of a construct that may not mean what it says).
 pub fn parse_source_with(
     kind: SourceKind,
     text: &str,
@@ -49,7 +50,10 @@ pub fn parse_source_with(
 ) -> Result<(Grammar, Vec<String>), CompileError> {
     Ok(match kind {
         SourceKind::Lark => (dwac_grammar::lark::parse(text)?, Vec::new()),
-        SourceKind::Gbnf => (dwac_grammar::gbnf::parse(text)?, Vec::new()),
+        SourceKind::Gbnf => {
+            let (g, w) = dwac_grammar::gbnf::parse_with_warnings(text)?;
+            (g, w.into_iter().map(|w| format!("{}:{}: {}", w.0.line, w.0.column, w.0.message)).collect())
+        }
         SourceKind::JsonSchema => {
             let value: serde_json::Value = serde_json::from_str(text).map_err(|e| CompileError::Json(e.to_string()))?;
             let sg = compile_schema(&value, opts)?;
@@ -261,7 +265,9 @@ pub fn compile_engine_with_progress(
         let tm = Instant::now();
         // (If no thread could be started, the trie is made here.)
         let prepared = prepared.unwrap_or_else(|| prepare_vocabulary(&vocab));
-        let (m, ms) = build_mask_tables_prepared(&c.tables, &vocab, prepared, &opts.mask_options, progress, tm)?;
+        // (Lexer inference ran: drop the dead splits of the lifted terminals as the walk goes.)
+        let mask_options = MaskOptions { follow_bytes: c.stats.lexer_inference.is_some(), ..opts.mask_options.clone() };
+        let (m, ms) = build_mask_tables_prepared(&c.tables, &vocab, prepared, &mask_options, progress, tm)?;
         c.stats.stages_ms.extend(ms.stages_ms.iter().copied());
         c.stats.mask = Some(ms);
         Some(m)

@@ -8,13 +8,18 @@
 //! `\UNNNNNNNN`, and any other escaped ASCII punctuation character stands for itself.
 //! Token references (`<...>`, `<[id]>`, `!<...>`) are not supported: dwac grammars are over bytes.
 //!
+//! Where llama.cpp's parser accepts a grammar and gives it a meaning of its own, so does this
+//! one, with a warning: a rule defined twice keeps its last definition; `{m,n}` with `n` over
+//! 2,000 is unbounded (`{m,}`); `[]` and `[^]` match the empty string. Raw newlines inside
+//! literals and classes are characters, and a lone `\r` ends a comment, as there.
+//!
 //! Every string literal and every character class / `.` becomes a terminal with
 //! [`Munch::None`] (GBNF's character-level semantics: the parser decides every segmentation),
 //! deduplicated by pattern and named by its source text. An empty literal `""` means ε.
 //! EBNF operators are lowered to left-recursive helper nonterminals like in the Lark front-end.
 
 use crate::ebnf::{check_terminal_regex, escape_literal, lower_repeat, push_regex_char, Ebnf, Helpers};
-use crate::{Grammar, GrammarError, Munch, Span, Symbol, Terminal};
+use crate::{Grammar, GrammarError, Munch, Span, Symbol, Terminal, Warning};
 use std::collections::HashMap;
 
 const MAX_NESTING: usize = 200;
@@ -28,17 +33,46 @@ enum GAtom {
 
 type Gx = Ebnf<GAtom>;
 
+/// llama.cpp reads `{m,n}` with `n` above this as `{m,}`.
+const LLAMA_CPP_MAX_BOUND: u32 = 2000;
+
 /// Parse a GBNF grammar whose start rule is `root`.
 pub fn parse(source: &str) -> Result<Grammar, GrammarError> {
-    let rules = P { src: source, b: source.as_bytes(), i: 0, depth: 0 }.parse_file()?;
+    Ok(parse_with_warnings(source)?.0)
+}
+
+/// [`parse`], with warnings where the grammar means what llama.cpp's parser makes of it rather
+/// than what it may seem to say (see the module docs).
+pub fn parse_with_warnings(source: &str) -> Result<(Grammar, Vec<Warning>), GrammarError> {
+    let mut p = P { src: source, b: source.as_bytes(), i: 0, depth: 0, warnings: Vec::new() };
+    let mut rules = p.parse_file()?;
+    let mut warnings = std::mem::take(&mut p.warnings);
+    // A rule defined twice: the last definition wins (llama.cpp).
+    let mut last: HashMap<&str, usize> = HashMap::new();
+    for (i, (name, _, _)) in rules.iter().enumerate() {
+        last.insert(name.as_str(), i);
+    }
+    let mut keep = vec![true; rules.len()];
+    for (i, (name, span, _)) in rules.iter().enumerate() {
+        let l = last[name.as_str()];
+        if l != i {
+            keep[i] = false;
+            let line = GrammarError::at(source, rules[l].1, "").line;
+            warnings.push(Warning(GrammarError::at(
+                source,
+                *span,
+                format!(
+                    "rule `{name}` is defined again at line {line}; the last definition is used (as llama.cpp does)"
+                ),
+            )));
+        }
+    }
+    let mut k = keep.into_iter();
+    rules.retain(|_| k.next().unwrap_or(true));
     let mut g = Grammar::default();
     let mut ids: HashMap<String, u32> = HashMap::new();
     let mut helpers = Helpers::default();
     for (name, span, _) in &rules {
-        if let Some(&prev) = ids.get(name) {
-            let line = g.nonterminals[prev as usize].span.map_or(0, |s| GrammarError::at(source, s, "").line);
-            return Err(GrammarError::at(source, *span, format!("rule `{name}` is already defined (line {line})")));
-        }
         helpers.reserve(name);
         ids.insert(name.clone(), g.add_nonterminal(name.clone(), Some(*span)));
     }
@@ -54,7 +88,7 @@ pub fn parse(source: &str) -> Result<Grammar, GrammarError> {
         }
     }
     lw.g.source = Some(source.into());
-    Ok(lw.g)
+    Ok((lw.g, warnings))
 }
 
 struct Lower<'s> {
@@ -140,6 +174,7 @@ struct P<'s> {
     b: &'s [u8],
     i: usize,
     depth: usize,
+    warnings: Vec<Warning>,
 }
 
 impl P<'_> {
@@ -161,7 +196,7 @@ impl P<'_> {
             match c {
                 b' ' | b'\t' | b'\r' | b'\n' => self.i += 1,
                 b'#' => {
-                    while self.peek().is_some_and(|c| c != b'\n') {
+                    while self.peek().is_some_and(|c| c != b'\n' && c != b'\r') {
                         self.i += 1;
                     }
                 }
@@ -184,12 +219,12 @@ impl P<'_> {
         if e == self.i {
             return false;
         }
-        let mut p = P { src: self.src, b: self.b, i: e, depth: 0 };
+        let mut p = P { src: self.src, b: self.b, i: e, depth: 0, warnings: Vec::new() };
         p.skip_ws();
         self.b[p.i..].starts_with(b"::=")
     }
 
-    fn parse_file(mut self) -> Result<Vec<(String, Span, Gx)>, GrammarError> {
+    fn parse_file(&mut self) -> Result<Vec<(String, Span, Gx)>, GrammarError> {
         let mut rules = Vec::new();
         loop {
             self.skip_ws();
@@ -366,7 +401,8 @@ impl P<'_> {
         let min = self.parse_int()?;
         self.skip_ws();
         let mut max = Some(min);
-        if self.peek() == Some(b',') {
+        let ranged = self.peek() == Some(b',');
+        if ranged {
             self.i += 1;
             self.skip_ws();
             max = if self.peek().is_some_and(|c| c.is_ascii_digit()) { Some(self.parse_int()?) } else { None };
@@ -384,6 +420,17 @@ impl P<'_> {
                     format!("repetition minimum {min} is greater than its maximum {m}"),
                 ));
             }
+            if ranged && m > LLAMA_CPP_MAX_BOUND {
+                self.warnings.push(Warning(self.err(
+                    open,
+                    self.i,
+                    format!(
+                        "`{{{min},{m}}}`: a maximum over {LLAMA_CPP_MAX_BOUND} is read as no maximum, `{{{min},}}` (as \
+                         llama.cpp does)"
+                    ),
+                )));
+                max = None;
+            }
         }
         Ok((min, max))
     }
@@ -392,7 +439,7 @@ impl P<'_> {
     fn parse_char(&mut self, open: usize, what: &str) -> Result<char, GrammarError> {
         let at = self.i;
         let c = match self.peek() {
-            None | Some(b'\n') => return Err(self.err(open, open + 1, format!("unterminated {what}"))),
+            None => return Err(self.err(open, open + 1, format!("unterminated {what}"))),
             Some(_) => self.ch(at),
         };
         if c != '\\' {
@@ -469,8 +516,15 @@ impl P<'_> {
         self.i += 1;
         let span = Span::new(open, self.i);
         let regex = match (negated, ranges.as_slice()) {
-            (false, []) => return Err(self.err(open, self.i, "empty character class matches nothing")),
-            (true, []) => "(?s:.)".to_string(),
+            (_, []) => {
+                let class = &self.src[open..self.i];
+                self.warnings.push(Warning(self.err(
+                    open,
+                    self.i,
+                    format!("`{class}` matches the empty string (as in llama.cpp), not a character"),
+                )));
+                return Ok(Ebnf::Atom(GAtom::Term(None), span));
+            }
             (false, [(a, b)]) if a == b => escape_literal(&a.to_string()),
             _ => {
                 let mut r = String::from(if negated { "[^" } else { "[" });

@@ -307,6 +307,32 @@ fn gbnf_counted_repetitions() {
     assert!(text.contains("root__rep3 ::= root__rep2 \"c\"\n"), "{text}");
 }
 
+/// Where llama.cpp's parser accepts a grammar and gives it a meaning of its own, so does dwac,
+/// with a warning at the place.
+#[test]
+fn gbnf_means_what_llama_cpp_makes_of_it() {
+    // A rule defined twice: the last definition wins.
+    let (g, w) = gbnf::parse_with_warnings("root ::= a\na ::= \"x\"\na ::= \"y\"\n").expect("loads");
+    assert!(g.to_string().contains("a ::= \"y\"") && !g.to_string().contains("\"x\""), "{g}");
+    assert_eq!((w.len(), w[0].0.line), (1, 2), "{w:?}");
+    assert!(w[0].0.message.contains("defined again at line 3"), "{w:?}");
+    // `[]` and `[^]` match the empty string.
+    let (g, w) = gbnf::parse_with_warnings("root ::= \"a\" [] [^] \"b\"\n").expect("loads");
+    assert!(g.to_string().contains("root ::= \"a\" \"b\""), "{g}");
+    assert_eq!(w.len(), 2, "{w:?}");
+    // A maximum over 2,000 is no maximum; up to 2,000 it is kept, and `{m}` is exact.
+    let (g, w) =
+        gbnf::parse_with_warnings("root ::= [a-z]{0,5000} \"-\" [0-9]{2500} \"-\" [x]{1,2000}\n").expect("loads");
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(w[0].0.message.contains("`{0,}`") && w[0].0.column == 15, "{w:?}");
+    let text = g.to_string();
+    assert!(text.contains("__star"), "{{0,5000}} is a star: {text}");
+    // A raw newline inside a literal is a character; a lone `\r` ends a comment.
+    let g = gbnf::parse("root ::= \"a\nb\" # comment\r  \"c\"\n").expect("loads");
+    assert!(g.terminals.iter().any(|t| t.regex == "a\\nb"), "{g}");
+    assert!(g.to_string().contains("\"c\""), "{g}");
+}
+
 #[test]
 fn gbnf_error_locations() {
     let e = gbnf::parse("root ::= item\nitem ::= \"a\" | missing-rule\n").unwrap_err();

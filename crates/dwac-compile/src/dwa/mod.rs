@@ -50,7 +50,8 @@ use determinize::Determinizer;
 use dwac_runtime::trie::Trie;
 use sets::SetPool;
 use templates::Lr;
-use terminal_dwa::{Prewalker, Prewalks, TrieIndex, Walker};
+pub use terminal_dwa::LimitHits;
+use terminal_dwa::{FollowBytes, Prewalker, Prewalks, TrieIndex, Walker};
 use walking::{shared_trie, walk_states, Kills, Walked};
 
 /// Limits of one mask-table build.
@@ -73,6 +74,11 @@ pub struct MaskOptions {
     /// with [`CompileError::Budget`] naming the lexer state it got to and the grammar's lexer and
     /// LR state counts, rather than growing until memory runs out.
     pub max_dwa_states: usize,
+    /// Drop, in the vocabulary walk, the splits after a terminal whose next lexeme no parser
+    /// can take (`terminal_dwa/follow.rs`; the masks do not change, the walk lists fewer dead
+    /// lexings). Set by the compiler for character-level grammars (lexer inference ran); it
+    /// follows from the grammar, so it is not part of the grammar fingerprint.
+    pub follow_bytes: bool,
 }
 
 impl Default for MaskOptions {
@@ -83,6 +89,7 @@ impl Default for MaskOptions {
             walk_thread: true,
             link_states: true,
             max_dwa_states: 8_000_000,
+            follow_bytes: false,
         }
     }
 }
@@ -108,6 +115,10 @@ pub struct MaskStats {
     pub undecided_tokens: usize,
     /// Lexer states whose automaton exceeded its budget (all their tokens are UNDECIDED).
     pub lexer_states_over_budget: usize,
+    /// Tokens the vocabulary walk left UNDECIDED, by the limit that made it so (counted per
+    /// subtree walked, so an upper bound on distinct pairs; the rest of `undecided_tokens`
+    /// comes from lexer states over the work budget).
+    pub undecided_by_walk_limits: LimitHits,
     /// Lexer states that share the automaton of an equivalent state, or of a state with the
     /// same automaton and the same tokens in every class (counted in the fields above as if
     /// they had their own).
@@ -190,13 +201,14 @@ pub fn build_mask_tables_prepared(
     let horizon = Walker::horizon_for(lex, &trie_index);
     let prewalks = Prewalks::default();
     let mut prewalker = Prewalker::new(lex, trie, Arc::clone(&trie_index), Arc::clone(&horizon));
+    let follow = opts.follow_bytes.then(|| Arc::new(FollowBytes::of(lex, &tables.lr)));
     let walk = || {
         let (terms, eos, tx) = walk_args.lock().unwrap_or_else(|e| e.into_inner()).take()?;
-        let parts = (trie, Arc::clone(&trie_index), Arc::clone(&horizon));
+        let parts = (trie, Arc::clone(&trie_index), Arc::clone(&horizon), follow.clone());
         Some(walk_states(lex, parts, terms, eos, tx, &kills, &prewalks))
     };
     let (mut over, mut stopped): (Option<String>, Option<String>) = (None, None);
-    let walk_time = std::thread::scope(|scope| {
+    let (walk_time, limit_hits) = std::thread::scope(|scope| {
         let walking = opts
             .walk_thread
             .then(|| std::thread::Builder::new().name("dwac-walk".into()).spawn_scoped(scope, carry(walk)).ok())
@@ -266,6 +278,7 @@ pub fn build_mask_tables_prepared(
     let (carried, kills, kill_time) = kills.into_sets();
     stages.add("kill", kill_time);
     let (out, mut stats) = asm.finish(carried, kills, det.linked, &mut stages);
+    stats.undecided_by_walk_limits = limit_hits;
     stats.build_ms = t0.elapsed().as_secs_f64() * 1e3;
     stats.stages_ms = stages.done;
     Ok((out, stats))

@@ -13,7 +13,9 @@ use dwac_runtime::{LexerTables, Vocabulary};
 use super::compose::Step;
 use super::horizon::Horizon;
 use super::sets::SetPool;
-use super::terminal_dwa::{carried_inhibitors, kill_set_shared, Prewalks, TokenClass, Tokens, TrieIndex, Walker};
+use super::terminal_dwa::{
+    carried_inhibitors, kill_set_shared, FollowBytes, LimitHits, Prewalks, TokenClass, Tokens, TrieIndex, Walker,
+};
 use super::FastMap;
 
 /// The byte trie of `vocab`'s non-special tokens. The vocabulary side of the build: the last
@@ -111,18 +113,19 @@ impl<'a> Kills<'a> {
 
 /// The walking half of [`build_mask_tables`]: the Terminal DWA of every lexer state reachable at
 /// a token boundary, in state order, sent to `tx` as it goes. `terms` holds the sets the
-/// assembling thread's pool has (it mirrors this one). Returns the time spent walking.
+/// assembling thread's pool has (it mirrors this one). Returns the time spent walking and the
+/// tokens the walk's limits left UNDECIDED.
 pub(super) fn walk_states(
     lex: &LexerTables,
-    (trie, index, horizon): (&Trie, Arc<TrieIndex>, Arc<Horizon>),
+    (trie, index, horizon, follow): (&Trie, Arc<TrieIndex>, Arc<Horizon>, Option<Arc<FollowBytes>>),
     mut terms: SetPool,
     (eof_class, eos): (u32, Vec<u32>),
     tx: mpsc::Sender<Walked>,
     kills: &Kills,
     prewalks: &Prewalks,
-) -> Duration {
+) -> (Duration, LimitHits) {
     let t0 = Instant::now();
-    let mut walker = Walker::with_horizon(lex, trie, index, horizon).with_prewalks(prewalks);
+    let mut walker = Walker::with_horizon(lex, trie, index, horizon).with_prewalks(prewalks).with_follow_bytes(follow);
     let mut seen: FastMap<(u64, u32), ()> = FastMap::default();
     let (mut nodes_sent, mut sets_sent) = (0, terms.len());
     for q in 0..lex.num_states {
@@ -157,5 +160,5 @@ pub(super) fn walk_states(
     drop(tx);
     let walked = t0.elapsed();
     kills.all();
-    walked
+    (walked, walker.limit_hits)
 }

@@ -7,6 +7,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
 use dwac_compile::artifact::{self, artifact_bytes, write_atomically, TokenizerInfo};
+use dwac_compile::dwa::terminal_dwa::{MAX_LEXINGS, MAX_STEPS};
+use dwac_compile::probe::{probe_masks, MaskProbe, ProbeOptions};
 use dwac_compile::EngineOptions;
 use dwac_vocab::Tokenizer;
 use serde_json::json;
@@ -98,7 +100,82 @@ pub(crate) fn compile_one(
     if let (Some(o), serde_json::Value::Object(m)) = (rec.as_object_mut(), mask_stats_json(s)) {
         o.extend(m);
     }
+    // No silent cliffs: how fast the masks are, before a server finds out.
+    if let Some(ms) = &s.mask {
+        let engine = Arc::new(built.engine);
+        let p = probe_masks(&engine, &ProbeOptions::default());
+        rec["mask_probe"] = probe_json(&p);
+        if let Some(w) = slow_mask_warning(&p, ms) {
+            eprintln!("warning: {what}: {w}");
+        }
+    }
     Ok(rec)
+}
+
+fn probe_json(p: &MaskProbe) -> serde_json::Value {
+    json!({
+        "masks": p.masks,
+        "p50_us": (p.p50_us * 100.0).round() / 100.0,
+        "max_us": (p.max_us * 100.0).round() / 100.0,
+        "slow_masks": p.slow_masks,
+        "masks_with_undecided": p.masks_with_undecided,
+        "worst_prefix": String::from_utf8_lossy(&p.worst_prefix),
+        "worst_undecided_tokens_committed": p.worst_counters.undecided,
+        "lexer_states_with_undecided": p.undecided_states,
+        "worst_undecided_states": p.worst_undecided_states.iter().map(|&(q, n)| json!({"lexer_state": q, "tokens": n})).collect::<Vec<_>>(),
+    })
+}
+
+/// Why this grammar's masks may be slow, if they may: UNDECIDED tokens (and what left them so)
+/// or a mask over the probe's threshold.
+fn slow_mask_warning(p: &MaskProbe, ms: &dwac_compile::dwa::MaskStats) -> Option<String> {
+    let slow = p.max_us > ProbeOptions::default().slow_us;
+    if ms.undecided_tokens == 0 && !slow {
+        return None;
+    }
+    let mut w = String::from("masks may be slow:");
+    if ms.undecided_tokens > 0 {
+        let worst = p
+            .worst_undecided_states
+            .first()
+            .map_or(String::new(), |(q, n)| format!(" (the most at lexer state {q}: {n} tokens)"));
+        let lim = ms.undecided_by_walk_limits;
+        let mut causes = Vec::new();
+        if lim.lexings > 0 {
+            causes.push(format!(
+                "{} tokens below prefixes with more than {MAX_LEXINGS} lexings (character-level ambiguity)",
+                lim.lexings
+            ));
+        }
+        if lim.steps > 0 {
+            causes.push(format!("{} tokens with lexings of more than {MAX_STEPS} lexemes", lim.steps));
+        }
+        if ms.lexer_states_over_budget > 0 {
+            causes.push(format!(
+                "{} lexer states over the determinizer's work budget (all their tokens)",
+                ms.lexer_states_over_budget
+            ));
+        }
+        w += &format!(
+            " {} (lexer state, token) pairs are UNDECIDED in {} lexer states{worst}, decided at run time by committing \
+             each such token; cause: {}.",
+            ms.undecided_tokens,
+            p.undecided_states,
+            causes.join("; ")
+        );
+    }
+    let prefix: String =
+        String::from_utf8_lossy(&p.worst_prefix).chars().rev().take(40).collect::<Vec<_>>().into_iter().rev().collect();
+    w += &format!(
+        " Probe: {} masks on random walks, p50 {:.1} µs, slowest {:.1} µs after {prefix:?} ({} UNDECIDED tokens committed \
+         there){}.",
+        p.masks,
+        p.p50_us,
+        p.max_us,
+        p.worst_counters.undecided,
+        if slow { format!(", {} masks over 1 ms", p.slow_masks) } else { String::new() }
+    );
+    Some(w)
 }
 
 pub(crate) fn compile(args: CompileArgs) -> Result<u8> {

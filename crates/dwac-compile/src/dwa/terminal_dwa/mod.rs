@@ -25,6 +25,7 @@ use dwac_runtime::trie::Trie;
 
 mod base;
 mod closure;
+mod follow;
 mod index;
 mod kill;
 mod live;
@@ -42,6 +43,7 @@ use prewalk::{live_entry_key, PREWALK_FROM};
 use step::*;
 use walk::*;
 
+pub use follow::FollowBytes;
 pub use index::TrieIndex;
 pub use kill::{carried_inhibitors, kill_set, kill_set_shared};
 pub use prewalk::{Prewalker, Prewalks};
@@ -50,8 +52,19 @@ pub use tokens::{Sig, TokenClass, Tokens, BITMAP_FROM};
 /// Lexings a token prefix may have before its tokens are left to run time (UNDECIDED).
 pub const MAX_LEXINGS: usize = 64;
 
-/// Steps (lexemes) a lexing may have before its token is left to run time (UNDECIDED).
-pub const MAX_STEPS: u32 = 64;
+/// Steps (lexemes) a lexing may have before its token is left to run time (UNDECIDED): more
+/// than any token has bytes in the vocabularies we know (a character-level grammar may take a
+/// step per byte: 64 dashes of a GPT-2 token are 64 unary minuses in C).
+pub const MAX_STEPS: u32 = 256;
+
+/// Tokens the walk left UNDECIDED, by the limit that made it so.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LimitHits {
+    /// A token prefix with more than [`MAX_LEXINGS`] lexings.
+    pub lexings: u64,
+    /// A lexing of more than [`MAX_STEPS`] steps.
+    pub steps: u64,
+}
 
 /// States with fewer tokens with a lexing than this are not kept as bases (a walk of theirs costs little).
 pub const BASE_FROM: usize = 4096;
@@ -78,6 +91,12 @@ pub struct Walker<'a> {
     class_memo: Vec<u32>,
     /// Interned signature sets (sorted, distinct).
     sig_sets: Vec<Vec<Sig>>,
+    /// Tokens left UNDECIDED by the walk's limits, by cause (summed over the subtrees walked;
+    /// a memoized walk replayed is not counted again).
+    pub limit_hits: LimitHits,
+    /// The follow-byte filter of character-level terminals, and its bytes per shifted set.
+    follow: Option<Arc<FollowBytes>>,
+    after_shift: FastMap<u32, [u64; 4]>,
     sig_index: FastMap<Vec<Sig>, u32>,
     /// Interned one-lexing signature sets, by their lexing (the common case, without a hash of
     /// a vector).
@@ -249,7 +268,17 @@ impl<'a> Walker<'a> {
             live: Default::default(),
             root_by_class: root_by_class.into(),
             block_memo: std::cell::RefCell::new(vec![BLOCK_UNKNOWN; lex.num_states as usize]),
+            limit_hits: LimitHits::default(),
+            follow: None,
+            after_shift: FastMap::default(),
         }
+    }
+
+    /// Drop, as the walk goes, the splits after a character-level terminal whose next lexeme
+    /// no parser can take ([`FollowBytes`]; the masks do not change).
+    pub fn with_follow_bytes(mut self, follow: Option<Arc<FollowBytes>>) -> Self {
+        self.follow = follow;
+        self
     }
 
     /// Keep states with at least `from` tokens with a lexing as bases (default [`BASE_FROM`];

@@ -78,6 +78,16 @@ impl<'a> Walker<'a> {
                 return;
             }
         }
+        // A fresh lexeme right after a character-level terminal: only bytes the parser can take
+        // next (`follow.rs`).
+        if br.q == lex.start && br.prefix != 0 {
+            if let (Some(f), Step::Shift { terms: ts, .. }) = (&self.follow, self.prefixes[br.prefix as usize].1) {
+                let allowed = *self.after_shift.entry(ts).or_insert_with(|| f.after(terms.get(ts)));
+                if allowed[b as usize / 64] >> (b % 64) & 1 == 0 {
+                    return;
+                }
+            }
+        }
         let (off, len) = match self.advance_memo.get(&(br.q, br.inh, b)) {
             Some(&r) => r,
             None => {

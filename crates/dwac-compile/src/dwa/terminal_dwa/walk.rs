@@ -234,6 +234,12 @@ impl<'a> Walker<'a> {
         terms: &mut SetPool,
     ) {
         if self.over_limits(sc, start, n) {
+            let below = self.index.subtree_len[child as usize] as u64;
+            if n > MAX_LEXINGS {
+                self.limit_hits.lexings += below;
+            } else {
+                self.limit_hits.steps += below;
+            }
             self.trie.subtree_tokens(child, &mut sc.undecided);
         } else if node == 0 && n == 1 && sc.arena[start].inh == 0 && sc.arena[start].prefix == 0 {
             let key = (child, self.entry_key(sc.arena[start].q, child));

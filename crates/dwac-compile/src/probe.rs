@@ -1,0 +1,165 @@
+//! How fast a compiled engine's masks are, found before a server finds out: UNDECIDED tokens
+//! per lexer state (decided at run time by committing them), and masks timed along random walks
+//! of the grammar (each step a token the mask allows, drawn by a fixed-seed generator, so the
+//! same grammar gives the same walks).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use dwac_runtime::{Engine, MaskCounters, MaskScratch, Matcher};
+
+/// How much probing a compile affords.
+#[derive(Clone, Debug)]
+pub struct ProbeOptions {
+    /// Masks timed at most.
+    pub max_masks: usize,
+    /// Time spent at most (a grammar with slow masks is found quickly: its masks are slow).
+    pub max_time: Duration,
+    /// Steps of one walk before it starts over.
+    pub walk_len: usize,
+    /// A mask slower than this is reported as slow (µs).
+    pub slow_us: f64,
+}
+
+impl Default for ProbeOptions {
+    fn default() -> Self {
+        ProbeOptions { max_masks: 48, max_time: Duration::from_millis(50), walk_len: 24, slow_us: 1000.0 }
+    }
+}
+
+/// What the probe found.
+#[derive(Clone, Debug, Default)]
+pub struct MaskProbe {
+    /// Masks timed.
+    pub masks: usize,
+    /// Median and slowest mask, µs (the slowest re-timed and its minimum taken, so a
+    /// preemption of this process is not reported as the grammar's).
+    pub p50_us: f64,
+    pub max_us: f64,
+    /// The slowest mask's position: the text committed before it, and what the fill did.
+    pub worst_prefix: Vec<u8>,
+    pub worst_counters: MaskCounters,
+    /// Masks slower than [`ProbeOptions::slow_us`].
+    pub slow_masks: usize,
+    /// Masks that decided UNDECIDED tokens at run time.
+    pub masks_with_undecided: usize,
+    /// Lexer states with UNDECIDED tokens, and (lexer state, UNDECIDED tokens) of the worst few.
+    pub undecided_states: usize,
+    pub worst_undecided_states: Vec<(u32, usize)>,
+}
+
+/// Probe `engine`'s masks (see the module docs).
+pub fn probe_masks(engine: &Arc<Engine>, opts: &ProbeOptions) -> MaskProbe {
+    let mut p = MaskProbe::default();
+    if let Some(t) = engine.mask_tables() {
+        let mut per_state: Vec<(u32, usize)> = (0..t.undecided.len() as u32)
+            .filter_map(|q| {
+                let set = *t.undecided.get(q as usize)?;
+                if set == dwac_runtime::dwa::NONE {
+                    return None;
+                }
+                let mut n = 0;
+                t.for_each_token(set, |_| n += 1);
+                (n > 0).then_some((q, n))
+            })
+            .collect();
+        per_state.sort_by_key(|&(q, n)| (std::cmp::Reverse(n), q));
+        p.undecided_states = per_state.len();
+        per_state.truncate(5);
+        p.worst_undecided_states = per_state;
+    }
+    let vocab = engine.vocab();
+    let mut mask = vec![0u32; vocab.len().div_ceil(32)];
+    let mut sc = MaskScratch::default();
+    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    let t0 = Instant::now();
+    let mut times: Vec<f64> = Vec::new();
+    let mut worst: Option<(f64, Matcher, Vec<u8>)> = None;
+    'walks: while times.len() < opts.max_masks && t0.elapsed() < opts.max_time {
+        let mut m = Matcher::new(Arc::clone(engine));
+        let mut text: Vec<u8> = Vec::new();
+        for _ in 0..opts.walk_len {
+            if times.len() >= opts.max_masks || t0.elapsed() >= opts.max_time {
+                break 'walks;
+            }
+            let s = Instant::now();
+            let Ok(c) = m.fill_mask_with(&mut sc, &mut mask) else { break 'walks };
+            let us = s.elapsed().as_secs_f64() * 1e6;
+            times.push(us);
+            p.masks_with_undecided += usize::from(c.undecided > 0);
+            if worst.as_ref().is_none_or(|w| us > w.0) {
+                worst = Some((us, m.clone(), text.clone()));
+            }
+            // An allowed token that is not an end token (the walk goes on): the first one at or
+            // after a random id (wrapping round), a word scan rather than a list of the mask.
+            for &e in &vocab.eos {
+                if let Some(w) = mask.get_mut((e / 32) as usize) {
+                    *w &= !(1 << (e % 32));
+                }
+            }
+            let Some(tok) = set_bit_from(&mask, (next() % vocab.len().max(1) as u64) as u32) else { break };
+            if m.commit(tok).is_err() {
+                break;
+            }
+            text.extend_from_slice(vocab.token_bytes(tok).unwrap_or_default());
+        }
+    }
+    p.masks = times.len();
+    if times.is_empty() {
+        return p;
+    }
+    if let Some((_, m, text)) = worst {
+        // Re-timed: the minimum of a few fills is the mask's cost, not the machine's noise.
+        let mut best = f64::INFINITY;
+        for _ in 0..3 {
+            let s = Instant::now();
+            if let Ok(c) = m.fill_mask_with(&mut sc, &mut mask) {
+                best = best.min(s.elapsed().as_secs_f64() * 1e6);
+                p.worst_counters = c;
+            }
+        }
+        p.max_us = best;
+        p.worst_prefix = text;
+    }
+    p.slow_masks = times.iter().filter(|&&t| t > opts.slow_us).count();
+    times.sort_by(|a, b| a.total_cmp(b));
+    p.p50_us = times[times.len() / 2];
+    p
+}
+
+/// The first set bit of `mask` at or after `from`, wrapping round to the start.
+fn set_bit_from(mask: &[u32], from: u32) -> Option<u32> {
+    let (w0, b0) = ((from / 32) as usize, from % 32);
+    let first = mask.get(w0).map(|&w| w & (u32::MAX << b0)).filter(|&w| w != 0);
+    if let Some(w) = first {
+        return Some(w0 as u32 * 32 + w.trailing_zeros());
+    }
+    let words = mask.len();
+    (1..=words).map(|k| (w0 + k) % words).find_map(|i| {
+        let w = mask[i];
+        (w != 0).then(|| i as u32 * 32 + w.trailing_zeros())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::set_bit_from;
+
+    #[test]
+    fn set_bit_from_wraps_round() {
+        let mask = [0b1000u32, 0, 1 << 31];
+        assert_eq!(set_bit_from(&mask, 0), Some(3));
+        assert_eq!(set_bit_from(&mask, 4), Some(95));
+        assert_eq!(set_bit_from(&mask, 95), Some(95));
+        assert_eq!(set_bit_from(&mask, 64), Some(95));
+        assert_eq!(set_bit_from(&[0, 1 << 2], 40), Some(34));
+        assert_eq!(set_bit_from(&[1, 0], 33), Some(0));
+        assert_eq!(set_bit_from(&[0, 0], 5), None);
+    }
+}
