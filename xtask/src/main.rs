@@ -132,6 +132,10 @@ enum Cmd {
         /// to report.md. `--python false` skips it.
         #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
         python: bool,
+        /// Tokenizers of the GBNF workloads (grammars without a lexer, next to XGrammar); repeat
+        /// the flag; `none` skips them.
+        #[arg(long = "gbnf-tokenizer", default_values_t = ["qwen3".to_string()])]
+        gbnf_tokenizers: Vec<String>,
     },
     /// Internal: dwac's side of `bench` (the same job and result lines as the peers).
     #[command(hide = true)]
@@ -303,6 +307,7 @@ fn main() -> Result<()> {
             timeout_s,
             large,
             python,
+            gbnf_tokenizers,
         } => {
             let peers =
                 peers.split(',').map(str::trim).filter(|p| !p.is_empty() && *p != "none").map(String::from).collect();
@@ -320,6 +325,7 @@ fn main() -> Result<()> {
                 timeout_s,
                 large,
                 python,
+                gbnf_tokenizers,
             })
         }
         Cmd::BenchWorker { tokenizer, jobs, out, replays, eos, grammar, python_separators } => {

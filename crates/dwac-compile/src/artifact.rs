@@ -139,7 +139,6 @@ pub fn metadata(
             "regular_rules": li.lifted.regular,
             "whole_grammar": li.lifted.whole,
             "terminals": li.lifted.terminals.iter().map(|t| json!({"name": t.name, "rules": t.rules})).collect::<Vec<_>>(),
-            "longest_match": li.longest_match,
         });
     }
     meta

@@ -4,7 +4,6 @@
 
 pub mod artifact;
 pub mod dwa;
-mod inference;
 pub mod lexer;
 mod minimize;
 pub mod munch;

@@ -101,8 +101,7 @@ pub struct CompileStats {
     pub warnings: Vec<Warning>,
     /// The longest-match analysis ran out of its work budget and checked nothing.
     pub munch_analysis_skipped: bool,
-    /// What lexer inference did, for a character-level grammar (GBNF): the terminals it made
-    /// and those lexed by longest match.
+    /// What lexer inference did, for a character-level grammar (GBNF): the terminals it made.
     pub lexer_inference: Option<LexerInference>,
     /// The Parser DWA's sizes and build time, when one was built.
     pub mask: Option<MaskStats>,
@@ -112,14 +111,11 @@ pub struct CompileStats {
     pub stages_ms: Vec<(&'static str, f64)>,
 }
 
-/// What lexer inference did ([`dwac_grammar::lift`], `inference.rs`).
+/// What lexer inference did ([`dwac_grammar::lift`]).
 #[derive(Clone, Debug, Default)]
 pub struct LexerInference {
     /// The regular rules found and the terminals made of them.
     pub lifted: LiftReport,
-    /// Terminals (by name) lexed by their own longest match, because it provably changes
-    /// nothing there; the others keep every segmentation.
-    pub longest_match: Vec<String>,
 }
 
 /// A compiled grammar: the runtime tables plus what the compiler learned on the way.
@@ -140,8 +136,8 @@ pub fn compile_grammar(g: &Grammar) -> Result<Compiled, CompileError> {
 pub fn compile_grammar_with(g: &Grammar, opts: &NormalizeOptions) -> Result<Compiled, CompileError> {
     let t0 = Instant::now();
     let mut stages = Stages::new();
-    // Lexer inference (`inference.rs`): a character-level grammar's regular parts become lexer
-    // terminals first.
+    // Lexer inference (`dwac_grammar::lift`): a character-level grammar's regular parts become
+    // lexer terminals first.
     let lifted;
     let (g, lexer_inference) = if !opts.skip_lexer_inference && lift::has_liftable(g) {
         let (lg, report) = lift::lift(g, &LiftOptions::default());
@@ -151,8 +147,7 @@ pub fn compile_grammar_with(g: &Grammar, opts: &NormalizeOptions) -> Result<Comp
     } else {
         (g, None)
     };
-    let mut g = std::borrow::Cow::Borrowed(g);
-    let mut normalized = normalize_with(&g, opts)?;
+    let normalized = normalize_with(g, opts)?;
     stages.lap("normalize");
     if normalized.grammar.terminals != g.terminals {
         return Err(CompileError::Lr("normalization changed the terminal table".into()));
@@ -169,19 +164,11 @@ pub fn compile_grammar_with(g: &Grammar, opts: &NormalizeOptions) -> Result<Comp
             }
         }
     }
-    let mut lexer = build_lexer(&g.terminals, &active)?;
+    let lexer = build_lexer(&g.terminals, &active)?;
     stages.lap("lexer");
-    let lexer_inference = lexer_inference.map(|lifted| {
-        let upgraded = crate::inference::longest_match_where_exact(&mut lexer, g.to_mut(), &normalized.grammar);
-        for &t in &upgraded {
-            normalized.grammar.terminals[t as usize].munch = Munch::Own;
-        }
-        stages.lap("longest_match");
-        let longest_match = upgraded.iter().map(|&t| g.terminals[t as usize].name.clone()).collect();
-        LexerInference { lifted, longest_match }
-    });
+    let lexer_inference = lexer_inference.map(|lifted| LexerInference { lifted });
     let ng = &normalized.grammar;
-    let munch = crate::munch::analyse(&lexer, &lr.tables, &lr.kernels, ng, normalized.accepts_empty, &g);
+    let munch = crate::munch::analyse(&lexer, &lr.tables, &lr.kernels, ng, normalized.accepts_empty, g);
     stages.lap("munch");
     if let Some(empty) = munch.empty {
         return Err(CompileError::EmptyLanguage(empty.0));

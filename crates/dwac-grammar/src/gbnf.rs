@@ -22,7 +22,10 @@ use crate::ebnf::{check_terminal_regex, escape_literal, lower_repeat, push_regex
 use crate::{Grammar, GrammarError, Munch, Span, Symbol, Terminal, Warning};
 use std::collections::HashMap;
 
-const MAX_NESTING: usize = 200;
+/// Parentheses nested deeper than this are refused (the parser and the lowering recurse).
+/// llama.cpp's JSON-Schema converter nests one group per character of a `maxLength` (1,024 in
+/// a MaskBench schema), so the limit is well above that.
+const MAX_NESTING: usize = 2048;
 
 #[derive(Clone, Debug)]
 enum GAtom {
@@ -44,6 +47,25 @@ pub fn parse(source: &str) -> Result<Grammar, GrammarError> {
 /// [`parse`], with warnings where the grammar means what llama.cpp's parser makes of it rather
 /// than what it may seem to say (see the module docs).
 pub fn parse_with_warnings(source: &str) -> Result<(Grammar, Vec<Warning>), GrammarError> {
+    // The parser and the lowering recurse once per nesting level (up to `MAX_NESTING`: the
+    // JSON-Schema converter's groups nest a thousand deep), more than a thread's default stack
+    // holds: they run on a thread with room for it (virtual memory, touched only as deep as used).
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("dwac-gbnf".into())
+            .stack_size(PARSE_STACK)
+            .spawn_scoped(scope, || parse_on_this_thread(source))
+            .map_or_else(
+                |_| parse_on_this_thread(source),
+                |h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+            )
+    })
+}
+
+/// Stack of the thread [`parse_with_warnings`] parses on.
+const PARSE_STACK: usize = 256 << 20;
+
+fn parse_on_this_thread(source: &str) -> Result<(Grammar, Vec<Warning>), GrammarError> {
     let mut p = P { src: source, b: source.as_bytes(), i: 0, depth: 0, warnings: Vec::new() };
     let mut rules = p.parse_file()?;
     let mut warnings = std::mem::take(&mut p.warnings);

@@ -17,8 +17,8 @@
 //! terminal matches the empty string). If the start symbol is regular, the whole grammar is
 //! one terminal. Substituting a symbol by a terminal of exactly its language, lexed with every
 //! segmentation allowed, leaves the language of the grammar unchanged: this is the exactness
-//! argument; whether a lifted terminal may be lexed by longest match instead is decided later,
-//! with the lexer's automata (`dwac-compile`'s munch refinement).
+//! argument. (The splits no parser can take are dropped later, as the compiler walks the
+//! vocabulary: `dwac-compile`'s follow-byte filter.)
 //!
 //! Bounded repetitions (`x{0,15}`, lowered to chains of helper rules) come back as counted
 //! repetitions of the pattern, so the lexer counts them in states. A nonterminal whose pattern
@@ -26,9 +26,11 @@
 //! automaton would exceed the lexer's budget) is treated as not regular: its parts are lifted
 //! instead.
 
-use std::cell::OnceCell;
 use std::collections::HashMap;
-use std::rc::Rc;
+
+mod pattern;
+
+use pattern::{Re, MAX_WEIGHT};
 
 use crate::{Grammar, Munch, Span, Symbol, Terminal};
 
@@ -123,22 +125,26 @@ pub fn lift(g: &Grammar, opts: &LiftOptions) -> (Grammar, LiftReport) {
             }
             let syms = r.rhs[i..j].to_vec();
             i = j;
-            // A lone terminal stays itself.
-            if let [Symbol::T(_)] = syms[..] {
-                rhs.extend(syms);
-                continue;
-            }
             let re = Re::cat(syms.iter().map(|&s| symbol_re(g, &res, s).unwrap_or_else(Re::never)).collect());
-            if re.nonempty().is_some_and(|r| !valid(&r)) {
-                rhs.extend(syms);
-                continue;
-            }
-            let run = Run { syms, re, span: r.span };
-            let name = run_name(g, &run.syms);
-            match lifted_rhs(&mut out, &mut made, &mut opt_of, &mut report, g, &res, &run, &name)[..] {
-                // (Only ε: the run disappears.)
-                [] => {}
-                ref one => rhs.extend_from_slice(&one[0]),
+            // A run that would count a large unit (`row row{0,3}`) is lifted symbol by symbol.
+            let runs: Vec<(Vec<Symbol>, Re)> = if re.big() {
+                syms.iter().map(|&s| (vec![s], symbol_re(g, &res, s).unwrap_or_else(Re::never))).collect()
+            } else {
+                vec![(syms, re)]
+            };
+            for (syms, re) in runs {
+                // A lone terminal stays itself; so does a run the regex parser refuses.
+                if matches!(syms[..], [Symbol::T(_)]) || re.nonempty().is_some_and(|r| !valid(&r)) {
+                    rhs.extend(syms);
+                    continue;
+                }
+                let run = Run { syms, re, span: r.span };
+                let name = run_name(g, &run.syms);
+                match lifted_rhs(&mut out, &mut made, &mut opt_of, &mut report, g, &res, &run, &name)[..] {
+                    // (Only ε: the run disappears.)
+                    [] => {}
+                    ref one => rhs.extend_from_slice(&one[0]),
+                }
             }
         }
         rules.push(crate::Rule { lhs: r.lhs, rhs, span: r.span });
@@ -448,7 +454,7 @@ impl<'g> Resolver<'g> {
                 }
             }
             let re = Re::alt(alts);
-            if re.is_never() || re.len() > self.opts.max_pattern_len {
+            if re.is_never() || re.len() > self.opts.max_pattern_len || re.big() || re.weight() > MAX_WEIGHT {
                 return None;
             }
             if re.nonempty().is_some_and(|r| !valid(&r)) {
@@ -520,253 +526,4 @@ fn sccs(g: &Grammar, by_lhs: &[Vec<usize>]) -> Vec<Vec<u32>> {
         }
     }
     out
-}
-
-/// A regular expression under construction: shared subtrees (`Rc`), its printed length and
-/// whether it matches the empty string known at each node, and its printed form made once.
-#[derive(Clone)]
-struct Re(Rc<Node>);
-
-struct Node {
-    kind: Kind,
-    len: usize,
-    nullable: bool,
-    printed: OnceCell<Rc<str>>,
-}
-
-enum Kind {
-    /// Matches nothing.
-    Never,
-    /// Matches only the empty string.
-    Eps,
-    /// A terminal's pattern.
-    Atom(String),
-    Cat(Vec<Re>),
-    Alt(Vec<Re>),
-    Star(Re),
-    /// `min..=max` copies (`max` `None`: unbounded).
-    Rep(Re, u32, Option<u32>),
-}
-
-impl Re {
-    fn make(kind: Kind) -> Re {
-        let (len, nullable) = match &kind {
-            Kind::Never => (0, false),
-            Kind::Eps => (0, true),
-            Kind::Atom(s) => (s.len() + 4, false),
-            Kind::Cat(v) => (v.iter().map(Re::len).sum(), v.iter().all(Re::nullable)),
-            Kind::Alt(v) => (v.iter().map(|r| r.len() + 1).sum::<usize>() + 5, v.iter().any(Re::nullable)),
-            Kind::Star(r) => (r.len() + 5, true),
-            Kind::Rep(r, lo, _) => (r.len() + 16, *lo == 0 || r.nullable()),
-        };
-        Re(Rc::new(Node { kind, len, nullable, printed: OnceCell::new() }))
-    }
-
-    fn never() -> Re {
-        Re::make(Kind::Never)
-    }
-
-    fn eps() -> Re {
-        Re::make(Kind::Eps)
-    }
-
-    fn atom(regex: &str) -> Re {
-        Re::make(Kind::Atom(regex.to_string()))
-    }
-
-    fn len(&self) -> usize {
-        self.0.len
-    }
-
-    fn nullable(&self) -> bool {
-        self.0.nullable
-    }
-
-    fn is_never(&self) -> bool {
-        matches!(self.0.kind, Kind::Never)
-    }
-
-    fn is_eps(&self) -> bool {
-        matches!(self.0.kind, Kind::Eps)
-    }
-
-    /// The same regex as `other`, by printed form (cheap for small ones; only adjacent
-    /// concatenated parts are compared).
-    fn same(&self, other: &Re) -> bool {
-        Rc::ptr_eq(&self.0, &other.0) || (self.len() == other.len() && self.print() == other.print())
-    }
-
-    /// `x` repeated: the unit and counts of a `Rep`, or of anything as one copy.
-    fn as_rep(&self) -> (Re, u32, Option<u32>) {
-        match &self.0.kind {
-            Kind::Rep(r, lo, hi) => (r.clone(), *lo, *hi),
-            Kind::Star(r) => (r.clone(), 0, None),
-            _ => (self.clone(), 1, Some(1)),
-        }
-    }
-
-    /// Concatenation; neighbours that repeat one unit merge into one counted repetition
-    /// (`u u u (u{0,12})` → `u{3,15}`), which is how bounded repetitions come back from their
-    /// lowered chains.
-    fn cat(parts: Vec<Re>) -> Re {
-        let mut out: Vec<Re> = Vec::with_capacity(parts.len());
-        for p in parts {
-            if p.is_never() {
-                return Re::never();
-            }
-            let items: Vec<Re> = match &p.0.kind {
-                Kind::Eps => continue,
-                Kind::Cat(v) => v.clone(),
-                _ => vec![p.clone()],
-            };
-            for it in items {
-                if let Some(last) = out.last() {
-                    let ((u1, a1, b1), (u2, a2, b2)) = (last.as_rep(), it.as_rep());
-                    // u{a1,b1} u{a2,b2} = u{a1+a2, b1+b2} (unbounded if either is).
-                    if u1.same(&u2) {
-                        let merged = Re::rep(u1, a1 + a2, b1.zip(b2).map(|(x, y)| x + y));
-                        out.pop();
-                        out.push(merged);
-                        continue;
-                    }
-                }
-                out.push(it);
-            }
-        }
-        match out.len() {
-            0 => Re::eps(),
-            1 => out.pop().unwrap_or_else(Re::eps),
-            _ => Re::make(Kind::Cat(out)),
-        }
-    }
-
-    /// Alternation; duplicates dropped, nested alternations flattened, `Never` dropped.
-    fn alt(parts: Vec<Re>) -> Re {
-        let mut out: Vec<Re> = Vec::with_capacity(parts.len());
-        let mut eps = false;
-        for p in parts {
-            let items: Vec<Re> = match &p.0.kind {
-                Kind::Never => continue,
-                Kind::Alt(v) => v.clone(),
-                _ => vec![p.clone()],
-            };
-            for it in items {
-                if it.is_eps() {
-                    eps = true;
-                } else if !out.iter().any(|o| o.same(&it)) {
-                    out.push(it);
-                }
-            }
-        }
-        // `ε | u{1,n}` = `u{0,n}`: how the chains `x{0,n}` is lowered to come back as counters.
-        if eps && out.len() == 1 {
-            if let (u, 1, hi) = out[0].as_rep() {
-                return Re::rep(u, 0, hi);
-            }
-        }
-        if eps {
-            out.push(Re::eps());
-        }
-        match out.len() {
-            0 => Re::never(),
-            1 => out.pop().unwrap_or_else(Re::never),
-            _ => Re::make(Kind::Alt(out)),
-        }
-    }
-
-    fn star(r: Re) -> Re {
-        match &r.0.kind {
-            Kind::Never | Kind::Eps => Re::eps(),
-            Kind::Star(_) => r,
-            _ => Re::make(Kind::Star(r)),
-        }
-    }
-
-    fn rep(r: Re, lo: u32, hi: Option<u32>) -> Re {
-        match (lo, hi) {
-            (_, Some(0)) => Re::eps(),
-            (1, Some(1)) => r,
-            (0, None) => Re::star(r),
-            _ => Re::make(Kind::Rep(r, lo, hi)),
-        }
-    }
-
-    /// The same language without the empty string (`None` if that leaves nothing).
-    fn nonempty(&self) -> Option<Re> {
-        let r = match &self.0.kind {
-            Kind::Never | Kind::Eps => return None,
-            _ if !self.nullable() => return Some(self.clone()),
-            Kind::Atom(_) => return Some(self.clone()),
-            Kind::Alt(v) => Re::alt(v.iter().filter_map(Re::nonempty).collect()),
-            // x* without ε: x⁺ (x itself not empty).
-            Kind::Star(x) => {
-                let x = x.nonempty()?;
-                Re::rep(x, 1, None)
-            }
-            Kind::Rep(x, _, hi) => {
-                let x = x.nonempty()?;
-                Re::rep(x, 1, *hi)
-            }
-            // (ab)⁺ = a⁺b | (ε∈a) b⁺, a and b both nullable here.
-            Kind::Cat(v) => {
-                let (a, b) = (v[0].clone(), Re::cat(v[1..].to_vec()));
-                let first = a.nonempty().map(|a1| Re::cat(vec![a1, b.clone()]));
-                Re::alt(first.into_iter().chain(b.nonempty()).collect())
-            }
-        };
-        (!r.is_never()).then_some(r)
-    }
-
-    /// The regex in Rust `regex` syntax.
-    fn print(&self) -> Rc<str> {
-        self.0
-            .printed
-            .get_or_init(|| {
-                let mut s = String::with_capacity(self.len());
-                self.write(&mut s);
-                s.into()
-            })
-            .clone()
-    }
-
-    fn write(&self, s: &mut String) {
-        match &self.0.kind {
-            // (Only inside patterns that are `Never` as a whole, which are never printed.)
-            Kind::Never => s.push_str("[^\\x00-\\x{10FFFF}]"),
-            Kind::Eps => s.push_str("(?:)"),
-            Kind::Atom(a) => {
-                s.push_str("(?:");
-                s.push_str(a);
-                s.push(')');
-            }
-            Kind::Cat(v) => v.iter().for_each(|r| r.write(s)),
-            Kind::Alt(v) => {
-                let eps = v.iter().any(Re::is_eps);
-                s.push_str("(?:");
-                for (i, r) in v.iter().filter(|r| !r.is_eps()).enumerate() {
-                    if i > 0 {
-                        s.push('|');
-                    }
-                    r.write(s);
-                }
-                s.push(')');
-                if eps {
-                    s.push('?');
-                }
-            }
-            Kind::Star(r) => {
-                s.push_str("(?:");
-                r.write(s);
-                s.push_str(")*");
-            }
-            Kind::Rep(r, lo, hi) => {
-                s.push_str("(?:");
-                r.write(s);
-                match hi {
-                    Some(h) => s.push_str(&format!("){{{lo},{h}}}")),
-                    None => s.push_str(&format!("){{{lo},}}")),
-                }
-            }
-        }
-    }
 }

@@ -396,6 +396,15 @@ fn no_panic_on_truncated_grammars() {
     }
 }
 
+/// llama.cpp's JSON-Schema converter nests a group per character of a `maxLength`: 2,000 levels
+/// parse (on a thread with the default 2 MiB stack), 5,000 are refused (`no_panic_on_odd_inputs`).
+#[test]
+fn gbnf_deep_nesting_of_the_converter_parses() {
+    let nested = format!("root ::= {}{}\n", "([0-9] ".repeat(2000), ")?".repeat(2000));
+    let g = std::thread::spawn(move || gbnf::parse(&nested).map(|g| g.rules.len())).join().expect("no overflow");
+    assert!(g.expect("parses") >= 2000);
+}
+
 #[test]
 fn no_panic_on_odd_inputs() {
     let deep = format!("start: {}\"a\"{}\n", "(".repeat(5000), ")".repeat(5000));

@@ -7,7 +7,8 @@ Usage: python3 bench.py bench --tokenizer tokenizer.json --jobs JOBS.jsonl --rep
 interpreter, bench.py re-executes itself with the venv's python; DWAC_XGRAMMAR_VENV overrides
 the venv path).
 
-JOBS.jsonl has one job a line, {"id", "kind": "json" | "schema", "schema"?, "traces": [[ids]]};
+JOBS.jsonl has one job a line, {"id", "kind": "json" | "schema" | "grammar", "schema"?, "grammar"?,
+"format"?, "traces": [[ids]]};
 OUT.jsonl gets a first {"event": "env", ...} line, then one result line per job: per-step times
 of the first replay and the minimum over replays, counters of rejected traces, trace tokens
 missing from the mask and final masks without an EOS bit.
@@ -53,6 +54,7 @@ How xgrammar (PyPI, public Python API, nothing copied) is driven:
 import argparse
 import gc
 import json
+import re
 import os
 import statistics
 import sys
@@ -256,6 +258,14 @@ def run_job(xgr, compiler, eos, replays, bitmask, bm, job, want_popcount=False):
     try:
         if kind == "json":
             compiled = compiler.compile_builtin_json_grammar()
+        elif kind == "grammar":
+            # GBNF text, XGrammar's EBNF dialect (it takes llama.cpp's grammars as written);
+            # other formats are not XGrammar's.
+            if job.get("format") != "gbnf":
+                raise ValueError(f"grammar format {job.get('format')!r} is not XGrammar's")
+            # XGrammar refuses llama.cpp's empty first alternative (`ws ::= | " " | ...`,
+            # json.gbnf's and the JSON-Schema converter's): the same language written `""`.
+            compiled = compiler.compile_grammar(re.sub(r"::=(\s*)\|", r'::=\1"" |', job["grammar"]))
         else:
             compiled = compiler.compile_json_schema(
                 json.dumps(job["schema"]), any_whitespace=True, strict_mode=True
@@ -366,6 +376,7 @@ def main(argv):
             "language": {
                 "json": "builtin JSON grammar: an object or array at the top, free [ \\n\\r\\t]* inside",
                 "schema": "the schema, any_whitespace=True",
+                "grammar": "the GBNF grammar as written (compile_grammar; an empty first alternative written \"\")",
             },
         }
         out.write(json.dumps(env) + "\n")

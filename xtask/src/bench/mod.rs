@@ -11,6 +11,9 @@
 //!   own, then run over its valid instances (`--schema-tokenizer`, `--schemas N` per split).
 //! - `large-<tokenizer>`: the large assembled schemas of `--large` (`schemas/large`: N tools,
 //!   Kubernetes-shaped graphs), for every `--tokenizer`, over their valid instances if any.
+//! - `gbnf-<tokenizer>`: grammars without a lexer (llama.cpp's GBNF grammars, GBNF from
+//!   llama.cpp's JSON-Schema converter, our own), for every `--gbnf-tokenizer`, next to XGrammar
+//!   (the Rust peers compile JSON Schemas only and report these jobs as not run).
 //!
 //! Engines: `xtask bench-worker` (dwac, `worker.rs`), `xtask/peers/{llguidance,glrmask}` (Rust
 //! bench crates outside the workspace, built here with cargo into `target/peers/<name>`) and
@@ -59,6 +62,8 @@ pub struct Args {
     pub large: String,
     /// Run `py-bench` too and append its tables to report.md.
     pub python: bool,
+    /// Tokenizers of the GBNF workloads (`none` skips them).
+    pub gbnf_tokenizers: Vec<String>,
 }
 
 /// One workload: a jobs file for one tokenizer.
@@ -187,6 +192,52 @@ fn schema_workload(a: &Args, tok_name: &str) -> Result<(Workload, Vec<u32>)> {
     workload(a, "schemas", &tok, tok_name, &jobs)
 }
 
+/// Grammars without a lexer (`gbnf-<tokenizer>`): llama.cpp's eight GBNF grammars
+/// (`../shared/data/grammars/llama.cpp`) over the texts of `tests/data/gbnf/llama.cpp`, GBNF
+/// written by llama.cpp's JSON-Schema converter for MaskBench schemas over their valid instances
+/// (`tests/data/gbnf/converted`, `make_converted.py`), and grammars of our own
+/// (`tests/data/gbnf/own`). Each job carries its grammar's text (`kind: "grammar"`).
+fn gbnf_workload(a: &Args, tok_name: &str) -> Result<(Workload, Vec<u32>)> {
+    // (Every text of every grammar: `--limit` is for the JSON workloads.)
+    let tok = load_tokenizer(tok_name)?;
+    let root = repo_root().join("tests/data/gbnf");
+    let mut sources: Vec<(String, PathBuf, Option<PathBuf>)> = Vec::new();
+    let llama = dwac_tests::grammars_dir().join("llama.cpp");
+    for name in ["arithmetic", "c", "chess", "english", "japanese", "json", "json_arr", "list"] {
+        sources.push((
+            format!("llama.cpp/{name}"),
+            llama.join(format!("{name}.gbnf")),
+            Some(root.join(format!("llama.cpp/{name}.jsonl"))),
+        ));
+    }
+    for dir in ["own", "converted"] {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(root.join(dir))
+            .with_context(|| format!("reading {}", root.join(dir).display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "gbnf"))
+            .collect();
+        files.sort();
+        for f in files {
+            let stem = f.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_default();
+            let texts = f.with_extension("jsonl");
+            sources.push((format!("{dir}/{stem}"), f, texts.exists().then_some(texts)));
+        }
+    }
+    let mut jobs = Vec::new();
+    for (id, grammar, texts) in sources {
+        let text = std::fs::read_to_string(&grammar).with_context(|| format!("reading {}", grammar.display()))?;
+        let mut traces = Vec::new();
+        if let Some(t) = texts {
+            for line in std::fs::read_to_string(&t)?.lines().filter(|l| !l.trim().is_empty()) {
+                let v: Value = serde_json::from_str(line).with_context(|| format!("{}: bad line", t.display()))?;
+                traces.push(tok.encode(v["text"].as_str().unwrap_or_default())?);
+            }
+        }
+        jobs.push(json!({"id": id, "kind": "grammar", "format": "gbnf", "grammar": text, "traces": traces}));
+    }
+    workload(a, "gbnf", &tok, tok_name, &jobs)
+}
+
 /// The large schemas (`schemas/large`, made by `cargo xtask large-schemas`: hundreds of tools,
 /// Kubernetes-shaped `$defs` graphs), each over its valid instances if it has any (compile time,
 /// artifact size and open time otherwise).
@@ -308,6 +359,9 @@ pub fn run(a: Args) -> Result<()> {
     }
     if a.schema_tokenizer != "none" {
         workloads.push(schema_workload(&a, &a.schema_tokenizer)?);
+    }
+    for t in a.gbnf_tokenizers.iter().filter(|t| *t != "none") {
+        workloads.push(gbnf_workload(&a, t)?);
     }
     if a.large != "none" {
         let dir = repo_root().join(&a.large);

@@ -55,6 +55,8 @@ fn ran_to_end(r: &Value, t: usize, n: usize) -> bool {
 fn job_kind(workload: &str) -> &'static str {
     if workload.starts_with("json") {
         "json"
+    } else if workload.starts_with("gbnf") {
+        "grammar"
     } else {
         "schema"
     }
@@ -135,6 +137,7 @@ pub fn build(runs: &[WorkloadRun], unavailable: &[(String, String)], replays: us
             let mut failures = Vec::new();
             let mut errors = Vec::new();
             let mut per_job = Vec::new();
+            let mut own_jobs = Vec::new();
             for (j, r) in res.iter().enumerate() {
                 let before = lat.mask_min.len();
                 if let Some(x) = r["peak_rss_mb"].as_f64() {
@@ -220,6 +223,16 @@ pub fn build(runs: &[WorkloadRun], unavailable: &[(String, String)], replays: us
                     mo += nm;
                     co += nc;
                 }
+                // Per job over all of its own traces (a grammar another engine refused included):
+                // the per-grammar table of the GBNF workloads.
+                let own = sorted(mm.clone());
+                own_jobs.push(json!({"id": r["id"], "compile_ms": r["compile_ms"], "masks": own.len(),
+                    "mask_us_min_p50": pct(&own, 0.5).map(|x| round(x, 2)),
+                    "mask_us_min_p99": pct(&own, 0.99).map(|x| round(x, 2)),
+                    "mask_us_min_p999": pct(&own, 0.999).map(|x| round(x, 2)),
+                    "mask_us_min_max": pct(&own, 1.0).map(|x| round(x, 2)),
+                    "rejected_traces": r["rejected_traces"], "undecided": r["undecided"],
+                    "undecided_tokens": r["tables"]["undecided_tokens"]}));
                 let mine = sorted(lat.mask_min[before..].to_vec());
                 if !mine.is_empty() {
                     per_job.push(json!({"id": r["id"], "masks": mine.len(),
@@ -267,6 +280,13 @@ pub fn build(runs: &[WorkloadRun], unavailable: &[(String, String)], replays: us
             let mut e = e;
             if w.name.starts_with("json-deep") {
                 e["per_job"] = json!(per_job);
+            }
+            if w.name.starts_with("gbnf") {
+                // (The refused ones too, with the reason.)
+                for r in res.iter().filter(|r| r["compiled"] != true) {
+                    own_jobs.push(json!({"id": r["id"], "error": r["error"]}));
+                }
+                e["own_jobs"] = json!(own_jobs);
             }
             lat_p.push((name.clone(), e.clone()));
             engines.insert(name.clone(), e);
@@ -588,6 +608,50 @@ pub fn markdown(rep: &Report) -> String {
                     })
                     .collect();
                 let _ = writeln!(s, "| {} | {} |", id.as_str().unwrap_or(""), cells.join(" | "));
+            }
+        }
+        if w["name"].as_str().is_some_and(|n| n.starts_with("gbnf")) {
+            let _ = writeln!(
+                s,
+                "\nPer grammar, each engine over its own traces (min of replays): compile ms, masks, mask µs p50 / p99 / \
+                 max, rejected traces, UNDECIDED (lexer state, token) pairs at compile time:\n"
+            );
+            let _ = writeln!(s, "| grammar | engine | compile ms | masks | p50 | p99 | max | rejected | UNDECIDED |");
+            let _ = writeln!(s, "|---|---|---:|---:|---:|---:|---:|---:|---:|");
+            let ids: Vec<Value> = engines
+                .values()
+                .flat_map(|e| e["own_jobs"].as_array().cloned().unwrap_or_default())
+                .map(|j| j["id"].clone())
+                .fold(Vec::new(), |mut v, id| {
+                    if !v.contains(&id) {
+                        v.push(id);
+                    }
+                    v
+                });
+            for id in &ids {
+                for (n, e) in &engines {
+                    let Some(j) = e["own_jobs"].as_array().and_then(|a| a.iter().find(|j| j["id"] == *id)) else {
+                        continue;
+                    };
+                    if let Some(err) = j["error"].as_str() {
+                        let err: String = err.chars().take(90).collect();
+                        let _ =
+                            writeln!(s, "| {} | {n} | not compiled: {err} | | | | | | |", id.as_str().unwrap_or(""));
+                        continue;
+                    }
+                    let _ = writeln!(
+                        s,
+                        "| {} | {n} | {} | {} | {} | {} | {} | {} | {} |",
+                        id.as_str().unwrap_or(""),
+                        cell(&j["compile_ms"]),
+                        j["masks"],
+                        cell(&j["mask_us_min_p50"]),
+                        cell(&j["mask_us_min_p99"]),
+                        cell(&j["mask_us_min_max"]),
+                        count(&j["rejected_traces"]),
+                        count(&j["undecided_tokens"]),
+                    );
+                }
             }
         }
         for (n, e) in &engines {

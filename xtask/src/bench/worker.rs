@@ -81,7 +81,8 @@ impl WorkerArgs {
                    "schema": "the schema, `, ` and `: ` separators, no other whitespace"})
         } else {
             json!({"json": format!("`{}`, RFC 8259 whitespace", self.grammar),
-                   "schema": "the schema, RFC 8259 whitespace"})
+                   "schema": "the schema, RFC 8259 whitespace",
+                   "grammar": "the grammar as written (GBNF, Lark)"})
         }
     }
 }
@@ -172,6 +173,18 @@ fn compile(job: &Value, tok: &Tokenizer, a: &WorkerArgs) -> Result<(Arc<Engine>,
                 .ok_or_else(|| format!("{}: unknown grammar kind", path.display()))?;
             let g = dwac_compile::parse_source(kind, &text).map_err(|e| e.to_string())?;
             (compile_engine(&g, vocab), SourceInfo { name: grammar.into(), kind: SourceInfo::kind_name(kind), text })
+        }
+        // A grammar given in the job (GBNF or Lark text), compiled as `dwac compile` would.
+        "grammar" => {
+            let text = job["grammar"].as_str().ok_or("grammar job without \"grammar\"")?.to_string();
+            let kind = match job["format"].as_str() {
+                Some("gbnf") => dwac_compile::SourceKind::Gbnf,
+                Some("lark") => dwac_compile::SourceKind::Lark,
+                other => return Err(format!("grammar format {other:?}: expected \"gbnf\" or \"lark\"")),
+            };
+            let g = dwac_compile::parse_source(kind, &text).map_err(|e| e.to_string())?;
+            let name = job["id"].as_str().unwrap_or("grammar").to_string();
+            (compile_engine(&g, vocab), SourceInfo { name, kind: SourceInfo::kind_name(kind), text })
         }
         _ => {
             let schema = if kind == "json" { json!({}) } else { job["schema"].clone() };

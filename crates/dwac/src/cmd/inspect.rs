@@ -101,13 +101,7 @@ pub(crate) fn inspect(args: InspectArgs) -> Result<u8> {
             names(&li["regular_rules"])
         );
         for t in &terminals {
-            let lm = li["longest_match"].as_array().is_some_and(|a| a.contains(&t["name"]));
-            println!(
-                "  terminal {:<40} from {}{}",
-                s(&t["name"]),
-                names(&t["rules"]),
-                if lm { " (longest match)" } else { " (every segmentation)" }
-            );
+            println!("  terminal {:<40} from {}", s(&t["name"]), names(&t["rules"]));
         }
     }
     if h.flags & dwac_runtime::artifact::FLAG_MASK != 0 {
