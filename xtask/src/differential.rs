@@ -41,6 +41,8 @@ pub struct Args {
     /// Run the large schemas of this folder that have valid instances (`schemas/large`, made by
     /// `cargo xtask large-schemas`) instead.
     pub large: Option<String>,
+    /// Run the GBNF workload's grammars over their texts instead (`bench::gbnf_sources`).
+    pub gbnf: bool,
 }
 
 /// The engine a server would get: `engine` written as an artifact and opened again.
@@ -53,6 +55,9 @@ fn via_artifact(engine: &Engine, tok: &dwac_vocab::Tokenizer) -> Result<Arc<Engi
 }
 
 pub fn run(args: Args) -> Result<()> {
+    if args.gbnf {
+        return run_gbnf(&args);
+    }
     if args.large.is_some() || args.schemas.is_some() {
         let n = args.schemas.unwrap_or(0);
         return run_schemas(&args, (n > 0).then_some(n));
@@ -270,5 +275,75 @@ fn run_schemas(args: &Args, per_split: Option<usize>) -> Result<()> {
         !failed,
         "the DWA mask differs from the reference mask on a schema (or a valid instance was rejected, or a mask fell back)"
     );
+    Ok(())
+}
+
+/// The GBNF workload's grammars (lexer inference on) over their texts, per tokenizer: masks
+/// compared at every step, rejected texts, UNDECIDED pairs at compile time and tokens decided
+/// at run time.
+fn run_gbnf(args: &Args) -> Result<()> {
+    let sources = crate::bench::gbnf_sources()?;
+    let mut failed = false;
+    let mut reports = Vec::new();
+    for name in &args.tokenizers {
+        let tok = crate::tokenizer(name)?;
+        let bar = crate::util::bar(sources.len() as u64, args.json);
+        bar.set_message(tok.name().to_string());
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let t0 = Instant::now();
+        let (mut grammars, mut steps, mut mismatches, mut rejected, mut undecided_pairs) = (0, 0u64, 0u64, 0, 0usize);
+        let (mut undecided_run, mut fallbacks) = (0u64, 0u64);
+        let mut problems = Vec::new();
+        for (id, text, texts) in &sources {
+            bar.inc(1);
+            let compiled = dwac_compile::parse_source(dwac_compile::SourceKind::Gbnf, text)
+                .and_then(|g| dwac_compile::compile_engine(&g, tok.vocab().clone()));
+            let (engine, stats) = match compiled {
+                Ok(x) => x,
+                Err(e) => {
+                    problems.push(json!({"grammar": id, "error": e.to_string()}));
+                    continue;
+                }
+            };
+            grammars += 1;
+            undecided_pairs += stats.mask.as_ref().map_or(0, |m| m.undecided_tokens);
+            let engine = via_artifact(&engine, &tok)?;
+            let traces: Vec<Vec<u32>> = texts.iter().map(|t| tok.encode(t)).collect::<Result<_, _>>()?;
+            let r = differential(&engine, &traces, threads, &mut |_| {});
+            steps += r.steps_compared;
+            mismatches += r.mismatches;
+            rejected += r.rejected_traces;
+            undecided_run += r.undecided;
+            fallbacks += r.fallbacks;
+            if r.mismatches > 0 || r.rejected_traces > 0 || r.fallbacks > 0 {
+                problems.push(json!({"grammar": id, "mismatches": r.mismatches, "rejected": r.rejected,
+                                     "examples": r.examples.iter().take(2).map(|(i, k, d)| json!({"text": i, "step": k, "tokens": d})).collect::<Vec<_>>()}));
+            }
+        }
+        bar.finish_and_clear();
+        failed |= mismatches > 0 || rejected > 0 || fallbacks > 0;
+        let report = json!({
+            "tokenizer": tok.name(), "grammars": sources.len(), "compiled": grammars, "steps_compared": steps,
+            "mask_mismatches": mismatches, "rejected_traces": rejected, "fallbacks": fallbacks,
+            "undecided_pairs_at_compile": undecided_pairs, "undecided_tokens_committed": undecided_run,
+            "problems": problems, "elapsed_s": (t0.elapsed().as_secs_f64() * 10.0).round() / 10.0,
+        });
+        if !args.json {
+            println!(
+                "{}: {} GBNF grammars ({} compiled), {} steps compared, {} mismatches, {} rejected texts, {} UNDECIDED \
+                 pairs at compile time, {} tokens decided at run time ({:.0} s)",
+                tok.name(), sources.len(), grammars, steps, mismatches, rejected, undecided_pairs, undecided_run,
+                t0.elapsed().as_secs_f64()
+            );
+            for p in report["problems"].as_array().into_iter().flatten() {
+                println!("  {p}");
+            }
+        }
+        reports.push(report);
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&json!({ "gbnf_runs": reports }))?);
+    }
+    anyhow::ensure!(!failed, "the DWA mask differs from the reference mask on a GBNF grammar (or a text was rejected)");
     Ok(())
 }

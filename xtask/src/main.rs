@@ -228,6 +228,10 @@ enum Cmd {
         /// Run the large schemas of this folder that have valid instances (e.g. `schemas/large`).
         #[arg(long)]
         large: Option<String>,
+        /// Run the grammars without a lexer of the GBNF bench workload (llama.cpp's, GBNF from
+        /// its JSON-Schema converter, ours) over their texts instead.
+        #[arg(long)]
+        gbnf: bool,
     },
     /// Large JSON Schemas assembled from real parts (`tools-N.json`: an `anyOf` of N Glaive
     /// function calls; `k8s-N.json`: a `$defs` graph of N object definitions of the Kubernetes
@@ -357,8 +361,17 @@ fn main() -> Result<()> {
             large_schemas::run(large_schemas::Args { out, tools, k8s })
         }
         Cmd::SchemaWorker { tokenizer } => schema_bench::worker(&tokenizer),
-        Cmd::Differential { grammar, tokenizers, limit, json, schemas, schema_list, large } => {
-            differential::run(differential::Args { grammar, tokenizers, limit, json, schemas, schema_list, large })
+        Cmd::Differential { grammar, tokenizers, limit, json, schemas, schema_list, large, gbnf } => {
+            differential::run(differential::Args {
+                grammar,
+                tokenizers,
+                limit,
+                json,
+                schemas,
+                schema_list,
+                large,
+                gbnf,
+            })
         }
     }
 }

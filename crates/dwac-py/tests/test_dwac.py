@@ -434,8 +434,9 @@ ZERO_COUNTERS = {
 }
 
 # A cut of the bc grammar (../shared/data/grammars/ligurio-lark-grammars: `scale` and `left`,
-# the terminals as there): with GPT-2's vocabulary the compiler leaves a (lexer state, token)
-# pair UNDECIDED, in the lexer state reached after `scale =`.
+# the terminals as there). Compiled with the diagnostic work budget of 10 per lexer state, the
+# start state's lexer state is over it (its tokens stay UNDECIDED) and the one after `scale =`
+# is not. (With the normal budget the compiler decides every pair of this grammar.)
 BC_CUT = """start: scale | left
 left: SIGN_NUMBER "-" SIGN_NUMBER
 scale: "scale = " NUMBER
@@ -474,28 +475,32 @@ def test_counters_stay_zero_on_a_plain_json_schema(tok, tools):
 
 
 def test_counters_count_the_undecided_tokens_a_grammar_leaves(tok):
-    g = dwac.Grammar.from_lark(BC_CUT, tok)
+    g = dwac.Grammar._compile("lark", BC_CUT, tok, _mask_work_per_lexer_state=10)
     assert g.undecided_tokens > 0
     assert g.undecided_tokens == g.metadata["mask"]["undecided_tokens"]
+    assert dwac.Grammar.from_lark(BC_CUT, tok).undecided_tokens == 0
     n = tok.vocab_size
     bitmask = dwac.allocate_token_bitmask(1, n)
     m = dwac.Matcher(g)
     m.fill_next_token_bitmask(bitmask)
-    assert m.counters()["undecided"] == 0, "the start state has no UNDECIDED token"
+    c = m.counters()
+    assert c["undecided"] > 0 and c["fallbacks"] == 0
+    assert c["masks"] == 1 and c["masks_with_undecided"] == 1 and c["undecided_total"] == c["undecided"]
+    assert bits(bitmask[0], n) == m.allowed_tokens(), "the mask is exact all the same"
+    one = c["undecided"]
     ids = tok.encode("scale =")
     assert m.accept_tokens(ids) == len(ids)
     m.fill_next_token_bitmask(bitmask)
     c = m.counters()
-    assert c["undecided"] > 0 and c["fallbacks"] == 0
-    assert c["masks"] == 2 and c["masks_with_undecided"] == 1 and c["undecided_total"] == c["undecided"]
-    assert bits(bitmask[0], n) == m.allowed_tokens(), "the mask is exact all the same"
-    one = c["undecided"]
+    assert c["undecided"] == 0, "the last fill's count is its own, not the previous fill's"
+    assert c["masks"] == 2 and c["masks_with_undecided"] == 1 and c["undecided_total"] == one
+    assert bits(bitmask[0], n) == m.allowed_tokens()
     # The batch fill: each row's counters go to its own matcher.
     at_start, there = dwac.Matcher(g), m.fork()
     dwac.fill_next_token_bitmask_batch([at_start, there], dwac.allocate_token_bitmask(2, n), [1, 0])
-    assert at_start.counters()["undecided_total"] == 0 and at_start.counters()["masks"] == 1
-    assert there.counters()["undecided"] == there.counters()["undecided_total"] == one
-    assert there.counters()["masks_with_undecided"] == 1
+    assert at_start.counters()["undecided"] == at_start.counters()["undecided_total"] == one
+    assert at_start.counters()["masks"] == at_start.counters()["masks_with_undecided"] == 1
+    assert there.counters()["undecided_total"] == 0 and there.counters()["masks"] == 1
     # `reset` keeps the counts of the matcher's life.
     m.reset()
     assert m.counters()["masks"] == 2 and m.counters()["undecided_total"] == one

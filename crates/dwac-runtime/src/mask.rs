@@ -55,9 +55,10 @@ pub struct MaskCounters {
     pub range_sets: u32,
     /// Ranges filled by those sets.
     pub ranges: u32,
-    /// UNDECIDED tokens (left so by the compiler at a live lexer state) decided by committing
-    /// them on a copy of the matcher: each commit counted once (a token that the Parser DWA or
-    /// an earlier commit already allowed is not committed again).
+    /// UNDECIDED tokens (left so by the compiler at a live lexer state) decided at run time as
+    /// the reference mask decides them, by committing them (one by one, or over the vocabulary
+    /// trie when there are many): each token counted once, and not those the Parser DWA
+    /// already allowed.
     pub undecided: u32,
     /// Masks computed entirely by the reference mask (clone, commit every token) because the
     /// Parser DWA did not cover a thread, or the engine has none: 1 for such a fill, else 0.

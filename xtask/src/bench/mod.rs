@@ -192,23 +192,19 @@ fn schema_workload(a: &Args, tok_name: &str) -> Result<(Workload, Vec<u32>)> {
     workload(a, "schemas", &tok, tok_name, &jobs)
 }
 
-/// Grammars without a lexer (`gbnf-<tokenizer>`): llama.cpp's eight GBNF grammars
-/// (`../shared/data/grammars/llama.cpp`) over the texts of `tests/data/gbnf/llama.cpp`, GBNF
-/// written by llama.cpp's JSON-Schema converter for MaskBench schemas over their valid instances
-/// (`tests/data/gbnf/converted`, `make_converted.py`), and grammars of our own
-/// (`tests/data/gbnf/own`). Each job carries its grammar's text (`kind: "grammar"`).
-fn gbnf_workload(a: &Args, tok_name: &str) -> Result<(Workload, Vec<u32>)> {
-    // (Every text of every grammar: `--limit` is for the JSON workloads.)
-    let tok = load_tokenizer(tok_name)?;
+/// The grammars without a lexer the GBNF workloads and `xtask differential --gbnf` run, with
+/// their texts: llama.cpp's eight GBNF grammars (`../shared/data/grammars/llama.cpp`) over the
+/// texts of `tests/data/gbnf/llama.cpp`, GBNF written by llama.cpp's JSON-Schema converter for
+/// MaskBench schemas over their valid instances (`tests/data/gbnf/converted`,
+/// `make_converted.py`; a grammar XGrammar refuses has none), and grammars of our own
+/// (`tests/data/gbnf/own`). (id, GBNF text, texts).
+pub(crate) fn gbnf_sources() -> Result<Vec<(String, String, Vec<String>)>> {
     let root = repo_root().join("tests/data/gbnf");
     let mut sources: Vec<(String, PathBuf, Option<PathBuf>)> = Vec::new();
     let llama = dwac_tests::grammars_dir().join("llama.cpp");
     for name in ["arithmetic", "c", "chess", "english", "japanese", "json", "json_arr", "list"] {
-        sources.push((
-            format!("llama.cpp/{name}"),
-            llama.join(format!("{name}.gbnf")),
-            Some(root.join(format!("llama.cpp/{name}.jsonl"))),
-        ));
+        let texts = root.join(format!("llama.cpp/{name}.jsonl"));
+        sources.push((format!("llama.cpp/{name}"), llama.join(format!("{name}.gbnf")), Some(texts)));
     }
     for dir in ["own", "converted"] {
         let mut files: Vec<PathBuf> = std::fs::read_dir(root.join(dir))
@@ -223,16 +219,29 @@ fn gbnf_workload(a: &Args, tok_name: &str) -> Result<(Workload, Vec<u32>)> {
             sources.push((format!("{dir}/{stem}"), f, texts.exists().then_some(texts)));
         }
     }
-    let mut jobs = Vec::new();
+    let mut out = Vec::new();
     for (id, grammar, texts) in sources {
         let text = std::fs::read_to_string(&grammar).with_context(|| format!("reading {}", grammar.display()))?;
-        let mut traces = Vec::new();
+        let mut lines = Vec::new();
         if let Some(t) = texts {
             for line in std::fs::read_to_string(&t)?.lines().filter(|l| !l.trim().is_empty()) {
                 let v: Value = serde_json::from_str(line).with_context(|| format!("{}: bad line", t.display()))?;
-                traces.push(tok.encode(v["text"].as_str().unwrap_or_default())?);
+                lines.push(v["text"].as_str().unwrap_or_default().to_string());
             }
         }
+        out.push((id, text, lines));
+    }
+    Ok(out)
+}
+
+/// Grammars without a lexer (`gbnf-<tokenizer>`, [`gbnf_sources`]): each job carries its
+/// grammar's text (`kind: "grammar"`), and every text of every grammar is a trace (`--limit`
+/// is for the JSON workloads).
+fn gbnf_workload(a: &Args, tok_name: &str) -> Result<(Workload, Vec<u32>)> {
+    let tok = load_tokenizer(tok_name)?;
+    let mut jobs = Vec::new();
+    for (id, text, texts) in gbnf_sources()? {
+        let traces = texts.iter().map(|t| tok.encode(t)).collect::<Result<Vec<_>, _>>()?;
         jobs.push(json!({"id": id, "kind": "grammar", "format": "gbnf", "grammar": text, "traces": traces}));
     }
     workload(a, "gbnf", &tok, tok_name, &jobs)

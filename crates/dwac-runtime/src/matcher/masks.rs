@@ -13,6 +13,8 @@ pub struct MaskScratch {
     pub(super) walk: WalkScratch,
     pub(super) kills: Vec<u32>,
     pub(super) kill_ranges: Vec<(usize, usize)>,
+    /// The UNDECIDED tokens of the fill under way (sorted, distinct).
+    pub(super) undecided: Vec<u32>,
     /// Masks computed by the reference because the tables did not cover a thread.
     pub(super) fallbacks: u64,
 }
@@ -24,6 +26,7 @@ impl MaskScratch {
             walk: WalkScratch::with_capacity(words),
             kills: Vec::with_capacity(16),
             kill_ranges: Vec::with_capacity(16),
+            undecided: Vec::new(),
             fallbacks: 0,
         }
     }
@@ -59,6 +62,19 @@ impl std::fmt::Debug for MaskScratch {
 thread_local! {
     /// The scratch [`Matcher::fill_mask`] uses on this thread.
     static SCRATCH: std::cell::RefCell<MaskScratch> = std::cell::RefCell::new(MaskScratch::default());
+}
+
+/// From this many UNDECIDED tokens in one mask on, they are decided over the vocabulary trie
+/// ([`Matcher::decide_by_trie`]) rather than committed one by one.
+const SHARED_DECISION_FROM: usize = 256;
+
+/// The trie of the vocabulary's tokens with bytes (special tokens have none).
+pub(super) fn vocabulary_trie(vocab: &Vocabulary) -> Trie {
+    let toks: Vec<(u32, &[u8])> = (0..vocab.len() as u32)
+        .filter(|&v| !vocab.is_special(v))
+        .filter_map(|v| vocab.token_bytes(v).map(|b| (v, b)))
+        .collect();
+    Trie::build(&toks)
 }
 
 /// Why a mask could not be written.
@@ -193,28 +209,75 @@ impl Matcher {
             heads: &th.heads,
         });
         mask::fill(t, views, &mut sc.walk, out);
-        // Tokens the DWA left UNDECIDED at a thread's lexer state: decided exactly by commit.
-        // (`mask::fill` reset the counters; they are added to below.)
-        let mut commit_sc = Scratch::default();
+        // Tokens the DWA left UNDECIDED at a thread's lexer state: decided exactly, as the
+        // reference mask decides them, by committing them (`mask::fill` reset the counters;
+        // they are added to below). (Tokens another thread's walk already allowed need no
+        // commit.)
+        sc.undecided.clear();
         for th in self.cur.threads.iter() {
             let u = t.undecided.get(th.q as usize).copied().unwrap_or(crate::dwa::NONE);
-            if u == crate::dwa::NONE {
-                continue;
-            }
-            let mut undecided = 0;
-            t.for_each_token(u, |v| {
-                let (w, b) = ((v / 32) as usize, 1u32 << (v % 32));
-                // (Tokens another thread's walk already allowed need no commit.)
-                if out[w] & b == 0 {
-                    undecided += 1;
-                    if self.token_allowed(v, &mut commit_sc) {
-                        out[w] |= b;
+            if u != crate::dwa::NONE {
+                t.for_each_token(u, |v| {
+                    if out[(v / 32) as usize] >> (v % 32) & 1 == 0 {
+                        sc.undecided.push(v);
                     }
+                });
+            }
+        }
+        if sc.undecided.is_empty() {
+            return Ok(sc.walk.counters);
+        }
+        sc.undecided.sort_unstable();
+        sc.undecided.dedup();
+        sc.walk.counters.undecided = sc.undecided.len() as u32;
+        let mut commit_sc = Scratch::default();
+        if sc.undecided.len() < SHARED_DECISION_FROM {
+            for &v in &sc.undecided {
+                if self.token_allowed(v, &mut commit_sc) {
+                    out[(v / 32) as usize] |= 1 << (v % 32);
                 }
-            });
-            sc.walk.counters.undecided += undecided;
+            }
+        } else {
+            self.decide_by_trie(&sc.undecided, out, &mut commit_sc);
         }
         Ok(sc.walk.counters)
+    }
+
+    /// Decide `tokens` (sorted) as [`token_allowed`](Self::token_allowed) does, over the
+    /// vocabulary trie: each byte prefix is stepped once for every token it begins, and a
+    /// prefix no branch survives ends its subtree. Many UNDECIDED tokens (a character-level
+    /// grammar's state past the compiler's budget: tens of thousands) cost a walk of the live
+    /// prefixes instead of a commit each.
+    fn decide_by_trie(&self, tokens: &[u32], out: &mut [u32], sc: &mut Scratch) {
+        let vocab = &self.engine.vocab;
+        let trie = self.engine.trie.get_or_init(|| vocabulary_trie(vocab));
+        let wanted = |v: u32| tokens.binary_search(&v).is_ok();
+        let mut stack: Vec<(u32, Vec<Thread>, u32)> = Vec::new();
+        for &(b, child) in trie.children(0) {
+            let next = self.step_byte(&self.cur.threads, b, self.cur.pos.saturating_add(1), sc);
+            if !next.is_empty() {
+                stack.push((child, next, self.cur.pos.saturating_add(1)));
+            }
+        }
+        while let Some((node, threads, pos)) = stack.pop() {
+            for &v in trie.tokens_at(node) {
+                if wanted(v) && !self.prune(threads.clone(), sc).is_empty() {
+                    out[(v / 32) as usize] |= 1 << (v % 32);
+                }
+            }
+            for &(b, child) in trie.children(node) {
+                let next = self.step_byte(&threads, b, pos.saturating_add(1), sc);
+                if !next.is_empty() {
+                    stack.push((child, next, pos.saturating_add(1)));
+                }
+            }
+        }
+        // Tokens the trie does not hold (special tokens, end tokens): one by one.
+        for &v in tokens {
+            if (vocab.is_special(v) || vocab.token_bytes(v).is_none_or(<[u8]>::is_empty)) && self.token_allowed(v, sc) {
+                out[(v / 32) as usize] |= 1 << (v % 32);
+            }
+        }
     }
 
     /// The mask by the reference path, counted as a fallback (`out` is exactly the vocabulary's
@@ -341,13 +404,7 @@ impl Matcher {
             return Ok(());
         }
         let vocab = &self.engine.vocab;
-        let trie = self.engine.trie.get_or_init(|| {
-            let toks: Vec<(u32, &[u8])> = (0..vocab.len() as u32)
-                .filter(|&v| !vocab.is_special(v))
-                .filter_map(|v| vocab.token_bytes(v).map(|b| (v, b)))
-                .collect();
-            Trie::build(&toks)
-        });
+        let trie = self.engine.trie.get_or_init(|| vocabulary_trie(vocab));
         let roots = trie.children(0);
         let parts = threads.clamp(1, 64);
         let results: Vec<Vec<u32>> = std::thread::scope(|scope| {

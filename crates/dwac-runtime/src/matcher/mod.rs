@@ -47,7 +47,13 @@ impl Engine {
         }
         let p = &tables.lexer.priority;
         let mixed_priorities = p.iter().any(|&x| Some(&x) != p.first());
-        Ok(Engine { tables, vocab, trie: std::sync::OnceLock::new(), mask, mixed_priorities })
+        // Tables with UNDECIDED tokens have them decided over the vocabulary trie at run time:
+        // made now, at load, rather than by the first mask that needs it.
+        let trie = std::sync::OnceLock::new();
+        if mask.as_ref().is_some_and(|m| m.undecided.iter().any(|&u| u != crate::dwa::NONE)) {
+            let _ = trie.set(masks::vocabulary_trie(&vocab));
+        }
+        Ok(Engine { tables, vocab, trie, mask, mixed_priorities })
     }
 
     #[doc(hidden)]
