@@ -141,6 +141,14 @@ pub fn metadata(
             "terminals": li.lifted.terminals.iter().map(|t| json!({"name": t.name, "rules": t.rules})).collect::<Vec<_>>(),
         });
     }
+    // (Only for grammars that name tokens: the vocabulary sections hold the grammar's
+    // vocabulary, these tokens spelled by their escapes; docs/FORMAT.md.)
+    if let Some(tt) = &stats.token_terminals {
+        meta["grammar"]["token_terminals"] = json!({
+            "escaped_tokens": tt.escaped,
+            "terminals": tt.terminals.iter().map(|(name, n)| json!({"name": name, "tokens": n})).collect::<Vec<_>>(),
+        });
+    }
     meta
 }
 

@@ -26,9 +26,12 @@ enum Role {
 /// Upper bound on DFA states before minimization (a budget, not a limit of the design).
 pub const MAX_DFA_STATES: usize = 250_000;
 
+/// Patterns are read as Unicode and may match bytes that are not UTF-8: only token terminals'
+/// escapes do ([`crate::tokens`]); every text pattern is checked to match UTF-8 only
+/// ([`check_text_pattern`]) before it gets here.
 fn compile_nfa(patterns: &[&str]) -> Result<NFA, Box<thompson::BuildError>> {
     NFA::compiler()
-        .syntax(syntax::Config::new().unicode(true).utf8(true))
+        .syntax(syntax::Config::new().unicode(true).utf8(false))
         .configure(thompson::Config::new().which_captures(WhichCaptures::None).shrink(false))
         .build_many(patterns)
         .map_err(Box::new)
@@ -115,9 +118,10 @@ struct ComponentDfa {
     accs: Vec<Vec<u32>>,
 }
 
-/// What a component's DFA depends on: per active terminal, in id order, its patterns and
-/// whether it is lazy (nothing else of a terminal enters [`build_component`]).
-type ComponentKey = Vec<(String, Vec<String>, Vec<String>, bool)>;
+/// What a component's DFA depends on: per active terminal, in id order, its patterns, whether
+/// it is lazy and whether it is a token terminal (whose patterns are not checked to be UTF-8):
+/// nothing else of a terminal enters [`build_component`].
+type ComponentKey = Vec<(String, Vec<String>, Vec<String>, bool, bool)>;
 
 /// Component DFAs the process keeps (the most recently used first), and the transition words
 /// they may hold in all (a memory bound, 32 MB). A component of more than a quarter of that is
@@ -141,7 +145,7 @@ fn shared_component(terminals: &[Terminal], active: &[bool]) -> Result<Component
         .iter()
         .map(|&i| {
             let t = &terminals[i as usize];
-            (t.regex.clone(), t.also.clone(), t.except.clone(), t.lazy)
+            (t.regex.clone(), t.also.clone(), t.except.clone(), t.lazy, t.tokens.is_some())
         })
         .collect();
     {
@@ -173,8 +177,33 @@ fn shared_component(terminals: &[Terminal], active: &[bool]) -> Result<Component
     Ok(part)
 }
 
+/// A text terminal's pattern must match UTF-8 only: then no text spells a token terminal's
+/// escape, which no UTF-8 text holds ([`crate::tokens`]).
+fn check_text_pattern(t: &Terminal, pattern: &str) -> Result<(), CompileError> {
+    syntax::parse_with(pattern, &syntax::Config::new().unicode(true).utf8(true))
+        .map(|_| ())
+        .map_err(|e| CompileError::Regex { terminal: t.name.clone(), message: e.to_string() })
+}
+
 /// Build one component's DFA.
 fn build_component(terminals: &[Terminal], active: &[bool]) -> Result<ComponentDfa, CompileError> {
+    for (i, t) in terminals.iter().enumerate() {
+        if !active.get(i).copied().unwrap_or(true) {
+            continue;
+        }
+        if t.tokens.is_some() {
+            if t.regex.is_empty() {
+                return Err(CompileError::Regex {
+                    terminal: t.name.clone(),
+                    message: "a token reference needs the vocabulary: compile the grammar with a tokenizer".into(),
+                });
+            }
+            continue;
+        }
+        for p in std::iter::once(&t.regex).chain(&t.also).chain(&t.except) {
+            check_text_pattern(t, p)?;
+        }
+    }
     // Patterns: each active terminal's main regex, plus its `also` (must match too) and
     // `except` (must not match) regexes as hidden patterns.
     let mut pats: Vec<&str> = Vec::new();

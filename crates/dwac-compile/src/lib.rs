@@ -11,6 +11,7 @@ pub mod pipeline;
 pub mod probe;
 mod stages;
 pub mod threads;
+pub mod tokens;
 
 pub use lexer::build_lexer;
 pub use pipeline::{

@@ -76,6 +76,7 @@ pub fn regex_grammar(pattern: &str) -> Grammar {
         except: Vec::new(),
         component: 0,
         lazy: false,
+        tokens: None,
     });
     let s = g.add_nonterminal("start", None);
     g.add_rule(s, vec![Symbol::T(t)], None);
@@ -105,6 +106,9 @@ pub struct CompileStats {
     pub lexer_inference: Option<LexerInference>,
     /// The Parser DWA's sizes and build time, when one was built.
     pub mask: Option<MaskStats>,
+    /// The grammar's token terminals and the tokens given escapes ([`crate::tokens`]), when it
+    /// names tokens.
+    pub token_terminals: Option<crate::tokens::TokenTerminals>,
     /// Wall time per stage, in pipeline order (`normalize`, `lr`, `lexer`, `munch`, then the
     /// Parser DWA's stages ([`MaskStats::stages_ms`]) and `validate` when one is built; the CLI
     /// puts its `front_end` first): where a compile's time goes.
@@ -190,6 +194,7 @@ pub fn compile_grammar_with(g: &Grammar, opts: &NormalizeOptions) -> Result<Comp
         munch_analysis_skipped: munch.skipped,
         lexer_inference,
         mask: None,
+        token_terminals: None,
         stages_ms: stages.done,
     };
     Ok(Compiled { tables, normalized, stats })
@@ -234,6 +239,14 @@ pub fn compile_engine_with_progress(
     progress: &mut dyn FnMut(u64, u64) -> ControlFlow<String>,
 ) -> Result<(Engine, CompileStats), CompileError> {
     let t0 = Instant::now();
+    // Token terminals (`<|tool_call|>`, `<[128010]>`): their regexes are the named tokens'
+    // escapes, and the grammar is compiled over the grammar's vocabulary (`crate::tokens`).
+    let resolved = crate::tokens::resolve(g, &vocab)?;
+    let (g, vocab, token_terminals) = match resolved {
+        Some((rg, rv, report)) => (std::borrow::Cow::Owned(rg), rv, Some(report)),
+        None => (std::borrow::Cow::Borrowed(g), vocab, None),
+    };
+    let g: &Grammar = &g;
     // The vocabulary's trie on a second thread while the grammar's tables are built (a cold
     // process: 50-60 ms for a 150k vocabulary, beside a schema's front end and lexer).
     let (c, prepared) = std::thread::scope(|scope| {
@@ -248,6 +261,7 @@ pub fn compile_engine_with_progress(
         (c, prepared)
     });
     let mut c = c?;
+    c.stats.token_terminals = token_terminals;
     let mask = if opts.mask {
         let tm = Instant::now();
         // (If no thread could be started, the trie is made here.)

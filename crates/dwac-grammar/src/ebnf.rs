@@ -222,3 +222,67 @@ pub(crate) fn regex_error_span(e: &regex_syntax::Error) -> Option<(usize, usize)
         _ => None,
     }
 }
+
+/// Parse a token reference `<...>` starting at `start` (which holds `<`): `<[5]>`,
+/// `<[1,3-9]>`, `<[^1,3-9]>` (negated by `^`, when `caret` is allowed) or `<text>` (the token
+/// spelled `<text>`). Returns the set (not negated by a `!` prefix, not repeated) and the end
+/// of the reference. Errors carry the byte range they are about.
+pub(crate) fn parse_token_ref(
+    src: &str,
+    start: usize,
+    caret: bool,
+) -> Result<(crate::TokenSet, usize), (usize, usize, String)> {
+    use crate::{TokenItem, TokenSet};
+    let b = src.as_bytes();
+    let Some(close) = b[start..].iter().position(|&c| c == b'>' || c == b'\n').map(|k| start + k) else {
+        return Err((start, start + 1, "unclosed token reference: expected `>`".into()));
+    };
+    if b[close] != b'>' {
+        return Err((start, close, "unclosed token reference: expected `>` before the end of the line".into()));
+    }
+    let body = &src[start + 1..close];
+    let end = close + 1;
+    let Some(ids) = body.strip_prefix('[').and_then(|x| x.strip_suffix(']')) else {
+        if body.is_empty() {
+            return Err((start, end, "empty token reference `<>`".into()));
+        }
+        if body.starts_with('[') {
+            return Err((
+                start,
+                end,
+                "token ids must be written `<[id]>`, `<[lo-hi]>` or a comma-separated list".into(),
+            ));
+        }
+        let set = TokenSet {
+            items: vec![TokenItem::Text(src[start..end].to_string())],
+            negated: false,
+            text: false,
+            repeat: false,
+        };
+        return Ok((set, end));
+    };
+    let (negated, list) = match ids.strip_prefix('^') {
+        Some(rest) if caret => (true, rest),
+        Some(_) => return Err((start, end, "`^` is not allowed in a token reference here (negate with `!`)".into())),
+        None => (false, ids),
+    };
+    let num = |s: &str| -> Result<u32, (usize, usize, String)> {
+        let s = s.trim();
+        s.parse::<u32>().map_err(|_| (start, end, format!("`{s}` is not a token id")))
+    };
+    let mut items = Vec::new();
+    for part in list.split(',') {
+        let (lo, hi) = match part.split_once('-') {
+            Some((a, z)) => (num(a)?, num(z)?),
+            None => {
+                let v = num(part)?;
+                (v, v)
+            }
+        };
+        if lo > hi {
+            return Err((start, end, format!("empty token id range {lo}-{hi}")));
+        }
+        items.push(TokenItem::Ids(lo, hi));
+    }
+    Ok((TokenSet { items, negated, text: false, repeat: false }, end))
+}

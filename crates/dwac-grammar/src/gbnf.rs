@@ -6,7 +6,9 @@
 //! alternatives `|`, postfix `*`, `+`, `?`, `{m}`, `{m,}`, `{m,n}`, rule references. Escapes in
 //! literals and classes: `\n`, `\r`, `\t`, `\\`, `\"`, `\[`, `\]`, `\xNN`, `\uNNNN`,
 //! `\UNNNNNNNN`, and any other escaped ASCII punctuation character stands for itself.
-//! Token references (`<...>`, `<[id]>`, `!<...>`) are not supported: dwac grammars are over bytes.
+//! Token references, as llama.cpp writes them: `<[id]>` (by id), `<think>` (the token spelled
+//! so), and `!<...>` (any token but that one) directly under `*` or `+`; a lone `!<...>`, exactly
+//! one token of any kind, is refused (ARCHITECTURE.md, "Token terminals").
 //!
 //! Where llama.cpp's parser accepts a grammar and gives it a meaning of its own, so does this
 //! one, with a warning: a rule defined twice keeps its last definition; `{m,n}` with `n` over
@@ -18,8 +20,10 @@
 //! deduplicated by pattern and named by its source text. An empty literal `""` means ε.
 //! EBNF operators are lowered to left-recursive helper nonterminals like in the Lark front-end.
 
-use crate::ebnf::{check_terminal_regex, escape_literal, lower_repeat, push_regex_char, Ebnf, Helpers};
-use crate::{Grammar, GrammarError, Munch, Span, Symbol, Terminal, Warning};
+use crate::ebnf::{
+    check_terminal_regex, escape_literal, lower_repeat, parse_token_ref, push_regex_char, Ebnf, Helpers,
+};
+use crate::{Grammar, GrammarError, Munch, Span, Symbol, Terminal, TokenSet, Warning};
 use std::collections::HashMap;
 
 /// Parentheses nested deeper than this are refused (the parser and the lowering recurse).
@@ -32,6 +36,8 @@ enum GAtom {
     Ref(String),
     /// A terminal: its regex (`None` for the empty string literal).
     Term(Option<String>),
+    /// A token reference (`<[id]>`, `<think>`, `!<[id]>`).
+    Tokens(TokenSet),
 }
 
 type Gx = Ebnf<GAtom>;
@@ -152,6 +158,19 @@ impl Lower<'_> {
                 }
                 Ok(vec![Symbol::N(h)])
             }
+            Ebnf::Rep { inner, min: min @ (0 | 1), max: None, span } if matches!(&**inner, Ebnf::Atom(GAtom::Tokens(t), _) if t.negated) =>
+            {
+                // `!<[id]>*`: any tokens but these, text included, as one repeated terminal.
+                let Ebnf::Atom(GAtom::Tokens(set), _) = &**inner else { unreachable!() };
+                let set = TokenSet { text: true, repeat: true, ..set.clone() };
+                let t = self.token_terminal(set, *span);
+                if *min == 0 {
+                    lower_repeat(&mut self.g, &mut self.helpers, base, vec![vec![t]], 0, Some(1), *span)
+                        .map_err(|m| GrammarError::at(self.src, *span, m))
+                } else {
+                    Ok(vec![t])
+                }
+            }
             Ebnf::Rep { inner, min, max, span } => {
                 let alts = self.alts(inner, base)?.into_iter().map(|(r, _)| r).collect();
                 lower_repeat(&mut self.g, &mut self.helpers, base, alts, *min, *max, *span)
@@ -161,6 +180,17 @@ impl Lower<'_> {
                 Some(&id) => Ok(vec![Symbol::N(id)]),
                 None => Err(GrammarError::at(self.src, *span, format!("undefined rule `{name}`"))),
             },
+            Ebnf::Atom(GAtom::Tokens(set), span) => {
+                if set.negated {
+                    return Err(GrammarError::at(
+                        self.src,
+                        *span,
+                        "a negated token reference matches exactly one token of any kind, text tokens included, \
+                         which is not a language of text: use it under `*` or `+` (any tokens but these)",
+                    ));
+                }
+                Ok(vec![self.token_terminal(set.clone(), *span)])
+            }
             Ebnf::Atom(GAtom::Term(None), _) => Ok(Vec::new()),
             Ebnf::Atom(GAtom::Term(Some(regex)), span) => {
                 if let Some(&id) = self.terms.get(regex) {
@@ -179,11 +209,25 @@ impl Lower<'_> {
                     except: Vec::new(),
                     component: 0,
                     lazy: false,
+                    tokens: None,
                 });
                 self.terms.insert(regex.clone(), id);
                 Ok(vec![Symbol::T(id)])
             }
         }
+    }
+}
+
+impl Lower<'_> {
+    /// The terminal of a token set (one per distinct set).
+    fn token_terminal(&mut self, set: TokenSet, span: Span) -> Symbol {
+        let key = format!("\u{0}tokens {set:?}");
+        if let Some(&id) = self.terms.get(&key) {
+            return Symbol::T(id);
+        }
+        let id = self.g.add_terminal(Terminal::tokens(set, Munch::None, Some(span)));
+        self.terms.insert(key, id);
+        Symbol::T(id)
     }
 }
 
@@ -376,7 +420,20 @@ impl P<'_> {
                     items.push(Ebnf::Rep { inner: Box::new(last), min, max, span });
                 }
                 b'<' | b'!' => {
-                    return Err(self.err(at, at + 1, "token references (`<...>`, `<[id]>`, `!<...>`) are not supported: dwac grammars are over bytes"));
+                    // llama.cpp's token references: `<[id]>`, `<text>`, negated by `!`.
+                    let negated = c == b'!';
+                    let lt = at + usize::from(negated);
+                    if self.b.get(lt) != Some(&b'<') {
+                        return Err(self.err(
+                            at,
+                            at + 1,
+                            "`!` must be followed by a token reference (`!<[id]>`, `!<text>`)",
+                        ));
+                    }
+                    let (mut set, end) = parse_token_ref(self.src, lt, false).map_err(|(s, e, m)| self.err(s, e, m))?;
+                    set.negated = negated;
+                    self.i = end;
+                    items.push(Ebnf::Atom(GAtom::Tokens(set), Span::new(at, end)));
                 }
                 b'|' | b')' => break,
                 c if is_name_byte(c) => {

@@ -51,6 +51,56 @@ pub struct Terminal {
     /// the places a backtracking match can end; longest match over them is the backtracking match.
     /// Without lazy quantifiers a terminal is the set of strings its pattern matches.
     pub lazy: bool,
+    /// A terminal of vocabulary tokens rather than text (special tokens, `<|tool_call|>`,
+    /// `<[128010]>`): its `regex` is left empty by the front-ends and written by the compiler
+    /// once the vocabulary is known (ARCHITECTURE.md, "Token terminals").
+    pub tokens: Option<TokenSet>,
+}
+
+/// The tokens a token terminal matches.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TokenSet {
+    pub items: Vec<TokenItem>,
+    /// Any token but `items`: with `text`, any text too. (Only under a repetition: exactly one
+    /// token of any kind is not a language of text.)
+    pub negated: bool,
+    /// Also matches any one character of text (a negated set under a repetition).
+    pub text: bool,
+    /// One or more (a negated set under `*` or `+`).
+    pub repeat: bool,
+}
+
+/// One item of a [`TokenSet`].
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum TokenItem {
+    /// The token spelled exactly so, angle brackets included (`<|tool_call|>`, llama.cpp's
+    /// `<think>`).
+    Text(String),
+    /// Token ids `lo..=hi` (`<[128010]>`, `<[128000-128255]>`).
+    Ids(u32, u32),
+}
+
+impl TokenSet {
+    /// The set as grammars write it: `<|a|>`, `<[5]>`, `<[^1,3-9]>`, with `*`-repetition shown as
+    /// `(...)*`.
+    pub fn display(&self) -> String {
+        let one = |i: &TokenItem| match i {
+            TokenItem::Text(t) => t.clone(),
+            TokenItem::Ids(a, b) if a == b => format!("<[{a}]>"),
+            TokenItem::Ids(a, b) => format!("<[{a}-{b}]>"),
+        };
+        let inner = if !self.negated && self.items.len() == 1 {
+            one(&self.items[0])
+        } else {
+            let items: Vec<String> = self.items.iter().map(one).collect();
+            format!("{}{}", if self.negated { "!" } else { "" }, items.join("|"))
+        };
+        if self.repeat {
+            format!("({inner})+")
+        } else {
+            inner
+        }
+    }
 }
 
 impl Terminal {
@@ -67,7 +117,13 @@ impl Terminal {
             except: Vec::new(),
             component: 0,
             lazy: false,
+            tokens: None,
         }
+    }
+
+    /// A terminal of vocabulary tokens ([`Terminal::tokens`]).
+    pub fn tokens(set: TokenSet, munch: Munch, span: Option<Span>) -> Terminal {
+        Terminal { name: set.display(), munch, span, tokens: Some(set), ..Terminal::new("", "") }
     }
 }
 

@@ -1,6 +1,6 @@
 //! dwac-grammar: the grammar IR with spans, the Lark, GBNF and JSON Schema front-ends, and
 //! the normalization passes (useless symbols, ε-rules, unit cycles, right recursion).
-//! It knows nothing about tokens or artifacts.
+//! It knows no vocabulary and no artifacts (token terminals name tokens; the compiler finds them).
 
 pub mod diag;
 mod ebnf;
@@ -12,5 +12,5 @@ pub mod normalize;
 pub mod schema;
 
 pub use diag::{GrammarError, Warning};
-pub use ir::{Grammar, Munch, Nonterminal, Rule, Span, Symbol, Terminal};
+pub use ir::{Grammar, Munch, Nonterminal, Rule, Span, Symbol, Terminal, TokenItem, TokenSet};
 pub use lark::LarkOptions;

@@ -327,7 +327,8 @@ pub fn has_liftable(g: &Grammar) -> bool {
 }
 
 /// Is `t` a terminal lexer inference may fold into others? Only character-level ones: every
-/// segmentation allowed, nothing ignored, no priority, intersection or component of its own.
+/// segmentation allowed, nothing ignored, no priority, intersection or component of its own,
+/// no token terminal (its tokens are not text).
 fn liftable(t: &Terminal) -> bool {
     t.munch == Munch::None
         && !t.ignored
@@ -336,6 +337,7 @@ fn liftable(t: &Terminal) -> bool {
         && t.except.is_empty()
         && t.component == 0
         && !t.lazy
+        && t.tokens.is_none()
 }
 
 fn symbol_re(g: &Grammar, res: &[Option<Re>], s: Symbol) -> Option<Re> {

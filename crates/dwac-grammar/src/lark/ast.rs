@@ -20,6 +20,8 @@ pub(super) enum Atom {
         body_start: usize,
     },
     Range(char, char),
+    /// A token reference (`<|tool_call|>`, `<[128010]>`, `<[^128000-128255]>`).
+    Tokens(crate::TokenSet),
     Template(String, Vec<(Atom, Span)>),
 }
 

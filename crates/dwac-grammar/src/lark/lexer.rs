@@ -26,6 +26,8 @@ pub(super) enum Tk {
     Plus,
     Question,
     Bang,
+    /// A token reference `<...>` (special tokens: `<|tool_call|>`, `<[128010]>`).
+    TokenRef,
     Newline,
     Eof,
 }
@@ -174,6 +176,11 @@ pub(super) fn lex(src: &str) -> Result<Vec<Tok>, GrammarError> {
                 } else {
                     return Err(err(src, i, i + 1, "unexpected `-` (did you mean `->`?)"));
                 }
+            }
+            b'<' => {
+                let (_, end) = parse_token_ref(src, i, true).map_err(|(s, e, m)| err(src, s, e, m))?;
+                out.push(Tok { kind: Tk::TokenRef, start, end });
+                i = end;
             }
             b'.' => {
                 if b.get(i + 1) == Some(&b'.') {

@@ -140,6 +140,7 @@ pub(super) struct Lowering {
     pub(super) anon_by_regex: HashMap<String, u32>,
     pub(super) by_key: HashMap<LitKey, String>,
     pub(super) instances: HashMap<(String, Vec<Symbol>), u32>,
+    pub(super) token_terms: HashMap<crate::TokenSet, u32>,
     pub(super) depth: usize,
 }
 
@@ -347,6 +348,7 @@ impl<'s> Ctx<'s> {
             anon_by_regex: HashMap::new(),
             by_key,
             instances: HashMap::new(),
+            token_terms: HashMap::new(),
             depth: 0,
         };
         for r in &self.rules {
@@ -435,6 +437,7 @@ impl<'s> Ctx<'s> {
             except: Vec::new(),
             component: 0,
             lazy: c.lazy,
+            tokens: None,
         });
         lw.named_terms.insert(name.to_string(), id);
         Ok(id)
@@ -466,6 +469,12 @@ impl<'s> Ctx<'s> {
                 Err(self.err(span, format!("undefined {what} `{n}`")))
             }
             Atom::Common(n) => Err(self.err(span, format!("internal error: unexpected reference to common.{n}"))),
+            Atom::Tokens(set) if set.negated => Err(self.err(
+                span,
+                "a negated token reference matches exactly one token of any kind, text tokens included, which is \
+                 not a language of text: use it under `*` or `+` (any tokens but these)",
+            )),
+            Atom::Tokens(set) => Ok(Some(token_terminal(lw, set.clone(), span))),
             Atom::Str { value, .. } if value.is_empty() => Ok(None),
             Atom::Template(name, args) => {
                 let Some(&ri) = self.rule_index.get(name) else {
@@ -543,6 +552,7 @@ impl<'s> Ctx<'s> {
                     except: Vec::new(),
                     component: 0,
                     lazy: c.lazy,
+                    tokens: None,
                 });
                 lw.anon_terms.insert(key, id);
                 lw.anon_by_regex.insert(lw.g.terminals[id as usize].regex.clone(), id);
@@ -593,6 +603,19 @@ impl<'s> Ctx<'s> {
                 }
                 Ok(vec![Symbol::N(h)])
             }
+            Ebnf::Rep { inner, min: min @ (0 | 1), max: None, span } if matches!(&**inner, Ebnf::Atom(Atom::Tokens(t), _) if t.negated) =>
+            {
+                // `<[^id]>*`: any tokens but these, text included, as one repeated terminal.
+                let Ebnf::Atom(Atom::Tokens(set), _) = &**inner else { unreachable!() };
+                let set = crate::TokenSet { text: true, repeat: true, ..set.clone() };
+                let t = token_terminal(lw, set, *span);
+                if *min == 0 {
+                    lower_repeat(&mut lw.g, &mut lw.helpers, base, vec![vec![t]], 0, Some(1), *span)
+                        .map_err(|m| self.err(*span, m))
+                } else {
+                    Ok(vec![t])
+                }
+            }
             Ebnf::Rep { inner, min, max, span } => {
                 let alts: Vec<Vec<Symbol>> =
                     self.lower_alts(lw, inner, base, env)?.into_iter().map(|(r, _)| r).collect();
@@ -601,6 +624,16 @@ impl<'s> Ctx<'s> {
             Ebnf::Atom(a, span) => Ok(self.lower_atom(lw, a, *span, env)?.into_iter().collect()),
         }
     }
+}
+
+/// The terminal of a token set (one per distinct set; Lark's longest match, like any terminal).
+fn token_terminal(lw: &mut Lowering, set: crate::TokenSet, span: Span) -> Symbol {
+    if let Some(&id) = lw.token_terms.get(&set) {
+        return Symbol::T(id);
+    }
+    let id = lw.g.add_terminal(Terminal::tokens(set.clone(), Munch::Global, Some(span)));
+    lw.token_terms.insert(set, id);
+    Symbol::T(id)
 }
 
 pub(super) fn kind_verb(k: DefKind) -> &'static str {

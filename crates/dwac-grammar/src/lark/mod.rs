@@ -37,6 +37,11 @@
 //! * `%override` and `%extend` of rules and terminals.
 //! * `%declare` is an error: declared terminals come from a post-lexer, which dwac does not have.
 //!
+//! * Token references in rules (llguidance's extension; ARCHITECTURE.md, "Token terminals"):
+//!   `<|tool_call|>` (the token spelled so), `<[128010]>`, `<[128000-128255]>`, `<[1,5-9]>`, and
+//!   `<[^...]>` (any token but these, text included) directly under `*` or `+`. Each distinct set
+//!   is one terminal, resolved against the vocabulary by the compiler. Not inside terminals.
+//!
 //! Only terminals that rules (or `%ignore`) use end up in the grammar, as in Lark. The start rule
 //! is `start` unless [`LarkOptions::start`] names another.
 //!

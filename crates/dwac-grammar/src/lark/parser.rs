@@ -351,7 +351,7 @@ impl<'s> Parser<'s> {
     pub(super) fn parse_expansion(&mut self) -> Result<Ex, GrammarError> {
         let start = self.peek().start;
         let mut items = Vec::new();
-        while matches!(self.peek().kind, Tk::Name | Tk::Str | Tk::Regex | Tk::LParen | Tk::LBracket) {
+        while matches!(self.peek().kind, Tk::Name | Tk::Str | Tk::Regex | Tk::TokenRef | Tk::LParen | Tk::LBracket) {
             items.push(self.parse_expr()?);
         }
         if let Tk::Star | Tk::Plus | Tk::Question | Tk::Tilde = self.peek().kind {
@@ -460,6 +460,11 @@ impl<'s> Parser<'s> {
                 }
                 Ok(Ebnf::Atom(Atom::Str { value, ci }, t.span()))
             }
+            Tk::TokenRef => {
+                self.bump();
+                let (set, _) = parse_token_ref(self.src, t.start, true).map_err(|(s, e, m)| err(self.src, s, e, m))?;
+                Ok(Ebnf::Atom(Atom::Tokens(set), t.span()))
+            }
             Tk::Regex => {
                 self.bump();
                 let raw = self.text(t);
@@ -483,7 +488,7 @@ impl<'s> Parser<'s> {
                     let mut args = Vec::new();
                     loop {
                         let a = self.peek();
-                        if !matches!(a.kind, Tk::Name | Tk::Str | Tk::Regex) {
+                        if !matches!(a.kind, Tk::Name | Tk::Str | Tk::Regex | Tk::TokenRef) {
                             return Err(self.error(
                                 a,
                                 format!(

@@ -104,6 +104,14 @@ pub(crate) fn inspect(args: InspectArgs) -> Result<u8> {
             println!("  terminal {:<40} from {}", s(&t["name"]), names(&t["rules"]));
         }
     }
+    if let Some(tt) = g["token_terminals"].as_object() {
+        let escaped = tt.get("escaped_tokens").and_then(|e| e.as_array()).map_or(0, Vec::len);
+        let terminals = tt.get("terminals").and_then(|t| t.as_array()).cloned().unwrap_or_default();
+        println!("token terminals  {} terminals naming {escaped} tokens (spelled by their escapes)", terminals.len());
+        for t in &terminals {
+            println!("  terminal {:<40} {} tokens", s(&t["name"]), s(&t["tokens"]));
+        }
+    }
     if h.flags & dwac_runtime::artifact::FLAG_MASK != 0 {
         println!(
             "parser DWA   {} states, {} token sets, max lookback {}, {} undecided (lexer state, token) pairs",

@@ -109,6 +109,12 @@ impl Ctx<'_> {
                 Atom::Template(n, _) => {
                     return Err(self.err(at(*span), format!("terminals cannot use templates (`{n}{{...}}`)")));
                 }
+                Atom::Tokens(set) => {
+                    return Err(self.err(
+                        at(*span),
+                        format!("terminals cannot use token references (`{}`): use them in rules", set.display()),
+                    ));
+                }
                 lit => self.compile_literal(lit, at(*span), origin == Origin::Local)?,
             },
         })
