@@ -538,3 +538,27 @@ def test_a_starved_compile_leaves_undecided_tokens_and_exact_masks(tok):
     dwac._dwac._time_trace(timed, ids)
     assert timed.counters()["masks"] == len(ids)
     assert timed.counters()["undecided_total"] == cb["undecided_total"]
+
+
+def test_a_token_symbol_matches_that_token_and_no_text(tok):
+    # GPT-2 has no special token but its end token, so the grammar names a text token by id:
+    # it then matches that token only, and no longer spells text.
+    n = tok.vocab_size
+    word = tok.encode(" hello")
+    assert len(word) == 1
+    (hello,) = word
+    for g in (
+        dwac.Grammar.from_lark(f'start: "a" <[{hello}]> "b"', tok),
+        dwac.Grammar.from_gbnf(f'root ::= "a" <[{hello}]> "b"', tok),
+    ):
+        m = dwac.Matcher(g)
+        assert m.accept_tokens(tok.encode("a")) == 1
+        assert m.allowed_tokens() == [hello], "the token, and no text spelling ` hello`"
+        bitmask = dwac.allocate_token_bitmask(1, n)
+        m.fill_next_token_bitmask(bitmask)
+        assert bits(bitmask[0], n) == [hello]
+        assert not m.accept_token(tok.encode(" h")[0]), "text does not spell the token"
+        assert m.accept_token(hello)
+        assert m.allowed_tokens() == tok.encode("b")
+    with pytest.raises(dwac.DwacError, match="outside the vocabulary"):
+        dwac.Grammar.from_lark(f"start: <[{n}]>", tok)
