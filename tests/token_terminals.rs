@@ -271,3 +271,61 @@ TEXT: /[^<"{]+/
     let eos = tok.vocab().eos[0];
     assert!(!ok.contains(&eos), "nothing said yet after the thought");
 }
+
+/// `%json { ... }` in a Lark rule is the schema compiled as on its own: between qwen3's
+/// `<tool_call>` tokens, every valid instance is accepted and every invalid one refused, the
+/// text around the calls does not swallow the JSON, and masks equal the reference.
+#[test]
+fn an_embedded_json_schema_between_tool_call_tokens() {
+    let tok = dwac_vocab::Tokenizer::from_file(&tokenizer_json("qwen3")).expect("qwen3");
+    let id = |s: &str| -> u32 {
+        (0..tok.vocab().len() as u32).find(|&v| tok.vocab().token_bytes(v) == Some(s.as_bytes())).expect(s)
+    };
+    let (call, call_end) = (id("<tool_call>"), id("</tool_call>"));
+    let schema = r#"{"type": "object", "properties": {"city": {"type": "string", "maxLength": 12},
+        "days": {"type": "integer", "minimum": 1}}, "required": ["city"], "additionalProperties": false}"#;
+    let src = format!("start: TEXT? (call TEXT?)+\ncall: <tool_call> %json {schema} </tool_call>\nTEXT: /[^<]+/\n");
+    let e = engine(SourceKind::Lark, &src, tok.vocab().clone());
+    let enc = |s: &str| tok.encode(s).expect("encode");
+    let trace = |before: &str, json: &str, after: &str| -> Vec<u32> {
+        let mut t = enc(before);
+        t.push(call);
+        t.extend(enc(json));
+        t.push(call_end);
+        t.extend(enc(after));
+        t
+    };
+    let accepts = |ids: &[u32]| -> bool {
+        let mut m = Matcher::new(Arc::clone(&e));
+        ids.iter().all(|&t| m.commit(t).is_ok()) && allowed(&m).contains(&tok.vocab().eos[0])
+    };
+    let valid = [r#"{"city": "Paris"}"#, r#"{"city": "São Paulo", "days": 3}"#, r#"{ "city" : "Oslo" , "days":1 }"#];
+    let invalid = [
+        r#"{"days": 3}"#,
+        r#"{"days": 3, "city": "Rome"}"#,
+        r#"{"city": "Paris", "x": 1}"#,
+        r#"{"city": "Paris", "days": 0}"#,
+        r#"{"city": "Llanfairpwllgwyngyll"}"#,
+        r#"["Paris"]"#,
+    ];
+    let mut traces = Vec::new();
+    for j in valid {
+        let t = trace("Let me look that up.\n", j, "\nChecking.");
+        assert!(accepts(&t), "{j} is valid");
+        traces.push(t);
+    }
+    for j in invalid {
+        assert!(!accepts(&trace("", j, "")), "{j} is invalid");
+    }
+    let r = differential(&e, &traces, 2, &mut |_| {});
+    assert_eq!(r.mismatches, 0, "{:?}", r.examples);
+    assert_eq!((r.rejected_traces, r.errors.len(), r.undecided + r.fallbacks), (0, 0, 0));
+
+    // (Properties in definition order, as `dwac compile schema.json` fixes them.) A broken
+    // schema is an error at the directive, naming the keyword.
+    let bad = "start: %json {\"type\": \"object\", \"patternProperties\": {\"(?<=a)b\": {}}}\n";
+    let msg = compile_error(SourceKind::Lark, bad, tok.vocab().clone());
+    assert!(msg.contains("--> 1:8") && msg.contains("%json"), "{msg}");
+    let msg = compile_error(SourceKind::Lark, "start: %json {\"type\": }\n", tok.vocab().clone());
+    assert!(msg.contains("not valid JSON") && msg.contains("--> 1:"), "{msg}");
+}

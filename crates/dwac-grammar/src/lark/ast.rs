@@ -22,6 +22,11 @@ pub(super) enum Atom {
     Range(char, char),
     /// A token reference (`<|tool_call|>`, `<[128010]>`, `<[^128000-128255]>`).
     Tokens(crate::TokenSet),
+    /// `%json { ... }`: the schema's text and where it starts in the source.
+    Json {
+        text: String,
+        start: usize,
+    },
     Template(String, Vec<(Atom, Span)>),
 }
 

@@ -28,6 +28,8 @@ pub(super) enum Tk {
     Bang,
     /// A token reference `<...>` (special tokens: `<|tool_call|>`, `<[128010]>`).
     TokenRef,
+    /// `%json { ... }`: an embedded JSON Schema (the whole directive, body included).
+    Json,
     Newline,
     Eof,
 }
@@ -151,6 +153,12 @@ pub(super) fn lex(src: &str) -> Result<Vec<Tok>, GrammarError> {
                 if j == i + 1 {
                     return Err(err(src, i, i + 1, "expected a directive name after `%`"));
                 }
+                if &src[i..j] == "%json" {
+                    let end = json_body_end(src, j)?;
+                    out.push(Tok { kind: Tk::Json, start, end });
+                    i = end;
+                    continue;
+                }
                 out.push(Tok { kind: Tk::Directive, start, end: j });
                 i = j;
             }
@@ -232,4 +240,44 @@ pub(super) fn lex(src: &str) -> Result<Vec<Tok>, GrammarError> {
     }
     out.push(Tok { kind: Tk::Eof, start: n, end: n });
     Ok(out)
+}
+
+/// The end of the JSON object after `%json` (whose name ends at `from`): blanks and newlines,
+/// then `{` ... the matching `}`, strings with their escapes skipped.
+fn json_body_end(src: &str, from: usize) -> Result<usize, GrammarError> {
+    let b = src.as_bytes();
+    let mut i = from;
+    while i < b.len() && b[i].is_ascii_whitespace() {
+        i += 1;
+    }
+    if b.get(i) != Some(&b'{') {
+        return Err(err(src, from.saturating_sub(5), from, "expected a JSON Schema object `{ ... }` after `%json`"));
+    }
+    let open = i;
+    let mut depth = 0usize;
+    let mut in_string = false;
+    while i < b.len() {
+        let c = b[i];
+        if in_string {
+            match c {
+                b'\\' => i += 1,
+                b'"' => in_string = false,
+                _ => {}
+            }
+        } else {
+            match c {
+                b'"' => in_string = true,
+                b'{' | b'[' => depth += 1,
+                b'}' | b']' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return Ok(i + 1);
+                    }
+                }
+                _ => {}
+            }
+        }
+        i += 1;
+    }
+    Err(err(src, open, open + 1, "unclosed `%json` object: expected `}` before the end of input"))
 }

@@ -3,6 +3,7 @@
 
 use super::*;
 
+mod json;
 mod terminals;
 
 /// The embedded `common` module: its terminal definitions.
@@ -141,6 +142,8 @@ pub(super) struct Lowering {
     pub(super) by_key: HashMap<LitKey, String>,
     pub(super) instances: HashMap<(String, Vec<Symbol>), u32>,
     pub(super) token_terms: HashMap<crate::TokenSet, u32>,
+    /// Embedded schemas by their text: the start nonterminal each became.
+    pub(super) json_starts: HashMap<String, u32>,
     pub(super) depth: usize,
 }
 
@@ -349,6 +352,7 @@ impl<'s> Ctx<'s> {
             by_key,
             instances: HashMap::new(),
             token_terms: HashMap::new(),
+            json_starts: HashMap::new(),
             depth: 0,
         };
         for r in &self.rules {
@@ -475,6 +479,7 @@ impl<'s> Ctx<'s> {
                  not a language of text: use it under `*` or `+` (any tokens but these)",
             )),
             Atom::Tokens(set) => Ok(Some(token_terminal(lw, set.clone(), span))),
+            Atom::Json { text, start } => self.embed_json(lw, text, *start, span).map(Some),
             Atom::Str { value, .. } if value.is_empty() => Ok(None),
             Atom::Template(name, args) => {
                 let Some(&ri) = self.rule_index.get(name) else {

@@ -41,6 +41,9 @@
 //!   `<|tool_call|>` (the token spelled so), `<[128010]>`, `<[128000-128255]>`, `<[1,5-9]>`, and
 //!   `<[^...]>` (any token but these, text included) directly under `*` or `+`. Each distinct set
 //!   is one terminal, resolved against the vocabulary by the compiler. Not inside terminals.
+//! * `%json { ... }` in rules (llguidance's extension): a JSON Schema as a nonterminal,
+//!   compiled as `dwac compile schema.json` compiles it, lexed apart from the grammar around it
+//!   (`lower/json.rs`).
 //!
 //! Only terminals that rules (or `%ignore`) use end up in the grammar, as in Lark. The start rule
 //! is `start` unless [`LarkOptions::start`] names another.

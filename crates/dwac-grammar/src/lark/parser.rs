@@ -351,7 +351,10 @@ impl<'s> Parser<'s> {
     pub(super) fn parse_expansion(&mut self) -> Result<Ex, GrammarError> {
         let start = self.peek().start;
         let mut items = Vec::new();
-        while matches!(self.peek().kind, Tk::Name | Tk::Str | Tk::Regex | Tk::TokenRef | Tk::LParen | Tk::LBracket) {
+        while matches!(
+            self.peek().kind,
+            Tk::Name | Tk::Str | Tk::Regex | Tk::TokenRef | Tk::Json | Tk::LParen | Tk::LBracket
+        ) {
             items.push(self.parse_expr()?);
         }
         if let Tk::Star | Tk::Plus | Tk::Question | Tk::Tilde = self.peek().kind {
@@ -459,6 +462,12 @@ impl<'s> Parser<'s> {
                     return Ok(Ebnf::Atom(Atom::Range(lo, hi), span));
                 }
                 Ok(Ebnf::Atom(Atom::Str { value, ci }, t.span()))
+            }
+            Tk::Json => {
+                self.bump();
+                let raw = self.text(t);
+                let start = t.start + raw.find('{').unwrap_or(0);
+                Ok(Ebnf::Atom(Atom::Json { text: self.src[start..t.end].to_string(), start }, t.span()))
             }
             Tk::TokenRef => {
                 self.bump();

@@ -109,6 +109,9 @@ impl Ctx<'_> {
                 Atom::Template(n, _) => {
                     return Err(self.err(at(*span), format!("terminals cannot use templates (`{n}{{...}}`)")));
                 }
+                Atom::Json { .. } => {
+                    return Err(self.err(at(*span), "terminals cannot embed a JSON Schema (`%json`): use it in rules"));
+                }
                 Atom::Tokens(set) => {
                     return Err(self.err(
                         at(*span),
