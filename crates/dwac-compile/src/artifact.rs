@@ -34,6 +34,7 @@ impl SourceInfo {
             SourceKind::Lark => "lark",
             SourceKind::Gbnf => "gbnf",
             SourceKind::JsonSchema => "json-schema",
+            SourceKind::StructuralTag => "structural-tag",
         }
     }
 }

@@ -21,6 +21,9 @@ pub enum SourceKind {
     Gbnf,
     /// A JSON Schema (`.json`).
     JsonSchema,
+    /// An XGrammar structural tag (`.json` read with `--structural-tag`;
+    /// `dwac_grammar::structural`).
+    StructuralTag,
 }
 
 impl SourceKind {
@@ -54,6 +57,7 @@ pub fn parse_source_with(
             let (g, w) = dwac_grammar::gbnf::parse_with_warnings(text)?;
             (g, w.into_iter().map(|w| format!("{}:{}: {}", w.0.line, w.0.column, w.0.message)).collect())
         }
+        SourceKind::StructuralTag => (dwac_grammar::structural::parse(text)?, Vec::new()),
         SourceKind::JsonSchema => {
             let value: serde_json::Value = serde_json::from_str(text).map_err(|e| CompileError::Json(e.to_string()))?;
             let sg = compile_schema(&value, opts)?;
@@ -266,8 +270,11 @@ pub fn compile_engine_with_progress(
         let tm = Instant::now();
         // (If no thread could be started, the trie is made here.)
         let prepared = prepared.unwrap_or_else(|| prepare_vocabulary(&vocab));
-        // (Lexer inference ran: drop the dead splits of the lifted terminals as the walk goes.)
-        let mask_options = MaskOptions { follow_bytes: c.stats.lexer_inference.is_some(), ..opts.mask_options.clone() };
+        // (Lexer inference ran, or some terminal lets the parser decide where it ends, as a
+        // structural tag's text does: drop the dead splits as the walk goes. The masks are the
+        // same either way; other grammars' tables are built exactly as before.)
+        let follow_bytes = c.stats.lexer_inference.is_some() || g.terminals.iter().any(|t| t.munch == Munch::None);
+        let mask_options = MaskOptions { follow_bytes, ..opts.mask_options.clone() };
         let (m, ms) = build_mask_tables_prepared(&c.tables, &vocab, prepared, &mask_options, progress, tm)?;
         c.stats.stages_ms.extend(ms.stages_ms.iter().copied());
         c.stats.mask = Some(ms);

@@ -170,6 +170,35 @@ impl Grammar {
         (self.nonterminals.len() - 1) as u32
     }
 
+    /// Append `sub` (terminals, nonterminals named `prefix` + their name, rules) and return its
+    /// start nonterminal. With `own_components`, `sub`'s terminals go into lexer components no
+    /// terminal of `self` uses (so no inhibition crosses between the two: an embedded JSON
+    /// Schema is lexed as on its own). Every new symbol's span is `span`.
+    pub fn splice(&mut self, sub: Grammar, prefix: &str, span: Option<Span>, own_components: bool) -> u32 {
+        let comp_base =
+            if own_components { self.terminals.iter().map(|t| t.component + 1).max().unwrap_or(1).max(1) } else { 0 };
+        let t_off = self.terminals.len() as u32;
+        for t in sub.terminals {
+            self.add_terminal(Terminal { component: comp_base + t.component, span, ..t });
+        }
+        let n_off = self.nonterminals.len() as u32;
+        for nt in sub.nonterminals {
+            self.add_nonterminal(format!("{prefix}{}", nt.name), span);
+        }
+        for r in sub.rules {
+            let rhs = r
+                .rhs
+                .iter()
+                .map(|s| match *s {
+                    Symbol::T(t) => Symbol::T(t + t_off),
+                    Symbol::N(n) => Symbol::N(n + n_off),
+                })
+                .collect();
+            self.add_rule(r.lhs + n_off, rhs, span);
+        }
+        sub.start + n_off
+    }
+
     pub fn add_rule(&mut self, lhs: u32, rhs: Vec<Symbol>, span: Option<Span>) {
         self.rules.push(Rule { lhs, rhs, span });
     }

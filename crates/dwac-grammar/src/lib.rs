@@ -10,6 +10,7 @@ pub mod lark;
 pub mod lift;
 pub mod normalize;
 pub mod schema;
+pub mod structural;
 
 pub use diag::{GrammarError, Warning};
 pub use ir::{Grammar, Munch, Nonterminal, Rule, Span, Symbol, Terminal, TokenItem, TokenSet};

@@ -180,9 +180,10 @@ struct Grammar {
 
 #[pymethods]
 impl Grammar {
-    /// Compile `source` of kind `kind` (`"json_schema"`, `"lark"`, `"gbnf"` or `"regex"`) for
-    /// `tokenizer`. JSON Schema options as the CLI's: `compact` (no whitespace between
-    /// tokens), `lenient` (drop keywords that cannot be honoured exactly, listed in
+    /// Compile `source` of kind `kind` (`"json_schema"`, `"lark"`, `"gbnf"`, `"structural_tag"`
+    /// or `"regex"`) for `tokenizer`. JSON Schema options as the CLI's: `compact` (no whitespace
+    /// between tokens), `max_whitespace` (whitespace only around punctuation, at most this many
+    /// characters on each side), `lenient` (drop keywords that cannot be honoured exactly, listed in
     /// `warnings`), `draft` (`"draft4"`, `"draft6"`, `"draft7"`, `"2019-09"`, `"2020-12"`).
     /// Releases the GIL.
     ///
@@ -191,7 +192,7 @@ impl Grammar {
     /// state over it gets no automaton and all its tokens are left UNDECIDED, decided at run
     /// time by committing them (slow masks). It is recorded in the artifact's options.
     #[staticmethod]
-    #[pyo3(signature = (kind, source, tokenizer, compact = false, lenient = false, draft = None, _mask_work_per_lexer_state = None))]
+    #[pyo3(signature = (kind, source, tokenizer, compact = false, lenient = false, draft = None, _mask_work_per_lexer_state = None, max_whitespace = None))]
     #[expect(clippy::too_many_arguments, reason = "the Python signature: keyword arguments, each an option")]
     fn compile(
         py: Python<'_>,
@@ -202,6 +203,7 @@ impl Grammar {
         lenient: bool,
         draft: Option<&str>,
         _mask_work_per_lexer_state: Option<u64>,
+        max_whitespace: Option<u32>,
     ) -> PyResult<Grammar> {
         let mut opts = EngineOptions::default();
         if let Some(w) = _mask_work_per_lexer_state {
@@ -214,7 +216,11 @@ impl Grammar {
             ),
         };
         let schema = SchemaOptions {
-            whitespace: if compact { Whitespace::Compact } else { Whitespace::Flexible },
+            whitespace: match (compact, max_whitespace) {
+                (true, _) => Whitespace::Compact,
+                (false, Some(n)) => Whitespace::Around { max: Some(n) },
+                (false, None) => Whitespace::Flexible,
+            },
             lenient,
             default_draft,
         };
@@ -222,8 +228,11 @@ impl Grammar {
             "json_schema" | "json" => ("schema", SourceKind::JsonSchema, Some(SourceKind::JsonSchema)),
             "lark" => ("grammar", SourceKind::Lark, Some(SourceKind::Lark)),
             "gbnf" => ("grammar", SourceKind::Gbnf, Some(SourceKind::Gbnf)),
+            "structural_tag" => ("structural tag", SourceKind::StructuralTag, Some(SourceKind::StructuralTag)),
             "regex" => ("regex", SourceKind::Lark, None),
-            k => return Err(err(format!("unknown grammar kind {k:?} (json_schema, lark, gbnf, regex)"))),
+            k => {
+                return Err(err(format!("unknown grammar kind {k:?} (json_schema, lark, gbnf, structural_tag, regex)")))
+            }
         };
         let tok = Arc::clone(&tokenizer.inner);
         let width = tokenizer.width;

@@ -562,3 +562,50 @@ def test_a_token_symbol_matches_that_token_and_no_text(tok):
         assert m.allowed_tokens() == tok.encode("b")
     with pytest.raises(dwac.DwacError, match="outside the vocabulary"):
         dwac.Grammar.from_lark(f"start: <[{n}]>", tok)
+
+
+def test_a_structural_tag_of_tool_calls(tok):
+    tag = {
+        "type": "structural_tag",
+        "format": {
+            "type": "triggered_tags",
+            "triggers": ["<tool_call>"],
+            "tags": [
+                {
+                    "type": "tag",
+                    "begin": '<tool_call>{"name": "get_weather", "arguments": ',
+                    "content": {
+                        "type": "json_schema",
+                        "json_schema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+                    },
+                    "end": "}</tool_call>",
+                }
+            ],
+            "stop_after_first": True,
+        },
+    }
+    g = dwac.Grammar.from_structural_tag(tag, tok)
+    assert g.undecided_tokens == 0
+    assert dwac.Grammar.from_structural_tag(json.dumps(tag), tok).undecided_tokens == 0
+
+    def accepts(text):
+        m = dwac.Matcher(g)
+        ids = tok.encode(text)
+        return m.accept_tokens(ids) == len(ids) and m.is_accepting()
+
+    call = '<tool_call>{"name": "get_weather", "arguments": {"city": "Oslo"}}</tool_call>'
+    assert accepts("Sure. " + call)
+    assert accepts("No call needed.")
+    assert not accepts(call + " more")
+    assert not accepts('<tool_call>{"name": "get_weather", "arguments": {}}</tool_call>')
+    with pytest.raises(dwac.DwacError, match="format type `dispatch` is not supported"):
+        dwac.Grammar.from_structural_tag({"type": "dispatch", "rules": []}, tok)
+
+
+def test_max_whitespace_bounds_the_json_whitespace(tok):
+    g = dwac.Grammar.from_json_schema({"type": "array", "items": {"type": "integer"}}, tok, max_whitespace=1)
+    m = dwac.Matcher(g)
+    assert m.accept_tokens(tok.encode("[1, 2")) == len(tok.encode("[1, 2"))
+    m2 = dwac.Matcher(g)
+    ids = tok.encode("[1,  2]")
+    assert m2.accept_tokens(ids) < len(ids), "two spaces after a comma are one too many"

@@ -33,6 +33,10 @@ pub(crate) struct CompileOpts {
     /// only used to encode text, and must be the artifact's tokenizer.
     #[arg(long)]
     pub(crate) tokenizer: Option<PathBuf>,
+    /// Read `.json` inputs as XGrammar structural tags (`{"type": "structural_tag", "format":
+    /// ...}`: tool calls, reasoning blocks), not as JSON Schemas.
+    #[arg(long)]
+    pub(crate) structural_tag: bool,
     /// JSON Schema: drop keywords that cannot be honoured exactly (each one is listed as a
     /// warning) instead of refusing the schema. The mask is then looser than the schema.
     #[arg(long)]
@@ -40,6 +44,10 @@ pub(crate) struct CompileOpts {
     /// JSON Schema: no whitespace between tokens (default: any RFC 8259 whitespace).
     #[arg(long, conflicts_with = "separators")]
     pub(crate) compact: bool,
+    /// JSON Schema: whitespace only around punctuation, at most this many characters on each
+    /// side of a `{ } [ ] , :`, none before or after the value (whitespace that cannot run away).
+    #[arg(long, conflicts_with_all = ["separators", "compact"])]
+    pub(crate) max_whitespace: Option<u32>,
     /// JSON Schema: exactly these separators between items and between a key and its value,
     /// and no other whitespace, e.g. `--separators ', ' ': '` (Python `json.dumps`'s layout).
     #[arg(long, num_args = 2, value_names = ["ITEM", "KEY"])]

@@ -69,10 +69,11 @@ pub(crate) fn load_tokenizer(path: Option<&Path>) -> Result<Tokenizer> {
 
 pub(crate) fn schema_options(o: &CompileOpts) -> SchemaOptions {
     SchemaOptions {
-        whitespace: match (&o.separators, o.compact) {
+        whitespace: match (&o.separators, o.compact, o.max_whitespace) {
             // (clap takes exactly two values.)
-            (Some(s), _) if s.len() == 2 => Whitespace::Separators { item: s[0].clone(), key: s[1].clone() },
-            (_, true) => Whitespace::Compact,
+            (Some(s), _, _) if s.len() == 2 => Whitespace::Separators { item: s[0].clone(), key: s[1].clone() },
+            (_, true, _) => Whitespace::Compact,
+            (_, _, Some(n)) => Whitespace::Around { max: Some(n) },
             _ => Whitespace::Flexible,
         },
         lenient: o.lenient,
@@ -127,6 +128,8 @@ pub(crate) fn build(
             }
             let kind = SourceKind::from_path(path)
                 .with_context(|| format!("{what}: unknown input kind (expected .lark, .gbnf or a .json schema)"))?;
+            let kind =
+                if opts.structural_tag && kind == SourceKind::JsonSchema { SourceKind::StructuralTag } else { kind };
             let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("{what}: {e}"))?;
             let t0 = Instant::now();
             let (g, w) =

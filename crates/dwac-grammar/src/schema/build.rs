@@ -156,14 +156,32 @@ impl<'a> Builder<'a> {
     }
 
     /// A punctuation terminal: `lit`, or with fixed separators ([`Whitespace::Separators`]) a
-    /// `,` or `:` spelled as its separator (the whitespace around it is part of the lexeme).
+    /// `,` or `:` spelled as its separator (the whitespace around it is part of the lexeme), or
+    /// with [`Whitespace::Around`] `lit` with the whitespace allowed on each side.
     fn punct(&mut self, lit: &str) -> Symbol {
         let spelled = match (&self.opts.whitespace, lit) {
             (Whitespace::Separators { item, .. }, ",") => item.clone(),
             (Whitespace::Separators { key, .. }, ":") => key.clone(),
             _ => lit.to_string(),
         };
-        let re = regex_syntax::escape(&spelled);
+        let re = match &self.opts.whitespace {
+            Whitespace::Around { max } => {
+                let ws = match max {
+                    Some(n) => format!(r"[ \t\n\r]{{0,{n}}}"),
+                    None => r"[ \t\n\r]*".to_string(),
+                };
+                // Opening marks take the whitespace after them, closing marks the whitespace
+                // before them, `,` and `:` both: every place between two tokens, none before
+                // or after the whole value.
+                let p = regex_syntax::escape(&spelled);
+                match lit {
+                    "{" | "[" => format!("{p}{ws}"),
+                    "}" | "]" => format!("{ws}{p}"),
+                    _ => format!("{ws}{p}{ws}"),
+                }
+            }
+            _ => regex_syntax::escape(&spelled),
+        };
         Symbol::T(self.term(&format!("\"{lit}\""), re, vec![], vec![]))
     }
 

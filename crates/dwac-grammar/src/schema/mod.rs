@@ -122,6 +122,13 @@ pub enum Whitespace {
         /// Between an object key and its value; contains `:`.
         key: String,
     },
+    /// JSON whitespace only between tokens, as part of the punctuation's lexemes (after `{` and
+    /// `[`, before `}` and `]`, around `,` and `:`), at most `max` characters on each side of a
+    /// mark (`None`: any number; so at most `max` in a row, `2·max` inside an empty `[ ]` or
+    /// `{ }`), and none before or after the whole value. No ignored terminal: a schema embedded in a grammar (`%json`, a structural tag's
+    /// `json_schema`) keeps its whitespace to itself, and whitespace cannot run away (XGrammar's
+    /// `max_whitespace_cnt`, `dwac compile --max-whitespace`).
+    Around { max: Option<u32> },
 }
 
 impl Whitespace {

@@ -106,17 +106,33 @@ class Grammar:
         whitespace: str = "flexible",
         lenient: bool = False,
         draft: Optional[str] = None,
+        max_whitespace: Optional[int] = None,
     ) -> "Grammar":
         """Compile a JSON Schema (text or a parsed ``dict``). ``whitespace``: ``"flexible"``
-        (any RFC 8259 whitespace between tokens) or ``"compact"`` (none). ``lenient``: drop
-        keywords that cannot be honoured exactly (listed in ``warnings``) instead of raising.
-        ``draft``: the dialect when ``$schema`` names none. Releases the GIL."""
+        (any RFC 8259 whitespace between tokens) or ``"compact"`` (none). ``max_whitespace``:
+        whitespace only around punctuation, at most this many characters on each side of a
+        ``{ } [ ] , :`` (whitespace that cannot run away). ``lenient``: drop keywords that
+        cannot be honoured exactly (listed in ``warnings``) instead of raising. ``draft``: the
+        dialect when ``$schema`` names none. Releases the GIL."""
         if whitespace not in ("flexible", "compact"):
             raise DwacError(f"whitespace must be 'flexible' or 'compact', not {whitespace!r}")
+        if max_whitespace is not None and whitespace == "compact":
+            raise DwacError("max_whitespace bounds flexible whitespace; it cannot go with whitespace='compact'")
         text = schema if isinstance(schema, str) else _json.dumps(schema)
         tok = _tokenizer(tokenizer)
-        g = _dwac.Grammar.compile("json_schema", text, tok, whitespace == "compact", lenient, draft)
+        g = _dwac.Grammar.compile(
+            "json_schema", text, tok, whitespace == "compact", lenient, draft, max_whitespace=max_whitespace
+        )
         return cls(g, tok)
+
+    @classmethod
+    def from_structural_tag(cls, tag: Union[str, dict], tokenizer: Any = None) -> "Grammar":
+        """Compile an XGrammar structural tag (text or a parsed ``dict``): ``{"type":
+        "structural_tag", "format": {...}}``, a bare format, or the older ``{"structures",
+        "triggers"}`` form. Tool calls and reasoning blocks, special tokens included; anything
+        not supported is refused by name. Releases the GIL."""
+        text = tag if isinstance(tag, str) else _json.dumps(tag)
+        return cls._compile("structural_tag", text, tokenizer)
 
     @classmethod
     def _compile(

@@ -49,6 +49,7 @@ class Grammar:
         lenient: bool = False,
         draft: Optional[str] = None,
         _mask_work_per_lexer_state: Optional[int] = None,
+        max_whitespace: Optional[int] = None,
     ) -> Grammar:
         """``_mask_work_per_lexer_state``: diagnostic/test option, the compiler's work budget per
         lexer state; lexer states over it leave all their tokens UNDECIDED (slow masks)."""
