@@ -57,6 +57,10 @@ pub struct Terminal {
     pub tokens: Option<TokenSet>,
 }
 
+/// The first lexer component of grammars embedded in others ([`Grammar::splice`]); the
+/// front-ends put their own terminals in component 0.
+pub const EMBEDDED_COMPONENTS: u32 = 1;
+
 /// The tokens a token terminal matches.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct TokenSet {
@@ -171,15 +175,34 @@ impl Grammar {
     }
 
     /// Append `sub` (terminals, nonterminals named `prefix` + their name, rules) and return its
-    /// start nonterminal. With `own_components`, `sub`'s terminals go into lexer components no
-    /// terminal of `self` uses (so no inhibition crosses between the two: an embedded JSON
-    /// Schema is lexed as on its own). Every new symbol's span is `span`.
-    pub fn splice(&mut self, sub: Grammar, prefix: &str, span: Option<Span>, own_components: bool) -> u32 {
-        let comp_base =
-            if own_components { self.terminals.iter().map(|t| t.component + 1).max().unwrap_or(1).max(1) } else { 0 };
-        let t_off = self.terminals.len() as u32;
+    /// start nonterminal. With `embedded`, `sub`'s terminals go into the lexer components of
+    /// embedded grammars (`sub`'s component `c` becomes `EMBEDDED_COMPONENTS + c`), which the
+    /// front-ends leave to them: no inhibition crosses between an embedded JSON Schema and the
+    /// grammar around it, and every embedded schema shares the same components, as the branches
+    /// of one `anyOf` do. A terminal equal to one already there (pattern, options, component) is
+    /// that terminal. Every new symbol's span is `span`.
+    pub fn splice(&mut self, sub: Grammar, prefix: &str, span: Option<Span>, embedded: bool) -> u32 {
+        let comp_base = if embedded { EMBEDDED_COMPONENTS } else { 0 };
+        type Key = (String, i32, bool, Munch, Vec<String>, Vec<String>, u32, bool, Option<TokenSet>);
+        let key = |t: &Terminal| -> Key {
+            let t = t.clone();
+            (t.regex, t.priority, t.ignored, t.munch, t.also, t.except, t.component, t.lazy, t.tokens)
+        };
+        let mut existing: std::collections::HashMap<Key, u32> =
+            self.terminals.iter().enumerate().map(|(i, t)| (key(t), i as u32)).collect();
+        let mut t_map = Vec::with_capacity(sub.terminals.len());
         for t in sub.terminals {
-            self.add_terminal(Terminal { component: comp_base + t.component, span, ..t });
+            let t = Terminal { component: comp_base + t.component, span, ..t };
+            let k = key(&t);
+            let id = match existing.get(&k) {
+                Some(&id) => id,
+                None => {
+                    let id = self.add_terminal(t);
+                    existing.insert(k, id);
+                    id
+                }
+            };
+            t_map.push(id);
         }
         let n_off = self.nonterminals.len() as u32;
         for nt in sub.nonterminals {
@@ -190,7 +213,7 @@ impl Grammar {
                 .rhs
                 .iter()
                 .map(|s| match *s {
-                    Symbol::T(t) => Symbol::T(t + t_off),
+                    Symbol::T(t) => Symbol::T(t_map[t as usize]),
                     Symbol::N(n) => Symbol::N(n + n_off),
                 })
                 .collect();

@@ -103,6 +103,10 @@ impl Draft {
     }
 }
 
+/// The largest [`Whitespace::Around`] bound (each allowed character is a lexer state around
+/// every punctuation mark).
+pub const MAX_WHITESPACE_RUN: u32 = 256;
+
 /// JSON whitespace between tokens.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Whitespace {
@@ -141,6 +145,18 @@ impl Whitespace {
     /// A separator is its punctuation character (`,` for `item`, `:` for `key`) exactly once,
     /// with only JSON whitespace around it; anything else would change what JSON is.
     pub fn check(&self) -> Result<(), SchemaError> {
+        if let Whitespace::Around { max: Some(n) } = self {
+            if *n > MAX_WHITESPACE_RUN {
+                return Err(SchemaError::new(
+                    "max_whitespace",
+                    "",
+                    format!(
+                        "a whitespace bound of {n} is over {MAX_WHITESPACE_RUN}: each allowed character is a lexer \
+                         state; leave the bound out for unbounded whitespace"
+                    ),
+                ));
+            }
+        }
         if let Whitespace::Separators { item, key } = self {
             for (sep, punct, what) in [(item, ',', "item"), (key, ':', "key")] {
                 let ok = sep.chars().filter(|&c| c == punct).count() == 1
