@@ -218,6 +218,10 @@ fn what_is_not_supported_is_refused_by_name() {
             json!({"type": "structural_tag", "format": {"type": "sequence", "elements": []}}),
             "at /format: `elements` must not be empty",
         ),
+        (
+            json!({"type": "json_schema", "json_schema": {}, "max_whitespace_cnt": 1000}),
+            "a whitespace bound of 1000 is over 256",
+        ),
     ];
     for (tag, want) in cases {
         let e =

@@ -8,7 +8,7 @@
 //! | format | language |
 //! |---|---|
 //! | `const_string` `value` | that text |
-//! | `json_schema` `json_schema` `max_whitespace_cnt` | the schema, compiled as `dwac compile schema.json` (its own lexer components, as `%json`), whitespace only between its tokens (at most `max_whitespace_cnt` on each side of a punctuation mark) |
+//! | `json_schema` `json_schema` `max_whitespace_cnt` | the schema, compiled as `dwac compile schema.json` (in the embedded schemas' lexer components, as `%json`), whitespace only between its tokens (at most `max_whitespace_cnt` on each side of a punctuation mark) |
 //! | `grammar` `grammar` | a GBNF grammar (start rule `root`) |
 //! | `regex` `pattern` | the pattern's strings |
 //! | `any_text` `excludes` | any UTF-8 text containing none of `excludes` |

@@ -2,9 +2,9 @@
 //! compiled by the schema front-end exactly as `dwac compile schema.json` compiles it, its
 //! grammar spliced into the Lark grammar's.
 //!
-//! The schema's terminals go into lexer components of their own (ARCHITECTURE.md, "Lexer
-//! components"): the embedded JSON is lexed as on its own, and no inhibition crosses between it
-//! and the terminals of the grammar around it (a Lark `TEXT: /[^<]+/` does not swallow a JSON
+//! The schema's terminals go into the lexer components of embedded grammars (`Grammar::splice`;
+//! ARCHITECTURE.md, "Lexer components"): the embedded JSON is lexed apart from the grammar
+//! around it, and no inhibition crosses between it and the terminals of that grammar (a Lark `TEXT: /[^<]+/` does not swallow a JSON
 //! string). Its whitespace is JSON's, between any two of its tokens, but not before or after
 //! the value ([`Whitespace::Around`]: no ignored terminal, so it stays inside the schema);
 //! `%ignore`d terminals of the Lark grammar are ignored inside it too.
