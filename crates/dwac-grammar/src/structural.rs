@@ -137,6 +137,14 @@ fn unsupported_unless(v: &Value, p: &str, key: &str, neutral: &[Value]) -> Resul
     }
 }
 
+/// An `any_text` format's excluded strings (its token and character budgets are not supported).
+fn any_text_excludes(v: &Value, p: &str) -> Result<Vec<String>, GrammarError> {
+    keys(v, p, &["type", "excludes", "max_tokens", "max_chars"])?;
+    unsupported_unless(v, p, "max_tokens", &[])?;
+    unsupported_unless(v, p, "max_chars", &[])?;
+    strings(v, p, "excludes")
+}
+
 struct Builder {
     g: Grammar,
     helpers: Helpers,
@@ -277,10 +285,8 @@ impl Builder {
                 Ok(vec![Symbol::T(id)])
             }
             "any_text" => {
-                keys(v, p, &["type", "excludes", "max_tokens", "max_chars"])?;
-                unsupported_unless(v, p, "max_tokens", &[])?;
-                unsupported_unless(v, p, "max_chars", &[])?;
-                self.text(strings(v, p, "excludes")?, p)
+                let excludes = any_text_excludes(v, p)?;
+                self.text(excludes, p)
             }
             "sequence" | "or" => {
                 keys(v, p, &["type", "elements"])?;
@@ -438,10 +444,7 @@ impl Builder {
         let c = v.get("content").ok_or_else(|| err(p, "`content` is missing"))?;
         let cp = format!("{p}/content");
         if c.get("type").and_then(Value::as_str) == Some("any_text") {
-            keys(c, &cp, &["type", "excludes", "max_tokens", "max_chars"])?;
-            unsupported_unless(c, &cp, "max_tokens", &[])?;
-            unsupported_unless(c, &cp, "max_chars", &[])?;
-            let ex = strings(c, &cp, "excludes")?;
+            let ex = any_text_excludes(c, &cp)?;
             if !end_strings.is_empty() && end_strings.iter().all(|e| !e.is_empty()) {
                 // The text and its end as one terminal that ends at the first end string.
                 let t = self.text_until(end_strings, ex, &cp)?;
