@@ -45,6 +45,19 @@ fn cases() -> Vec<(String, String, Vec<String>)> {
         .collect();
     converted.sort();
     assert!(converted.len() >= 50, "{} converted grammars with texts", converted.len());
+    // Runs that derive the empty string inside rules that are not regular (a regression: their
+    // `T | ε` rules were dropped, and the grammar lost those alternatives).
+    let own: [(&str, &str, &[&str]); 2] = [
+        ("nullable run", "root ::= [a-z ]* | \"(\" root \")\"\n", &["", "ab c", "(ab)", "(())", "((x y))"]),
+        (
+            "nullable runs around a recursion",
+            "root ::= x \"[\" root? \"]\" x | x\nx ::= [a-z]*\n",
+            &["", "a", "a[]b", "[[]]", "ab[c[d]e]f"],
+        ),
+    ];
+    for (name, src, texts) in own {
+        out.push((name.to_string(), src.to_string(), texts.iter().map(|t| t.to_string()).collect()));
+    }
     for t in converted.iter().step_by(10).chain([&data.join("own/csv.jsonl")]) {
         let src = std::fs::read_to_string(t.with_extension("gbnf")).expect("grammar beside its texts");
         let name = t.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_default();

@@ -12,6 +12,9 @@ use dwac_tests::tokenizer_json;
 use dwac_vocab::Tokenizer;
 use serde_json::{json, Value};
 
+#[path = "tool_calling.rs"]
+mod tool_calling;
+
 fn engine(tag: &Value, tok: &Tokenizer) -> Arc<Engine> {
     let g = parse_source(SourceKind::StructuralTag, &tag.to_string()).unwrap_or_else(|e| panic!("{e}"));
     let (e, stats) = compile_engine(&g, tok.vocab().clone()).unwrap_or_else(|e| panic!("{e}"));

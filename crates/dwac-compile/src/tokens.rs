@@ -100,7 +100,9 @@ pub fn resolve(g: &Grammar, vocab: &Vocabulary) -> Result<Option<(Grammar, Vocab
                 TokenItem::Text(x) => {
                     let all = by_bytes.get(x.as_bytes()).map(Vec::as_slice).unwrap_or_default();
                     // A special token spelled so wins over a text token spelled the same.
-                    let special: Vec<u32> = all.iter().copied().filter(|&v| vocab.is_special(v)).collect();
+                    let mut special: Vec<u32> = all.iter().copied().filter(|&v| vocab.is_special(v)).collect();
+                    // Special tokens have no bytes in a tokenizer's vocabulary: by their name.
+                    special.extend(vocab.special_named(x));
                     let found = if special.is_empty() { all.to_vec() } else { special };
                     if found.is_empty() {
                         return Err(error(t, format!("unknown token `{x}`: no token of the vocabulary is spelled so")));

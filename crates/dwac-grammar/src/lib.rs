@@ -11,6 +11,7 @@ pub mod lift;
 pub mod normalize;
 pub mod schema;
 pub mod structural;
+pub mod tools;
 
 pub use diag::{GrammarError, Warning};
 pub use ir::{Grammar, Munch, Nonterminal, Rule, Span, Symbol, Terminal, TokenItem, TokenSet};

@@ -149,6 +149,8 @@ pub fn lift(g: &Grammar, opts: &LiftOptions) -> (Grammar, LiftReport) {
         }
         rules.push(crate::Rule { lhs: r.lhs, rhs, span: r.span });
     }
+    // Keep the rules `lifted_rhs` added (each `T | ε` nonterminal's), after the rewritten ones.
+    rules.extend(out.rules.drain(g.rules.len()..));
     out.rules = rules;
     (out, report)
 }

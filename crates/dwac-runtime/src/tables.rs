@@ -17,7 +17,9 @@ pub const MUNCH_OWN: u8 = 1;
 pub const MUNCH_NONE: u8 = 2;
 
 /// The exact bytes of every token of a vocabulary, plus special flags and end tokens.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+///
+/// Equality compares the token bytes, special flags and end tokens, not [`Vocabulary::special_names`].
+#[derive(Clone, Debug, Default)]
 pub struct Vocabulary {
     /// `offsets[i]..offsets[i+1]` are token `i`'s bytes in `bytes`; `len = n_tokens + 1`.
     pub offsets: Array<u32>,
@@ -27,7 +29,19 @@ pub struct Vocabulary {
     pub special: Array<u8>,
     /// End-of-sequence token ids, sorted.
     pub eos: Array<u32>,
+    /// The tokenizer's text of its special tokens (which have no bytes), sorted: how a grammar
+    /// names them (`<|python_tag|>`) at compile time. Not stored in artifacts (a compiled
+    /// grammar holds token ids).
+    pub special_names: std::sync::Arc<[(Box<str>, u32)]>,
 }
+
+impl PartialEq for Vocabulary {
+    fn eq(&self, o: &Vocabulary) -> bool {
+        (&self.offsets, &self.bytes, &self.special, &self.eos) == (&o.offsets, &o.bytes, &o.special, &o.eos)
+    }
+}
+
+impl Eq for Vocabulary {}
 
 impl Vocabulary {
     /// Build from per-token byte strings.
@@ -42,7 +56,30 @@ impl Vocabulary {
         eos.sort_unstable();
         eos.dedup();
         let special = special.into_iter().map(u8::from).collect();
-        Vocabulary { offsets: offsets.into(), bytes: bytes.into(), special, eos: eos.into() }
+        Vocabulary {
+            offsets: offsets.into(),
+            bytes: bytes.into(),
+            special,
+            eos: eos.into(),
+            special_names: Default::default(),
+        }
+    }
+
+    /// With these names of special tokens (see [`Vocabulary::special_names`]); names of ids
+    /// that are not special tokens are dropped.
+    pub fn with_special_names(mut self, names: impl IntoIterator<Item = (String, u32)>) -> Vocabulary {
+        let mut v: Vec<(Box<str>, u32)> =
+            names.into_iter().filter(|&(_, id)| self.is_special(id)).map(|(n, id)| (n.into_boxed_str(), id)).collect();
+        v.sort();
+        v.dedup();
+        self.special_names = v.into();
+        self
+    }
+
+    /// The special tokens named `name`.
+    pub fn special_named<'a>(&'a self, name: &'a str) -> impl Iterator<Item = u32> + 'a {
+        let from = self.special_names.partition_point(|(n, _)| &**n < name);
+        self.special_names[from..].iter().take_while(move |(n, _)| &**n == name).map(|&(_, id)| id)
     }
 
     pub fn len(&self) -> usize {

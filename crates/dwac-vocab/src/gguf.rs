@@ -379,6 +379,8 @@ pub(crate) struct Derived {
     pub special: Vec<bool>,
     pub eos: Vec<u32>,
     pub byte_fallback_ids: [Option<u32>; 256],
+    /// The text of the special tokens (control tokens and the like), by id.
+    pub names: Vec<(String, u32)>,
 }
 
 pub(crate) fn derive(g: &GgufVocab) -> Result<Derived, GgufError> {
@@ -458,7 +460,11 @@ pub(crate) fn derive(g: &GgufVocab) -> Result<Derived, GgufError> {
     }
     bytes.truncate(keep);
     special.truncate(keep);
-    Ok(Derived { family, bytes, special, eos, byte_fallback_ids })
+    let names = (0..keep)
+        .filter(|&i| special[i])
+        .filter_map(|i| std::str::from_utf8(&g.tokens[i]).ok().map(|s| (s.to_string(), i as u32)))
+        .collect();
+    Ok(Derived { family, bytes, special, eos, byte_fallback_ids, names })
 }
 
 /// An exact encoder for a GGUF vocabulary, as a `tokenizers` pipeline built from the file's
@@ -532,7 +538,7 @@ pub(crate) fn encoder(g: &GgufVocab, d: &Derived) -> Result<tokenizers::Tokenize
 
 /// The vocabulary of `d`.
 pub(crate) fn vocabulary(d: &Derived) -> Result<Vocabulary, VocabError> {
-    crate::vocabulary(&d.bytes, d.special.clone(), d.eos.clone())
+    crate::vocabulary(&d.bytes, d.special.clone(), d.eos.clone(), d.names.clone())
 }
 
 #[cfg(test)]

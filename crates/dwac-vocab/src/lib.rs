@@ -310,7 +310,8 @@ impl Tokenizer {
                 *s = true;
             }
         }
-        let vocab = vocabulary(&table.bytes, special, eos)?;
+        let names = table.added.iter().map(|a| (a.content.clone(), a.id)).chain(texts(&table.bytes));
+        let vocab = vocabulary(&table.bytes, special, eos, names)?;
         let encoder = build_encoder(root, &vocab, &table)?;
         let metaspace = match table.family {
             Family::ByteLevel => None,
@@ -394,7 +395,9 @@ impl Tokenizer {
         }
         let tokens: Vec<Vec<u8>> =
             (0..size as u32).map(|i| self.vocab.token_bytes(i).unwrap_or_default().to_vec()).collect();
-        self.vocab = vocabulary(&tokens, special, eos.to_vec())?;
+        let names: Vec<(String, u32)> =
+            self.vocab.special_names.iter().map(|(n, id)| (n.to_string(), *id)).chain(texts(&tokens)).collect();
+        self.vocab = vocabulary(&tokens, special, eos.to_vec(), names)?;
         self.fingerprint = fingerprint::compute(&self.vocab);
         Ok(self)
     }
@@ -496,15 +499,29 @@ impl Tokenizer {
     }
 }
 
-/// The vocabulary over `tokens`, where special tokens keep no bytes (they are never text).
-fn vocabulary(tokens: &[Vec<u8>], special: Vec<bool>, eos: Vec<u32>) -> Result<Vocabulary, VocabError> {
+/// The vocabulary over `tokens`, where special tokens keep no bytes (they are never text);
+/// `names` are the text of tokens (special ones are kept as [`Vocabulary::special_names`]).
+fn vocabulary(
+    tokens: &[Vec<u8>],
+    special: Vec<bool>,
+    eos: Vec<u32>,
+    names: impl IntoIterator<Item = (String, u32)>,
+) -> Result<Vocabulary, VocabError> {
     let kept: Vec<Vec<u8>> =
         tokens.iter().zip(&special).map(|(t, &sp)| if sp { Vec::new() } else { t.clone() }).collect();
     let total: usize = kept.iter().map(Vec::len).sum();
     if total > u32::MAX as usize {
         return Err(VocabError::TooLarge(format!("{total} bytes of token text")));
     }
-    Ok(Vocabulary::from_tokens(&kept, special, eos))
+    Ok(Vocabulary::from_tokens(&kept, special, eos).with_special_names(names))
+}
+
+/// The text of every token that has UTF-8 bytes, by id.
+fn texts(tokens: &[Vec<u8>]) -> impl Iterator<Item = (String, u32)> + '_ {
+    tokens
+        .iter()
+        .enumerate()
+        .filter_map(|(i, t)| std::str::from_utf8(t).ok().filter(|s| !s.is_empty()).map(|s| (s.to_string(), i as u32)))
 }
 
 /// Run a call into the `tokenizers` crate, turning a panic inside it into an error.

@@ -319,6 +319,7 @@ impl Artifact {
             bytes: c8(VOCAB_BYTES)?,
             special: c8(VOCAB_SPECIAL)?,
             eos: c32(VOCAB_EOS)?,
+            special_names: Default::default(),
         };
         if vocab.len() != h.vocab_size as usize || vocab.eos.len() != h.eos_count as usize {
             return Err(corrupt("vocabulary size or end-token count differs from the header"));
