@@ -7,6 +7,8 @@
 
 use std::sync::{Arc, Mutex};
 
+mod compiler;
+
 use numpy::{PyArray1, PyArray2, PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -168,6 +170,71 @@ impl Tokenizer {
     }
 }
 
+/// How [`compile_source`] compiles (the keyword options of `Grammar.compile`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+struct CompileOptions {
+    compact: bool,
+    lenient: bool,
+    draft: Option<String>,
+    max_whitespace: Option<u32>,
+    mask_work: Option<u64>,
+}
+
+/// Compile `source` of kind `kind` for `tok` (GIL released by the caller).
+fn compile_source(
+    kind: &str,
+    source: String,
+    tok: &Arc<dwac_vocab::Tokenizer>,
+    width: usize,
+    o: &CompileOptions,
+) -> Result<Grammar, String> {
+    let mut opts = EngineOptions::default();
+    if let Some(w) = o.mask_work {
+        opts.mask_options.work_per_lexer_state = w;
+    }
+    let default_draft = match o.draft.as_deref() {
+        None => None,
+        Some(d) => {
+            Some(Draft::from_name(d).ok_or_else(|| format!("unknown draft {d:?} ({})", Draft::NAMES.join(", ")))?)
+        }
+    };
+    let schema = SchemaOptions {
+        whitespace: match (o.compact, o.max_whitespace) {
+            (true, _) => Whitespace::Compact,
+            (false, Some(n)) => Whitespace::Around { max: Some(n) },
+            (false, None) => Whitespace::Flexible,
+        },
+        lenient: o.lenient,
+        default_draft,
+    };
+    let (what, kind_name, parsed) = match kind {
+        "json_schema" | "json" => ("schema", SourceKind::JsonSchema, Some(SourceKind::JsonSchema)),
+        "lark" => ("grammar", SourceKind::Lark, Some(SourceKind::Lark)),
+        "gbnf" => ("grammar", SourceKind::Gbnf, Some(SourceKind::Gbnf)),
+        "structural_tag" => ("structural tag", SourceKind::StructuralTag, Some(SourceKind::StructuralTag)),
+        "regex" => ("regex", SourceKind::Lark, None),
+        k => return Err(format!("unknown grammar kind {k:?} (json_schema, lark, gbnf, structural_tag, regex)")),
+    };
+    let (grammar, mut warnings, info) = match parsed {
+        Some(k) => {
+            let (g, w) = parse_source_with(k, &source, &schema).map_err(|e| e.located(&what, false))?;
+            let info = SourceInfo { name: what.into(), kind: SourceInfo::kind_name(kind_name), text: source };
+            (g, w.into_iter().map(|w| format!("{what}: {w}")).collect::<Vec<_>>(), info)
+        }
+        None => {
+            let g = regex_grammar(&source);
+            (g, Vec::new(), SourceInfo { name: "regex".into(), kind: "regex", text: source })
+        }
+    };
+    let (engine, stats) = compile_engine_with(&grammar, tok.vocab().clone(), &opts)
+        .map_err(|e| e.located(&what, kind_name == SourceKind::JsonSchema))?;
+    warnings.extend(stats.warnings.iter().map(|w| w.0.located(&what)));
+    let ti = TokenizerInfo { name: tok.name().to_string(), fingerprint: tok.fingerprint() };
+    let bytes = artifact_bytes(&engine, &info, &ti, &stats, &schema, &opts);
+    let artifact = Artifact::from_bytes(&bytes).map_err(|e| format!("{what}: {e}"))?;
+    Ok(Grammar { artifact, warnings, width })
+}
+
 /// A compiled grammar: an opened, validated artifact. Immutable; share it among threads and
 /// matchers.
 #[pyclass(module = "dwac._dwac", frozen)]
@@ -205,58 +272,16 @@ impl Grammar {
         _mask_work_per_lexer_state: Option<u64>,
         max_whitespace: Option<u32>,
     ) -> PyResult<Grammar> {
-        let mut opts = EngineOptions::default();
-        if let Some(w) = _mask_work_per_lexer_state {
-            opts.mask_options.work_per_lexer_state = w;
-        }
-        let default_draft = match draft {
-            None => None,
-            Some(d) => Some(
-                Draft::from_name(d).ok_or_else(|| err(format!("unknown draft {d:?} ({})", Draft::NAMES.join(", "))))?,
-            ),
-        };
-        let schema = SchemaOptions {
-            whitespace: match (compact, max_whitespace) {
-                (true, _) => Whitespace::Compact,
-                (false, Some(n)) => Whitespace::Around { max: Some(n) },
-                (false, None) => Whitespace::Flexible,
-            },
+        let options = CompileOptions {
+            compact,
             lenient,
-            default_draft,
-        };
-        let (what, kind_name, parsed) = match kind {
-            "json_schema" | "json" => ("schema", SourceKind::JsonSchema, Some(SourceKind::JsonSchema)),
-            "lark" => ("grammar", SourceKind::Lark, Some(SourceKind::Lark)),
-            "gbnf" => ("grammar", SourceKind::Gbnf, Some(SourceKind::Gbnf)),
-            "structural_tag" => ("structural tag", SourceKind::StructuralTag, Some(SourceKind::StructuralTag)),
-            "regex" => ("regex", SourceKind::Lark, None),
-            k => {
-                return Err(err(format!("unknown grammar kind {k:?} (json_schema, lark, gbnf, structural_tag, regex)")))
-            }
+            draft: draft.map(str::to_string),
+            max_whitespace,
+            mask_work: _mask_work_per_lexer_state,
         };
         let tok = Arc::clone(&tokenizer.inner);
         let width = tokenizer.width;
-        py.detach(move || {
-            let (grammar, mut warnings, info) = match parsed {
-                Some(k) => {
-                    let (g, w) = parse_source_with(k, &source, &schema).map_err(|e| e.located(&what, false))?;
-                    let info = SourceInfo { name: what.into(), kind: SourceInfo::kind_name(kind_name), text: source };
-                    (g, w.into_iter().map(|w| format!("{what}: {w}")).collect::<Vec<_>>(), info)
-                }
-                None => {
-                    let g = regex_grammar(&source);
-                    (g, Vec::new(), SourceInfo { name: "regex".into(), kind: "regex", text: source })
-                }
-            };
-            let (engine, stats) = compile_engine_with(&grammar, tok.vocab().clone(), &opts)
-                .map_err(|e| e.located(&what, kind_name == SourceKind::JsonSchema))?;
-            warnings.extend(stats.warnings.iter().map(|w| w.0.located(&what)));
-            let ti = TokenizerInfo { name: tok.name().to_string(), fingerprint: tok.fingerprint() };
-            let bytes = artifact_bytes(&engine, &info, &ti, &stats, &schema, &opts);
-            let artifact = Artifact::from_bytes(&bytes).map_err(|e| format!("{what}: {e}"))?;
-            Ok::<_, String>(Grammar { artifact, warnings, width })
-        })
-        .map_err(err)
+        py.detach(move || compile_source(kind, source, &tok, width, &options)).map_err(err)
     }
 
     /// Map and verify an artifact file (`.dwa` or `.dwa.zst`). With `tokenizer`, the artifact
@@ -762,6 +787,8 @@ fn _dwac(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Tokenizer>()?;
     m.add_class::<Grammar>()?;
     m.add_class::<Matcher>()?;
+    m.add_class::<compiler::Compiler>()?;
+    m.add_function(wrap_pyfunction!(compiler::tools_structural_tag, m)?)?;
     m.add_function(wrap_pyfunction!(fill_next_token_bitmask_batch, m)?)?;
     m.add_function(wrap_pyfunction!(apply_bitmask_f32, m)?)?;
     m.add_function(wrap_pyfunction!(_time_trace, m)?)?;

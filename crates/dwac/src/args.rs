@@ -24,6 +24,29 @@ pub(crate) enum Cmd {
     Bench(BenchArgs),
     /// Print the mask (allowed tokens) after a prefix.
     Mask(MaskArgs),
+    /// Print the structural tag of an assistant turn with tools (what `--tools` compiles).
+    Tools(ToolsArgs),
+}
+
+#[derive(Args)]
+pub(crate) struct ToolsArgs {
+    /// An OpenAI-style `tools` list, or a chat request with `tools` (JSON).
+    pub(crate) input: PathBuf,
+    /// The model family's tool-call format.
+    #[arg(long, value_name = "FORMAT", value_parser = dwac_grammar::tools::ToolFormat::NAMES.to_vec())]
+    pub(crate) format: String,
+    /// `auto`, `none`, `required`, or a function's name (default: the request's, else `auto`).
+    #[arg(long)]
+    pub(crate) tool_choice: Option<String>,
+    /// Allow more than one call in a turn (default: the request's, else true).
+    #[arg(long)]
+    pub(crate) parallel_tool_calls: Option<bool>,
+    /// The turn begins with a reasoning block `<think>…</think>`.
+    #[arg(long)]
+    pub(crate) reasoning: bool,
+    /// Whitespace in the arguments only around punctuation, at most this many characters.
+    #[arg(long)]
+    pub(crate) max_whitespace: Option<u32>,
 }
 
 /// Options of every command that may compile a source.
@@ -37,6 +60,22 @@ pub(crate) struct CompileOpts {
     /// ...}`: tool calls, reasoning blocks), not as JSON Schemas.
     #[arg(long)]
     pub(crate) structural_tag: bool,
+    /// Read `.json` inputs as OpenAI-style tool lists (or chat requests with `tools`,
+    /// `tool_choice`, `parallel_tool_calls`) and compile an assistant turn in this model
+    /// family's tool-call format: hermes (qwen, qwen2.5, qwen3), deepseek (deepseek-r1,
+    /// deepseek-v3), llama3, smollm2.
+    #[arg(long, value_name = "FORMAT", value_parser = dwac_grammar::tools::ToolFormat::NAMES.to_vec(), conflicts_with = "structural_tag")]
+    pub(crate) tools: Option<String>,
+    /// With --tools: `auto`, `none`, `required`, or a function's name (default: the request's,
+    /// else `auto`).
+    #[arg(long, requires = "tools")]
+    pub(crate) tool_choice: Option<String>,
+    /// With --tools: allow more than one call in a turn (default: the request's, else true).
+    #[arg(long, requires = "tools")]
+    pub(crate) parallel_tool_calls: Option<bool>,
+    /// With --tools: the turn begins with a reasoning block `<think>…</think>`.
+    #[arg(long, requires = "tools")]
+    pub(crate) reasoning: bool,
     /// JSON Schema: drop keywords that cannot be honoured exactly (each one is listed as a
     /// warning) instead of refusing the schema. The mask is then looser than the schema.
     #[arg(long)]

@@ -82,6 +82,37 @@ pub(crate) fn schema_options(o: &CompileOpts) -> SchemaOptions {
     }
 }
 
+/// The tool-calling options of `--tools` and of `dwac tools`.
+pub(crate) struct ToolsSpec<'a> {
+    pub(crate) format: &'a str,
+    pub(crate) tool_choice: Option<&'a str>,
+    pub(crate) parallel_tool_calls: Option<bool>,
+    pub(crate) reasoning: bool,
+    pub(crate) max_whitespace: Option<u32>,
+}
+
+/// The structural tag of a turn with the tools of `text` (a tools list or a request); options
+/// given here win over the request's.
+pub(crate) fn tools_tag(text: &str, o: &ToolsSpec<'_>) -> Result<serde_json::Value> {
+    use dwac_grammar::tools::{request, structural_tag, ToolCalling, ToolChoice, ToolFormat};
+    let v: serde_json::Value = serde_json::from_str(text).context("not JSON")?;
+    let r = request(&v)?;
+    // (clap allows only `ToolFormat::NAMES`.)
+    let format = ToolFormat::from_name(o.format).context("unknown tool format")?;
+    let tool_choice = match o.tool_choice {
+        Some(c) => ToolChoice::from_json(&serde_json::Value::from(c))?,
+        None => r.tool_choice.unwrap_or(ToolChoice::Auto),
+    };
+    let c = ToolCalling {
+        format,
+        tool_choice,
+        parallel_tool_calls: o.parallel_tool_calls.or(r.parallel_tool_calls).unwrap_or(true),
+        reasoning: o.reasoning,
+        max_whitespace: o.max_whitespace,
+    };
+    Ok(structural_tag(&r.tools, &c)?)
+}
+
 /// A grammar to compile: a file or a `--regex` pattern.
 #[derive(Clone)]
 pub(crate) enum Source {
@@ -128,9 +159,22 @@ pub(crate) fn build(
             }
             let kind = SourceKind::from_path(path)
                 .with_context(|| format!("{what}: unknown input kind (expected .lark, .gbnf or a .json schema)"))?;
-            let kind =
-                if opts.structural_tag && kind == SourceKind::JsonSchema { SourceKind::StructuralTag } else { kind };
-            let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("{what}: {e}"))?;
+            let kind = if (opts.structural_tag || opts.tools.is_some()) && kind == SourceKind::JsonSchema {
+                SourceKind::StructuralTag
+            } else {
+                kind
+            };
+            let mut text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("{what}: {e}"))?;
+            if let Some(format) = &opts.tools {
+                let tools = ToolsSpec {
+                    format,
+                    tool_choice: opts.tool_choice.as_deref(),
+                    parallel_tool_calls: opts.parallel_tool_calls,
+                    reasoning: opts.reasoning,
+                    max_whitespace: opts.max_whitespace,
+                };
+                text = tools_tag(&text, &tools).map_err(|e| anyhow::anyhow!("{what}: {e}"))?.to_string();
+            }
             let t0 = Instant::now();
             let (g, w) =
                 parse_source_with(kind, &text, &schema_opts).map_err(|e| anyhow::anyhow!(e.located(&what, false)))?;

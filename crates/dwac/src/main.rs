@@ -46,6 +46,7 @@ fn run() -> Result<u8> {
         Cmd::Check(a) => cmd::check::check(a),
         Cmd::Bench(a) => cmd::bench::bench(a),
         Cmd::Mask(a) => cmd::mask::mask(a),
+        Cmd::Tools(a) => cmd::tools::tools(a),
     }
 }
 

@@ -40,9 +40,13 @@ import numpy as _np
 
 from . import _dwac
 from ._dwac import DwacError, Tokenizer, Matcher, __version__  # noqa: F401
+from . import tools
+from . import tools as _tools_module
 
 __all__ = [
     "DwacError",
+    "Compiler",
+    "tools",
     "Tokenizer",
     "Grammar",
     "Matcher",
@@ -135,6 +139,14 @@ class Grammar:
         return cls._compile("structural_tag", text, tokenizer)
 
     @classmethod
+    def from_tools(cls, tools: Union[list, dict, str], tokenizer: Any = None, *, format: str, **options: Any) -> "Grammar":
+        """The grammar of an assistant turn with ``tools`` (an OpenAI ``tools`` list or a request
+        ``dict``) in ``format``'s tool-call wire format: ``dwac.tools.structural_tag`` (its
+        options: ``tool_choice``, ``parallel_tool_calls``, ``reasoning``, ``max_whitespace``),
+        compiled."""
+        return cls.from_structural_tag(_tools_module.structural_tag(tools, format, **options), tokenizer)
+
+    @classmethod
     def _compile(
         cls, kind: str, source: str, tokenizer: Any, *, _mask_work_per_lexer_state: Optional[int] = None
     ) -> "Grammar":
@@ -212,6 +224,75 @@ class Grammar:
 
     def __repr__(self) -> str:
         return repr(self._g)
+
+
+class Compiler:
+    """Compiles for one tokenizer and keeps what it compiled: asked again for the same source
+    and options, it returns the grammar compiled before (a server receiving the same schemas
+    or tools again compiles each once). The cache holds at most ``cache_bytes`` of artifacts
+    (least recently used out first), keyed by the source's kind and text, the options and the
+    tokenizer's fingerprint. Thread-safe: compiles release the GIL, and threads asking for a
+    grammar being compiled wait for it instead of compiling it again. Errors are not cached."""
+
+    __slots__ = ("_c", "tokenizer")
+
+    def __init__(self, tokenizer: Any = None, cache_bytes: int = 512 << 20):
+        self.tokenizer = _tokenizer(tokenizer)
+        self._c = _dwac.Compiler(self.tokenizer, cache_bytes)
+
+    def _compile(self, kind: str, source: str, **options: Any) -> Grammar:
+        return Grammar(self._c.compile(kind, source, **options), self.tokenizer)
+
+    def json_schema(
+        self,
+        schema: Union[str, dict, bool],
+        *,
+        whitespace: str = "flexible",
+        lenient: bool = False,
+        draft: Optional[str] = None,
+        max_whitespace: Optional[int] = None,
+    ) -> Grammar:
+        """As ``Grammar.from_json_schema`` (a ``dict`` is keyed by its JSON text, key order
+        included: property order is part of a schema's meaning here)."""
+        if whitespace not in ("flexible", "compact"):
+            raise DwacError(f"whitespace must be 'flexible' or 'compact', not {whitespace!r}")
+        if max_whitespace is not None and whitespace == "compact":
+            raise DwacError("max_whitespace bounds flexible whitespace; it cannot go with whitespace='compact'")
+        text = schema if isinstance(schema, str) else _json.dumps(schema)
+        return self._compile(
+            "json_schema",
+            text,
+            compact=whitespace == "compact",
+            lenient=lenient,
+            draft=draft,
+            max_whitespace=max_whitespace,
+        )
+
+    def structural_tag(self, tag: Union[str, dict]) -> Grammar:
+        """As ``Grammar.from_structural_tag``."""
+        return self._compile("structural_tag", tag if isinstance(tag, str) else _json.dumps(tag))
+
+    def tools(self, tools: Union[list, dict, str], format: str, **options: Any) -> Grammar:
+        """The grammar of an assistant turn with ``tools`` in ``format``'s wire format (options
+        as ``dwac.tools.structural_tag``)."""
+        return self.structural_tag(_tools_module.structural_tag(tools, format, **options))
+
+    def lark(self, source: str) -> Grammar:
+        return self._compile("lark", source)
+
+    def gbnf(self, source: str) -> Grammar:
+        return self._compile("gbnf", source)
+
+    def regex(self, pattern: str) -> Grammar:
+        return self._compile("regex", pattern)
+
+    def cache_info(self) -> dict:
+        """``entries``, ``bytes``, ``cache_bytes``, ``hits``, ``misses``, ``evictions``."""
+        return self._c.cache_info()
+
+    def clear(self) -> None:
+        """Forget every compiled grammar (grammars already returned stay valid)."""
+        self._c.clear()
 
 
 def _as_numpy(bitmask):

@@ -103,3 +103,28 @@ def _time_trace(matcher: Matcher, tokens: Sequence[int]) -> Tuple[List[int], Lis
     """Benchmark hook: per step (fill ns, commit ns), timed inside Rust; stops after a refused
     token. The fills count in the matcher's ``counters()``."""
 def fill_next_token_bitmask_batch(matchers: Sequence[Matcher], bitmask: Any, indices: Optional[Sequence[int]] = None) -> None: ...
+
+class Compiler:
+    """Compiles for one tokenizer and caches the grammars (see ``dwac.Compiler``)."""
+    def __init__(self, tokenizer: Tokenizer, cache_bytes: int = ...) -> None: ...
+    def compile(
+        self,
+        kind: str,
+        source: str,
+        compact: bool = False,
+        lenient: bool = False,
+        draft: Optional[str] = None,
+        max_whitespace: Optional[int] = None,
+    ) -> Grammar: ...
+    def cache_info(self) -> Dict[str, int]: ...
+    def clear(self) -> None: ...
+
+def tools_structural_tag(
+    tools: str,
+    format: str,
+    tool_choice: Optional[str] = None,
+    parallel_tool_calls: Optional[bool] = None,
+    reasoning: bool = False,
+    max_whitespace: Optional[int] = None,
+) -> str:
+    """The structural tag (JSON text) of a turn with ``tools`` (JSON text); see ``dwac.tools``."""

@@ -5,3 +5,4 @@ pub(crate) mod check;
 pub(crate) mod compile;
 pub(crate) mod inspect;
 pub(crate) mod mask;
+pub(crate) mod tools;

@@ -1,0 +1,200 @@
+//! `Compiler`: compiles for one tokenizer and keeps what it compiled (a cache by source and
+//! options, bounded in bytes, least recently used out first), for servers that receive the same
+//! schemas or tools again; and `tools_structural_tag`, the tool-calling front end.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::{compile_source, err, CompileOptions, Grammar, Tokenizer};
+
+/// One compile, done or in flight: threads asking for the same key while it compiles wait for
+/// it instead of compiling it again.
+type Slot = Arc<OnceLock<Result<Py<Grammar>, String>>>;
+
+struct Entry {
+    slot: Slot,
+    /// Artifact bytes (0 while compiling).
+    bytes: usize,
+    last_use: u64,
+}
+
+#[derive(Default)]
+struct Cache {
+    entries: HashMap<(String, CompileOptions, String), Entry>,
+    clock: u64,
+    bytes: usize,
+    hits: u64,
+    misses: u64,
+    evictions: u64,
+}
+
+/// A compiler for one tokenizer with a cache of compiled grammars, keyed by the source's kind
+/// and text, the options and the tokenizer's fingerprint (one per compiler), holding at most
+/// `cache_bytes` of artifacts. Thread-safe; compiles release the GIL.
+#[pyclass(module = "dwac._dwac", frozen)]
+pub(crate) struct Compiler {
+    tok: Arc<dwac_vocab::Tokenizer>,
+    width: usize,
+    cache_bytes: usize,
+    cache: Mutex<Cache>,
+}
+
+impl Compiler {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Cache> {
+        // A panic while holding the lock leaves counters only; the map stays consistent.
+        self.cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+#[pymethods]
+impl Compiler {
+    #[new]
+    #[pyo3(signature = (tokenizer, cache_bytes = 512 << 20))]
+    fn new(tokenizer: &Tokenizer, cache_bytes: usize) -> Compiler {
+        Compiler {
+            tok: Arc::clone(&tokenizer.inner),
+            width: tokenizer.width,
+            cache_bytes,
+            cache: Mutex::new(Cache::default()),
+        }
+    }
+
+    /// Compile `source` of kind `kind` (as `Grammar.compile`), or return the grammar compiled
+    /// before for the same kind, text and options (the same object).
+    #[pyo3(signature = (kind, source, compact = false, lenient = false, draft = None, max_whitespace = None))]
+    #[expect(clippy::too_many_arguments, reason = "the Python signature: keyword arguments, each an option")]
+    fn compile(
+        &self,
+        py: Python<'_>,
+        kind: &str,
+        source: String,
+        compact: bool,
+        lenient: bool,
+        draft: Option<String>,
+        max_whitespace: Option<u32>,
+    ) -> PyResult<Py<Grammar>> {
+        let options = CompileOptions { compact, lenient, draft, max_whitespace, mask_work: None };
+        let key = (kind.to_string(), options.clone(), source.clone());
+        let slot = {
+            let mut c = self.lock();
+            c.clock += 1;
+            let now = c.clock;
+            match c.entries.get_mut(&key) {
+                Some(e) => {
+                    e.last_use = now;
+                    let slot = Arc::clone(&e.slot);
+                    c.hits += 1;
+                    slot
+                }
+                None => {
+                    let slot = Slot::default();
+                    c.entries.insert(key.clone(), Entry { slot: Arc::clone(&slot), bytes: 0, last_use: now });
+                    c.misses += 1;
+                    slot
+                }
+            }
+        };
+        let (tok, width) = (Arc::clone(&self.tok), self.width);
+        py.detach(|| {
+            slot.get_or_init(|| {
+                let g = compile_source(kind, source, &tok, width, &options)?;
+                Python::attach(|py| Py::new(py, g).map_err(|e| e.to_string()))
+            });
+        });
+        let done = slot.get().expect("initialized above");
+        let mut c = self.lock();
+        let same = c.entries.get(&key).is_some_and(|e| Arc::ptr_eq(&e.slot, &slot));
+        match done {
+            Ok(g) => {
+                let size = g.get().artifact.as_bytes().len();
+                if same {
+                    if let Some(e) = c.entries.get_mut(&key).filter(|e| e.bytes == 0) {
+                        e.bytes = size;
+                        c.bytes += size;
+                    }
+                    evict(&mut c, self.cache_bytes);
+                }
+                Ok(g.clone_ref(py))
+            }
+            Err(m) => {
+                // Errors are not kept: the next call compiles again.
+                if same {
+                    c.entries.remove(&key);
+                }
+                Err(err(m.clone()))
+            }
+        }
+    }
+
+    /// `{"entries", "bytes", "cache_bytes", "hits", "misses", "evictions"}`.
+    fn cache_info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let c = self.lock();
+        let d = PyDict::new(py);
+        d.set_item("entries", c.entries.len())?;
+        d.set_item("bytes", c.bytes)?;
+        d.set_item("cache_bytes", self.cache_bytes)?;
+        d.set_item("hits", c.hits)?;
+        d.set_item("misses", c.misses)?;
+        d.set_item("evictions", c.evictions)?;
+        Ok(d)
+    }
+
+    /// Forget every compiled grammar (grammars already returned stay valid).
+    fn clear(&self) {
+        let mut c = self.lock();
+        c.entries.retain(|_, e| e.bytes == 0);
+        c.bytes = 0;
+    }
+}
+
+/// Drop the least recently used finished entries until the cache holds at most `budget` bytes.
+fn evict(c: &mut Cache, budget: usize) {
+    while c.bytes > budget {
+        let Some(key) =
+            c.entries.iter().filter(|(_, e)| e.bytes > 0).min_by_key(|(_, e)| e.last_use).map(|(k, _)| k.clone())
+        else {
+            break;
+        };
+        if let Some(e) = c.entries.remove(&key) {
+            c.bytes -= e.bytes;
+            c.evictions += 1;
+        }
+    }
+}
+
+/// The structural tag (JSON text) of an assistant turn with `tools` (JSON text of a tools list or
+/// a request) in `format`'s wire format; `tool_choice` is JSON text when given.
+#[pyfunction]
+#[pyo3(signature = (tools, format, tool_choice = None, parallel_tool_calls = None, reasoning = false, max_whitespace = None))]
+pub(crate) fn tools_structural_tag(
+    tools: &str,
+    format: &str,
+    tool_choice: Option<&str>,
+    parallel_tool_calls: Option<bool>,
+    reasoning: bool,
+    max_whitespace: Option<u32>,
+) -> PyResult<String> {
+    use dwac_grammar::tools::{request, structural_tag, ToolCalling, ToolChoice, ToolFormat};
+    let f = ToolFormat::from_name(format)
+        .ok_or_else(|| err(format!("unknown tool format {format:?} ({})", ToolFormat::NAMES.join(", "))))?;
+    let v: serde_json::Value = serde_json::from_str(tools).map_err(|e| err(format!("tools: {e}")))?;
+    let r = request(&v).map_err(|e| err(e.to_string()))?;
+    let tool_choice = match tool_choice {
+        Some(c) => {
+            let c: serde_json::Value = serde_json::from_str(c).map_err(|e| err(format!("tool_choice: {e}")))?;
+            ToolChoice::from_json(&c).map_err(|e| err(e.to_string()))?
+        }
+        None => r.tool_choice.unwrap_or(ToolChoice::Auto),
+    };
+    let c = ToolCalling {
+        format: f,
+        tool_choice,
+        parallel_tool_calls: parallel_tool_calls.or(r.parallel_tool_calls).unwrap_or(true),
+        reasoning,
+        max_whitespace,
+    };
+    structural_tag(&r.tools, &c).map(|t| t.to_string()).map_err(|e| err(e.to_string()))
+}
