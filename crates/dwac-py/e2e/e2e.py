@@ -9,7 +9,18 @@ compiles each constraint, and generates through `dwac.integrations.llama_cpp`:
 * ``sampled``: temperature 0.7, top-p 0.95, fixed seed, through ``DwacLogitsProcessor``;
 * ``jump``: greedy in our own loop with jump-forward: while the mask allows exactly one token
   (``forced_tokens``) those tokens are committed without a mask or a sampler, and evaluated by
-  the model in one batch. The output must equal ``greedy``'s.
+  the model in one batch. The output must equal ``greedy``'s up to a token chosen among several
+  (see below).
+
+Tool calling: the ten Glaive tools of ``schemas/large/tools-10.json`` offered in SmolLM2's own
+tool-calling prompt (its model card's: ``<tools>`` in the system prompt, calls as
+``<tool_call>[{"name": …, "arguments": …}]</tool_call>``), compiled with
+``dwac.Grammar.from_tools(format="smollm2")`` under each ``tool_choice`` (``auto``,
+``required``, ``none``, a named function; one with ``parallel_tool_calls=False``) and a
+reasoning-then-answer task (``reasoning=True``: ``<think>…</think>`` first). Each output is
+parsed into reasoning, text and calls by plain Python; each call must name a tool and its
+arguments validate against that tool's schema (``jsonschema``, format checks on); ``required``
+must yield a call, a named choice only that function, ``none`` no call.
 
 Every output that ended (the model chose an end token) is checked by an independent validator:
 the ``jsonschema`` package with its format checkers for JSON Schemas (installed with its
@@ -17,7 +28,9 @@ the ``jsonschema`` package with its format checkers for JSON Schemas (installed 
 no active checker), Python Lark for Lark grammars (its LALR(1) parser in strict mode where the
 grammar is LALR(1), else its Earley parser, labelled in the report), and ``json.loads`` as well
 as Lark for the JSON grammar. The run fails if a constrained output that ended is invalid or if
-a jump-forward output differs from greedy's. Each constrained generation's mask counters
+a jump-forward output parts from greedy's at a forced token (at a token chosen among several, the
+two ran through the same masks and only the logits differ: batched and one-token forward passes
+round differently, reported with the chosen token's lead). Each constrained generation's mask counters
 (``Matcher.counters()``: masks, UNDECIDED tokens decided at run time, fallback masks) are in the
 report. Writes ``e2e.json`` and ``report.md`` into ``--out-dir``.
 """
@@ -148,13 +161,87 @@ def lark_parser(src: str):
         return lark.Lark(src, start="start"), f"earley (not LALR: {reason})"
 
 
+def glaive_tools(path: pathlib.Path) -> list:
+    """The OpenAI-style tools list of a ``tools-N.json`` schema (one ``anyOf`` branch per tool:
+    its name's ``const`` and its ``arguments`` schema)."""
+    out = []
+    for b in json.loads(path.read_text())["anyOf"]:
+        p = b["properties"]
+        out.append({"type": "function", "function": {"name": p["name"]["const"], "parameters": p.get("arguments", {"type": "object"})}})
+    return out
+
+
+def smollm2_tools_system(tools: list) -> str:
+    """SmolLM2-Instruct's tool-calling system prompt (its model card's)."""
+    listed = json.dumps([t["function"] for t in tools])
+    return (
+        "You are an expert in composing functions. You are given a question and a set of possible functions. "
+        "Based on the question, you will need to make one or more function/tool calls to achieve the purpose. "
+        "If none of the functions can be used, point it out and refuse to answer. If the given question lacks "
+        "the parameters required by the function, also point it out.\n\n"
+        f"You have access to the following tools:\n<tools>{listed}</tools>\n\n"
+        "The output MUST strictly adhere to the following format, and NO other text MUST be included.\n"
+        "The example format is as follows. Please make sure the parameter type is correct. If no function call "
+        "is needed, please make the tool calls an empty list '[]'.\n"
+        '<tool_call>[{"name": "func_name1", "arguments": {"argument1": "value1", "argument2": "value2"}}]</tool_call>'
+    )
+
+
+def parse_smollm2_turn(text: str):
+    """(reasoning or None, text, calls) of an assistant turn in SmolLM2's tool-call format."""
+    reasoning = None
+    if text.startswith("<think>"):
+        end = text.index("</think>")
+        reasoning, text = text[len("<think>") : end], text[end + len("</think>") :]
+        if not text.startswith("\n\n"):
+            raise ValueError("the reasoning block is not followed by a blank line")
+        text = text[2:]
+    if text.startswith("<tool_call>"):
+        if not text.endswith("</tool_call>"):
+            raise ValueError("an unterminated <tool_call>")
+        calls = json.loads(text[len("<tool_call>") : -len("</tool_call>")])
+        if not isinstance(calls, list):
+            raise ValueError("the calls are not a JSON list")
+        return reasoning, "", calls
+    if "<tool_call>" in text:
+        raise ValueError("a <tool_call> inside the text")
+    return reasoning, text, []
+
+
+def tool_checker(tools: list, choice, parallel: bool, reasoning: bool):
+    """A validator of a turn under ``choice`` (independent of dwac: Python parsing and
+    jsonschema)."""
+    schemas = {t["function"]["name"]: schema_validator(t["function"]["parameters"]) for t in tools}
+
+    def check(text):
+        thought, _, calls = parse_smollm2_turn(text)
+        if reasoning and thought is None:
+            raise ValueError("no reasoning block")
+        for c in calls:
+            if not isinstance(c, dict) or set(c) != {"name", "arguments"}:
+                raise ValueError(f"a call is not {{name, arguments}}: {c!r}")
+            if c["name"] not in schemas:
+                raise ValueError(f"unknown tool {c['name']!r}")
+            schemas[c["name"]].validate(c["arguments"])
+        if choice == "none" and calls:
+            raise ValueError("tool_choice none, but a call")
+        if choice not in ("auto", "none") and not calls:
+            raise ValueError(f"tool_choice {choice}, but no call")
+        if choice not in ("auto", "none", "required") and any(c["name"] != choice for c in calls):
+            raise ValueError(f"tool_choice {choice}, but another function")
+        if not parallel and len(calls) > 1:
+            raise ValueError("parallel_tool_calls false, but several calls")
+
+    return check
+
+
 class Runner:
     def __init__(self, llm: Llama, tok, n_vocab: int, eos: int, max_tokens: int):
         self.llm, self.tok, self.n_vocab, self.eos, self.max_tokens = llm, tok, n_vocab, eos, max_tokens
 
-    def prompt(self, user: str) -> list:
+    def prompt(self, user: str, system: str = SYSTEM) -> list:
         text = (
-            f"<|im_start|>system\n{SYSTEM}<|im_end|>\n<|im_start|>user\n{user}<|im_end|>\n"
+            f"<|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\n{user}<|im_end|>\n"
             "<|im_start|>assistant\n"
         )
         return self.llm.tokenize(text.encode(), add_bos=False, special=True)
@@ -205,7 +292,7 @@ class Runner:
         bitmask = dwac.allocate_token_bitmask(1, self.n_vocab)
         assert llm.n_tokens == len(prompt), "prefill first"
         t0 = time.perf_counter()
-        out, forced_total, evals, dwac_s, ended = [], 0, 0, 0.0, False
+        out, forced_total, evals, dwac_s, ended, leads = [], 0, 0, 0.0, False, []
         words = bitmask[0].view(np.uint32)
         while len(out) < self.max_tokens:
             d0 = time.perf_counter()
@@ -220,6 +307,10 @@ class Runner:
                     m.accept_tokens(more)
                     run += more
                 dwac_s += time.perf_counter() - d0
+                at = sum(len(self.tok.token_bytes(y)) for y in out if y != self.eos)
+                for x in run:  # forced: no choice, no tie
+                    leads.append((at, float("inf")))
+                    at += len(self.tok.token_bytes(x)) if x != self.eos else 0
                 out += run
                 forced_total += len(run)
                 if run[-1] == self.eos:
@@ -233,6 +324,9 @@ class Runner:
             d0 = time.perf_counter()
             dwac.apply_token_bitmask_inplace(logits, bitmask)
             t = int(np.argmax(logits))
+            # The lead of the chosen token over the next allowed one (see `jump_vs_greedy`).
+            top2 = np.partition(logits, -2)[-2:]
+            leads.append((sum(len(self.tok.token_bytes(x)) for x in out if x != self.eos), float(top2[1] - top2[0])))
             ok = m.accept_token(t)
             dwac_s += time.perf_counter() - d0
             assert ok, f"argmax token {t} outside the mask"
@@ -254,7 +348,24 @@ class Runner:
             "evals": evals,
             "steps": m.counters()["masks"],  # one mask per loop iteration
             "counters": m.counters(),
+            "leads": leads,
         }
+
+
+def jump_vs_greedy(row) -> tuple:
+    """How jump's output compares with greedy's: ``equal``; ``free choice`` (they part at a token
+    jump chose from several allowed ones: both ran through the same masks, which depend on the
+    prefix alone, so the logits differed there: a forced run's batched forward pass orders
+    nearly tied logits differently from one-token passes); or ``forced`` (they part at a token
+    jump committed as forced: a wrong forced token, a bug). Also the byte where they part and
+    jump's lead there (its logit over the next allowed one; infinite for a forced token)."""
+    a, b = row["jump"]["text"].encode(), row["greedy"]["text"].encode()
+    if a == b:
+        return "equal", None, None
+    d = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    at = [lead for off, lead in row["jump"]["leads"] if off <= d]
+    lead = at[-1] if at else float("inf")
+    return ("forced" if lead == float("inf") else "free choice"), d, lead
 
 
 def main():
@@ -331,10 +442,30 @@ def main():
         tasks.append({"kind": "lark", "name": name, "grammar": g, "user": user, "check": check})
         print(f"{name}: validated by {label}; {g.undecided_tokens} UNDECIDED (lexer state, token) pairs", file=sys.stderr)
 
+    tools = glaive_tools(repo / "schemas/large/tools-10.json")
+    system = smollm2_tools_system(tools)
+    tool_tasks = [
+        ("auto", True, False, "Book a flight from JFK to LHR on 2025-03-14 for 2 passengers."),
+        ("required", True, False, "Analyze Apple's stock market performance from 2024-01-01 to 2024-06-30."),
+        ("none", True, False, "In one sentence, what is a stock portfolio?"),
+        ("book_flight_2", True, False, "I need to fly from SFO to Tokyo Narita on 2025-05-01, one passenger."),
+        ("auto", False, False, "Analyze sentiment about electric cars on Twitter from 2024-01-01 to 2024-01-31."),
+        ("auto", True, True, "Book a flight from Paris CDG to Rome FCO on 2025-07-02 for one passenger. Think first."),
+        # Reasoning, then an answer in text (the plain system prompt).
+        ("none", True, True, "Three spiders: how many legs in total? Think briefly, then answer with the number."),
+    ]
+    for choice, parallel, reasoning, user in tool_tasks:
+        g = dwac.Grammar.from_tools(tools, tok, format="smollm2", tool_choice=choice, parallel_tool_calls=parallel, reasoning=reasoning)
+        name = f"tools-{choice}" + ("" if parallel else "-single") + ("-reasoning" if reasoning else "")
+        plain = choice == "none" and reasoning
+        tasks.append({"kind": "tools", "name": name, "grammar": g, "user": user, "system": SYSTEM if plain else system,
+                      "check": tool_checker(tools, choice, parallel, reasoning)})
+        print(f"{name}: {g.undecided_tokens} UNDECIDED (lexer state, token) pairs", file=sys.stderr)
+
     modes = ["free", "greedy", "sampled", "jump"]
     results = []
     for i, t in enumerate(tasks):
-        prompt = r.prompt(t["user"])
+        prompt = r.prompt(t["user"], t.get("system", SYSTEM))
         row = {
             "kind": t["kind"],
             "name": t["name"],
@@ -360,7 +491,11 @@ def main():
                     res["valid"] = False
                     res["error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
             row[mode] = res
-        row["jump_equals_greedy"] = row["jump"]["text"] == row["greedy"]["text"]
+        row["jump_vs_greedy"], row["parts_at_byte"], row["jump_lead_there"] = jump_vs_greedy(row)
+        row["jump_equals_greedy"] = row["jump_vs_greedy"] == "equal"
+        if row["jump_lead_there"] == float("inf"):
+            row["jump_lead_there"] = None  # (JSON)
+        del row["jump"]["leads"]
         results.append(row)
         g = row["greedy"]
         print(
@@ -395,9 +530,9 @@ def main():
     if bad:
         print(f"INVALID constrained outputs: {bad}", file=sys.stderr)
         failed = True
-    differ = [r["name"] for r in results if not r["jump_equals_greedy"]]
+    differ = [r["name"] for r in results if r["jump_vs_greedy"] == "forced"]
     if differ:
-        print(f"jump-forward output differs from greedy's: {differ}", file=sys.stderr)
+        print(f"jump-forward output parts from greedy's at a forced token: {differ}", file=sys.stderr)
         failed = True
     if failed:
         sys.exit(1)
@@ -406,7 +541,7 @@ def main():
 def summarize(results, modes):
     s = {}
     for mode in modes:
-        groups = ["json-schema"] + [r["name"] for r in results if r["kind"] == "lark"] + ["all"]
+        groups = ["json-schema", "tools"] + [r["name"] for r in results if r["kind"] == "lark"] + ["all"]
         for kind in groups:
             def member(r, kind=kind):
                 return kind == "all" or r["kind"] == kind or (r["kind"] == "lark" and r["name"] == kind)
@@ -532,7 +667,7 @@ def report(doc):
     for r in doc["results"]:
         if shown >= 6 or not r["greedy"]["ended"]:
             continue
-        if r["kind"] == "json-schema" and shown >= 3:
+        if r["kind"] in ("json-schema", "tools") and shown >= 3 and r["name"] != "tools-auto-reasoning":
             continue
         shown += 1
         md += [f"**{r['name']}** ({r['kind']}), greedy, {r['greedy']['tokens']} tokens:", "", "```", r["greedy"]["text"][:600], "```", ""]
@@ -544,8 +679,14 @@ def report(doc):
     md += ["", f"Constrained outputs that ended but were invalid: {len(bad)}."]
     for name, m, err in bad:
         md.append(f"- {name} ({m}): {err}")
-    differ = [r["name"] for r in doc["results"] if not r["jump_equals_greedy"]]
-    md += [f"Jump-forward outputs different from greedy's: {len(differ)}" + (f" ({', '.join(differ)})." if differ else ".")]
+    differ = [r["name"] for r in doc["results"] if r["jump_vs_greedy"] == "forced"]
+    ties = [f"{r['name']} at byte {r['parts_at_byte']}, lead {r['jump_lead_there']:.3f}" for r in doc["results"] if r["jump_vs_greedy"] == "free choice"]
+    md += [f"Jump-forward outputs parting from greedy's at a forced token (a bug): {len(differ)}" + (f" ({', '.join(differ)})." if differ else ".")]
+    md += [
+        "Jump-forward outputs parting from greedy's at a free choice (same masks; the batched forward pass of a "
+        f"forced run gave slightly different logits; the lead is the chosen logit over the next allowed one): {len(ties)}"
+        + (f" ({'; '.join(ties)})." if ties else ".")
+    ]
     return "\n".join(md) + "\n"
 
 
