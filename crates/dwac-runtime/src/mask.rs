@@ -127,32 +127,26 @@ impl WalkScratch {
     }
 }
 
-/// The words of a bit range `lo..hi` (non-empty) and the bits of each that lie in it.
+/// The words of a bit range `lo..hi` (non-empty): the first and last word, and the bits of the
+/// range in each (the words between are wholly in it).
 #[inline]
-pub(crate) fn range_words(lo: u32, hi: u32) -> impl Iterator<Item = (usize, u32)> {
-    let (lo, hi) = (lo as usize, hi as usize);
-    let (wl, wh) = (lo / 32, (hi - 1) / 32);
-    (wl..=wh).map(move |w| {
-        let from = if w == wl { lo % 32 } else { 0 };
-        let to = if w == wh { (hi - 1) % 32 + 1 } else { 32 };
-        let bits = if to - from == 32 { u32::MAX } else { ((1u32 << (to - from)) - 1) << from };
-        (w, bits)
-    })
+fn range_ends(lo: u32, hi: u32) -> (usize, u32, usize, u32) {
+    let (wl, wh) = ((lo / 32) as usize, ((hi - 1) / 32) as usize);
+    (wl, u32::MAX << (lo % 32), wh, u32::MAX >> (31 - (hi - 1) % 32))
 }
 
-/// Set bits `lo..hi` of `out`.
+/// Set bits `lo..hi` of `out`; the whole words between the ends in one fill (a range may span
+/// the vocabulary: free text allows almost every token).
 #[inline]
 fn or_range(out: &mut [u32], lo: u32, hi: u32) {
-    let w = (lo / 32) as usize;
-    if (hi - 1) / 32 == lo / 32 {
-        // Within one word (most ranges: one or a few tokens).
-        let n = hi - lo;
-        out[w] |= if n == 32 { u32::MAX } else { ((1u32 << n) - 1) << (lo % 32) };
+    let (wl, lo_bits, wh, hi_bits) = range_ends(lo, hi);
+    if wl == wh {
+        out[wl] |= lo_bits & hi_bits;
         return;
     }
-    for (w, bits) in range_words(lo, hi) {
-        out[w] |= bits;
-    }
+    out[wl] |= lo_bits;
+    out[wl + 1..wh].fill(u32::MAX);
+    out[wh] |= hi_bits;
 }
 
 /// OR set `set` into `out`. `fresh`: `out` has not been written yet (it is then zeroed first, or
@@ -354,9 +348,14 @@ fn walk(t: &MaskTables, sc: &mut WalkScratch, out: &mut [u32], fresh: &mut bool,
 }
 
 fn clear_range(mask: &mut [u32], lo: u32, hi: u32) {
-    for (w, bits) in range_words(lo, hi) {
-        mask[w] &= !bits;
+    let (wl, lo_bits, wh, hi_bits) = range_ends(lo, hi);
+    if wl == wh {
+        mask[wl] &= !(lo_bits & hi_bits);
+        return;
     }
+    mask[wl] &= !lo_bits;
+    mask[wl + 1..wh].fill(0);
+    mask[wh] &= !hi_bits;
 }
 
 #[cfg(test)]
@@ -529,12 +528,17 @@ mod tests {
     }
 
     #[test]
-    fn ranges_set_exactly_their_bits() {
-        for (lo, hi) in [(0, 1), (0, 32), (3, 35), (31, 33), (32, 64), (5, 100), (63, 64), (0, 96)] {
+    fn ranges_set_and_clear_exactly_their_bits() {
+        for (lo, hi) in [(0, 1), (0, 32), (3, 35), (31, 33), (32, 64), (5, 100), (63, 64), (0, 96), (1, 128), (0, 128)]
+        {
             let mut out = vec![0u32; 4];
             or_range(&mut out, lo, hi);
+            let mut cleared = vec![u32::MAX; 4];
+            clear_range(&mut cleared, lo, hi);
             for v in 0..128u32 {
-                assert_eq!(out[(v / 32) as usize] >> (v % 32) & 1 == 1, (lo..hi).contains(&v), "{lo}..{hi} bit {v}");
+                let (w, b) = ((v / 32) as usize, v % 32);
+                assert_eq!(out[w] >> b & 1 == 1, (lo..hi).contains(&v), "{lo}..{hi} bit {v}");
+                assert_eq!(cleared[w] >> b & 1 == 0, (lo..hi).contains(&v), "clear {lo}..{hi} bit {v}");
             }
         }
     }
