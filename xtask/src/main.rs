@@ -136,6 +136,10 @@ enum Cmd {
         /// the flag; `none` skips them.
         #[arg(long = "gbnf-tokenizer", default_values_t = ["qwen3".to_string()])]
         gbnf_tokenizers: Vec<String>,
+        /// Tokenizers of the structural-tag workloads (tool calling over 10, 100 and 500 real
+        /// tools, next to XGrammar); repeat the flag; `none` skips them.
+        #[arg(long = "tags-tokenizer", default_values_t = ["qwen3".to_string(), "deepseek-r1".to_string()])]
+        tags_tokenizers: Vec<String>,
     },
     /// Internal: dwac's side of `bench` (the same job and result lines as the peers).
     #[command(hide = true)]
@@ -312,6 +316,7 @@ fn main() -> Result<()> {
             large,
             python,
             gbnf_tokenizers,
+            tags_tokenizers,
         } => {
             let peers =
                 peers.split(',').map(str::trim).filter(|p| !p.is_empty() && *p != "none").map(String::from).collect();
@@ -330,6 +335,7 @@ fn main() -> Result<()> {
                 large,
                 python,
                 gbnf_tokenizers,
+                tags_tokenizers,
             })
         }
         Cmd::BenchWorker { tokenizer, jobs, out, replays, eos, grammar, python_separators } => {

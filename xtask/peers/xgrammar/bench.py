@@ -7,7 +7,7 @@ Usage: python3 bench.py bench --tokenizer tokenizer.json --jobs JOBS.jsonl --rep
 interpreter, bench.py re-executes itself with the venv's python; DWAC_XGRAMMAR_VENV overrides
 the venv path).
 
-JOBS.jsonl has one job a line, {"id", "kind": "json" | "schema" | "grammar", "schema"?, "grammar"?,
+JOBS.jsonl has one job a line, {"id", "kind": "json" | "schema" | "grammar" | "tags", "schema"?, "grammar"?,
 "format"?, "traces": [[ids]]};
 OUT.jsonl gets a first {"event": "env", ...} line, then one result line per job: per-step times
 of the first replay and the minimum over replays, counters of rejected traces, trace tokens
@@ -258,14 +258,17 @@ def run_job(xgr, compiler, eos, replays, bitmask, bm, job, want_popcount=False):
     try:
         if kind == "json":
             compiled = compiler.compile_builtin_json_grammar()
-        elif kind == "grammar":
-            # GBNF text, XGrammar's EBNF dialect (it takes llama.cpp's grammars as written);
-            # other formats are not XGrammar's.
-            if job.get("format") != "gbnf":
+        elif kind in ("grammar", "tags"):
+            # GBNF text, XGrammar's EBNF dialect (it takes llama.cpp's grammars as written), or
+            # a structural tag; other formats are not XGrammar's.
+            if job.get("format") == "structural_tag":
+                compiled = compiler.compile_structural_tag(job["grammar"])
+            elif job.get("format") != "gbnf":
                 raise ValueError(f"grammar format {job.get('format')!r} is not XGrammar's")
-            # XGrammar refuses llama.cpp's empty first alternative (`ws ::= | " " | ...`,
-            # json.gbnf's and the JSON-Schema converter's): the same language written `""`.
-            compiled = compiler.compile_grammar(re.sub(r"::=(\s*)\|", r'::=\1"" |', job["grammar"]))
+            else:
+                # XGrammar refuses llama.cpp's empty first alternative (`ws ::= | " " | ...`,
+                # json.gbnf's and the JSON-Schema converter's): the same language written `""`.
+                compiled = compiler.compile_grammar(re.sub(r"::=(\s*)\|", r'::=\1"" |', job["grammar"]))
         else:
             compiled = compiler.compile_json_schema(
                 json.dumps(job["schema"]), any_whitespace=True, strict_mode=True
@@ -377,6 +380,7 @@ def main(argv):
                 "json": "builtin JSON grammar: an object or array at the top, free [ \\n\\r\\t]* inside",
                 "schema": "the schema, any_whitespace=True",
                 "grammar": "the GBNF grammar as written (compile_grammar; an empty first alternative written \"\")",
+                "tags": "the structural tag as written (compile_structural_tag)",
             },
         }
         out.write(json.dumps(env) + "\n")

@@ -2,7 +2,7 @@
 //! the same token ids, each engine in its own process, single thread.
 //!
 //! Workloads (one jobs file each, `target/bench/jobs-*.jsonl`, lines
-//! `{"id", "kind": "json" | "schema", "schema"?, "traces": [[ids]]}`):
+//! `{"id", "kind": "json" | "schema" | "grammar" | "tags", "schema"?, "grammar"?, "format"?, "traces": [[ids]]}`):
 //! - `json-<tokenizer>`: the generic JSON grammar (dwac: `grammars/json.lark`; peers: their own
 //!   "any JSON" grammar) over the MaskBench valid instances, for every `--tokenizer`;
 //! - `json-deep-<tokenizer>`: the JSON grammar on nested arrays and objects, depth 1 to 5,000
@@ -14,6 +14,8 @@
 //! - `gbnf-<tokenizer>`: grammars without a lexer (llama.cpp's GBNF grammars, GBNF from
 //!   llama.cpp's JSON-Schema converter, our own), for every `--gbnf-tokenizer`, next to XGrammar
 //!   (the Rust peers compile JSON Schemas only and report these jobs as not run).
+//! - `tags-<tokenizer>`: tool calling, XGrammar structural tags over 10, 100 and 500 real tools,
+//!   for every `--tags-tokenizer`, next to XGrammar's `compile_structural_tag`.
 //!
 //! Engines: `xtask bench-worker` (dwac, `worker.rs`), `xtask/peers/{llguidance,glrmask}` (Rust
 //! bench crates outside the workspace, built here with cargo into `target/peers/<name>`) and
@@ -64,6 +66,8 @@ pub struct Args {
     pub python: bool,
     /// Tokenizers of the GBNF workloads (`none` skips them).
     pub gbnf_tokenizers: Vec<String>,
+    /// Tokenizers of the structural-tag (tool calling) workloads (`none` skips them).
+    pub tags_tokenizers: Vec<String>,
 }
 
 /// One workload: a jobs file for one tokenizer.
@@ -247,6 +251,51 @@ fn gbnf_workload(a: &Args, tok_name: &str) -> Result<(Workload, Vec<u32>)> {
     workload(a, "gbnf", &tok, tok_name, &jobs)
 }
 
+/// Tool calling as vLLM sends it (`tags-<tokenizer>`): XGrammar structural tags over the Glaive
+/// tools of `schemas/large/tools-{10,100,500}.json`, a Hermes/Qwen `triggered_tags` (one tag per
+/// tool: `<tool_call>\n{"name": "<tool>", "arguments": `, its argument schema, `}\n</tool_call>`,
+/// free text around), each over up to 20 texts (a valid call of a tool between free text).
+/// XGrammar compiles them with `compile_structural_tag`; `xtask/peers/xgrammar/structural_tags.py`
+/// makes the same tags and texts.
+fn tags_workload(a: &Args, tok_name: &str) -> Result<(Workload, Vec<u32>)> {
+    let tok = load_tokenizer(tok_name)?;
+    let dir = repo_root().join("schemas/large");
+    let mut jobs = Vec::new();
+    for n in [10, 100, 500] {
+        let schema: Value = serde_json::from_str(&std::fs::read_to_string(dir.join(format!("tools-{n}.json")))?)?;
+        let mut tags = Vec::new();
+        let mut args_schema = std::collections::HashMap::new();
+        for b in schema["anyOf"].as_array().context("tools-N.json: anyOf")? {
+            let name = b["properties"]["name"]["const"].as_str().context("a tool's name")?;
+            let args = b["properties"].get("arguments").cloned().unwrap_or(json!({"type": "object"}));
+            tags.push(json!({"type": "tag", "begin": format!("<tool_call>\n{{\"name\": \"{name}\", \"arguments\": "),
+                             "content": {"type": "json_schema", "json_schema": args}, "end": "}\n</tool_call>"}));
+            args_schema.insert(name.to_string(), args);
+        }
+        let tag = json!({"type": "structural_tag", "format": {"type": "triggered_tags", "triggers": ["<tool_call>"], "tags": tags}});
+        let mut traces = Vec::new();
+        for line in std::fs::read_to_string(dir.join(format!("tools-{n}.instances.jsonl")))?
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+        {
+            let d: Value = serde_json::from_str(line)?;
+            let d = d.get("instance").unwrap_or(&d);
+            let Some(name) = d["name"].as_str().filter(|x| args_schema.contains_key(*x)) else { continue };
+            let args = json_dumps(&dwac_grammar::schema::order_instance(&args_schema[name], &d["arguments"]));
+            let text = format!(
+                "Let me look that up for you.\n<tool_call>\n{{\"name\": \"{name}\", \"arguments\": {args}}}\n</tool_call>\nI called the tool."
+            );
+            traces.push(tok.encode(&text)?);
+            if traces.len() == 20 {
+                break;
+            }
+        }
+        jobs.push(json!({"id": format!("tools-{n}"), "kind": "tags", "format": "structural_tag",
+                         "grammar": tag.to_string(), "traces": traces}));
+    }
+    workload(a, "tags", &tok, tok_name, &jobs)
+}
+
 /// The large schemas (`schemas/large`, made by `cargo xtask large-schemas`: hundreds of tools,
 /// Kubernetes-shaped `$defs` graphs), each over its valid instances if it has any (compile time,
 /// artifact size and open time otherwise).
@@ -371,6 +420,9 @@ pub fn run(a: Args) -> Result<()> {
     }
     for t in a.gbnf_tokenizers.iter().filter(|t| *t != "none") {
         workloads.push(gbnf_workload(&a, t)?);
+    }
+    for t in a.tags_tokenizers.iter().filter(|t| *t != "none") {
+        workloads.push(tags_workload(&a, t)?);
     }
     if a.large != "none" {
         let dir = repo_root().join(&a.large);

@@ -57,6 +57,8 @@ fn job_kind(workload: &str) -> &'static str {
         "json"
     } else if workload.starts_with("gbnf") {
         "grammar"
+    } else if workload.starts_with("tags") {
+        "tags"
     } else {
         "schema"
     }
@@ -281,7 +283,7 @@ pub fn build(runs: &[WorkloadRun], unavailable: &[(String, String)], replays: us
             if w.name.starts_with("json-deep") {
                 e["per_job"] = json!(per_job);
             }
-            if w.name.starts_with("gbnf") {
+            if w.name.starts_with("gbnf") || w.name.starts_with("tags") {
                 // (The refused ones too, with the reason.)
                 for r in res.iter().filter(|r| r["compiled"] != true) {
                     own_jobs.push(json!({"id": r["id"], "error": r["error"]}));
@@ -610,7 +612,7 @@ pub fn markdown(rep: &Report) -> String {
                 let _ = writeln!(s, "| {} | {} |", id.as_str().unwrap_or(""), cells.join(" | "));
             }
         }
-        if w["name"].as_str().is_some_and(|n| n.starts_with("gbnf")) {
+        if w["name"].as_str().is_some_and(|n| n.starts_with("gbnf") || n.starts_with("tags")) {
             let _ = writeln!(
                 s,
                 "\nPer grammar, each engine over its own traces (min of replays): compile ms, masks, mask µs p50 / p99 / \

@@ -82,7 +82,8 @@ impl WorkerArgs {
         } else {
             json!({"json": format!("`{}`, RFC 8259 whitespace", self.grammar),
                    "schema": "the schema, RFC 8259 whitespace",
-                   "grammar": "the grammar as written (GBNF, Lark)"})
+                   "grammar": "the grammar as written (GBNF, Lark)",
+                   "tags": "the structural tag as written"})
         }
     }
 }
@@ -174,13 +175,17 @@ fn compile(job: &Value, tok: &Tokenizer, a: &WorkerArgs) -> Result<(Arc<Engine>,
             let g = dwac_compile::parse_source(kind, &text).map_err(|e| e.to_string())?;
             (compile_engine(&g, vocab), SourceInfo { name: grammar.into(), kind: SourceInfo::kind_name(kind), text })
         }
-        // A grammar given in the job (GBNF or Lark text), compiled as `dwac compile` would.
-        "grammar" => {
+        // A grammar given in the job (GBNF or Lark text, a structural tag), compiled as `dwac
+        // compile` would.
+        "grammar" | "tags" => {
             let text = job["grammar"].as_str().ok_or("grammar job without \"grammar\"")?.to_string();
             let kind = match job["format"].as_str() {
                 Some("gbnf") => dwac_compile::SourceKind::Gbnf,
                 Some("lark") => dwac_compile::SourceKind::Lark,
-                other => return Err(format!("grammar format {other:?}: expected \"gbnf\" or \"lark\"")),
+                Some("structural_tag") => dwac_compile::SourceKind::StructuralTag,
+                other => {
+                    return Err(format!("grammar format {other:?}: expected \"gbnf\", \"lark\" or \"structural_tag\""))
+                }
             };
             let g = dwac_compile::parse_source(kind, &text).map_err(|e| e.to_string())?;
             let name = job["id"].as_str().unwrap_or("grammar").to_string();

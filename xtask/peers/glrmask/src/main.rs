@@ -269,9 +269,9 @@ fn run_job(vocab: &Vocab, vocab_size: usize, eos: &[u32], replays: usize, popcou
     let kind = job["kind"].as_str().unwrap_or("schema");
     let schema_text = match kind {
         "json" => "{}".to_string(),
-        "grammar" => {
+        "grammar" | "tags" => {
             return json!({"id": job["id"], "compiled": false, "compile_ms": 0.0,
-                          "error": "glrmask compiles JSON Schemas only: grammar jobs are not run"})
+                          "error": "glrmask compiles JSON Schemas only: grammar and structural-tag jobs are not run"})
         }
         _ => job["schema"].to_string(),
     };

@@ -235,9 +235,9 @@ fn run_job(factory: &ParserFactory, eos: &[u32], replays: usize, popcount: bool,
     let id = job["id"].clone();
     let schema = match job["kind"].as_str().unwrap_or("schema") {
         "json" => json!({}),
-        "grammar" => {
+        "grammar" | "tags" => {
             return json!({"id": id, "compiled": false, "compile_ms": 0.0,
-                          "error": "grammar jobs (GBNF) are not run with llguidance's JSON-Schema driver"})
+                          "error": "grammar jobs (GBNF, structural tags) are not run with llguidance's JSON-Schema driver"})
         }
         _ => job["schema"].clone(),
     };
