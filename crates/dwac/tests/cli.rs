@@ -439,3 +439,48 @@ fn inspect_output() {
     let o = dwac(&["inspect", "tests/data/golden/format-4.0.dwa", "--json"]);
     insta::assert_snapshot!("inspect_json", String::from_utf8_lossy(&o.stdout));
 }
+
+#[test]
+fn tools_compile_check_and_print_the_structural_tag() {
+    let tools = r#"[{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
+        "properties": {"city": {"type": "string"}}, "required": ["city"], "additionalProperties": false}}},
+        {"type": "function", "function": {"name": "get_time"}}]"#;
+    let list = tmp("tools.json", tools);
+    let request = tmp("request.json", &format!(r#"{{"tools": {tools}, "tool_choice": "none"}}"#));
+    let call = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}\n</tool_call>";
+    let line = |text: &str, valid: bool| serde_json::json!({"text": text, "valid": valid}).to_string();
+
+    // `dwac tools` prints the tag: a named choice keeps only that function.
+    let o = dwac(&["tools", &list, "--format", "qwen3", "--tool-choice", "get_time"]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let tag = json(&o);
+    assert_eq!(tag["type"], "structural_tag");
+    assert!(tag.to_string().contains("get_time") && !tag.to_string().contains("get_weather"), "{tag}");
+
+    // Compiled in memory with --tools: `required` takes calls only.
+    let texts =
+        [line(call, true), line("It is sunny.", false), line(&call.replace("Oslo\"", "Oslo\", \"x\": 1"), false)];
+    let f = tmp("turns.jsonl", &texts.join("\n"));
+    let o = dwac(&["check", &list, "--tools", "hermes", "--tool-choice", "required", "--jsonl", &f, "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!((json(&o)["accepted"].as_u64(), json(&o)["wrong"].as_u64()), (Some(1), Some(0)));
+
+    // Without the flag, the request's own `tool_choice` (none): text only.
+    let texts = [line(call, false), line("It is sunny.", true)];
+    let f = tmp("none.jsonl", &texts.join("\n"));
+    let o = dwac(&["check", &request, "--tools", "qwen3", "--jsonl", &f, "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(json(&o)["wrong"], 0);
+
+    // A bad tool is refused by its JSON pointer (exit 2); --tool-choice needs --tools.
+    let bad = tmp("bad-tools.json", r#"[{"type": "function", "function": {"name": "two words"}}]"#);
+    let o = dwac(&["compile", &bad, "--tools", "qwen3", "-o", &tmp_dir().join("bad.dwa").display().to_string()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("/tools/0/function/name"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let o = dwac(&["check", &list, "--tool-choice", "auto", "--jsonl", &f]);
+    assert_eq!(o.status.code(), Some(2));
+}
