@@ -304,13 +304,13 @@ fn literal_components() {
     assert!(accepts(r#"{"\u0061":1,"am":"\u0074"}"#));
 }
 
-/// The JSON grammar over MaskBench valid instances with four real tokenizers (every fourth
+/// The JSON grammar over MaskBench valid instances with four real tokenizers (every 16th
 /// instance here; `cargo xtask differential` runs all of them): the DWA mask equals the reference
 /// mask at every step, with references cached by configuration (`dwac_tests::differential`).
 #[test]
 fn json_grammar_maskbench_four_tokenizers() {
     let texts: Vec<String> =
-        maskbench_instances().into_iter().filter(|i| i.valid).step_by(4).map(|i| json_dumps(&i.data)).collect();
+        maskbench_instances().into_iter().filter(|i| i.valid).step_by(16).map(|i| json_dumps(&i.data)).collect();
     for name in ["gpt2", "qwen3", "deepseek-r1", "phi-3.5-mini"] {
         let tok = dwac_vocab::Tokenizer::from_file(&tokenizer_json(name)).unwrap();
         let engine = engine_from_file("grammars/json.lark", tok.vocab().clone());
@@ -324,7 +324,7 @@ fn json_grammar_maskbench_four_tokenizers() {
         assert_eq!(r.mismatches, 0, "{name}: {:?}", r.examples);
         assert!(r.errors.is_empty(), "{name}: {:?}", r.errors);
         assert_eq!((r.fallbacks, r.rejected_traces), (0, 0), "{name}: rejected {:?}", r.rejected);
-        assert!(r.steps_compared > 40_000, "{name}: only {} steps", r.steps_compared);
+        assert!(r.steps_compared > 12_000, "{name}: only {} steps", r.steps_compared);
     }
 }
 
