@@ -292,7 +292,10 @@ class Runner:
         bitmask = dwac.allocate_token_bitmask(1, self.n_vocab)
         assert llm.n_tokens == len(prompt), "prefill first"
         t0 = time.perf_counter()
-        out, forced_total, evals, dwac_s, ended, leads = [], 0, 0, 0.0, False, []
+        out, forced_total, evals, dwac_s, ended = [], 0, 0, 0.0, False
+        # (byte offset of each output token, its lead over the next allowed one; see
+        # `jump_vs_greedy`), kept outside the timed spans.
+        leads, at = [], 0
         words = bitmask[0].view(np.uint32)
         while len(out) < self.max_tokens:
             d0 = time.perf_counter()
@@ -307,7 +310,6 @@ class Runner:
                     m.accept_tokens(more)
                     run += more
                 dwac_s += time.perf_counter() - d0
-                at = sum(len(self.tok.token_bytes(y)) for y in out if y != self.eos)
                 for x in run:  # forced: no choice, no tie
                     leads.append((at, float("inf")))
                     at += len(self.tok.token_bytes(x)) if x != self.eos else 0
@@ -324,12 +326,12 @@ class Runner:
             d0 = time.perf_counter()
             dwac.apply_token_bitmask_inplace(logits, bitmask)
             t = int(np.argmax(logits))
-            # The lead of the chosen token over the next allowed one (see `jump_vs_greedy`).
-            top2 = np.partition(logits, -2)[-2:]
-            leads.append((sum(len(self.tok.token_bytes(x)) for x in out if x != self.eos), float(top2[1] - top2[0])))
             ok = m.accept_token(t)
             dwac_s += time.perf_counter() - d0
             assert ok, f"argmax token {t} outside the mask"
+            top2 = np.partition(logits, -2)[-2:]
+            leads.append((at, float(top2[1] - top2[0])))
+            at += len(self.tok.token_bytes(t)) if t != self.eos else 0
             out.append(t)
             if t == self.eos:
                 ended = True
