@@ -678,3 +678,26 @@ fn right_recursion_beyond_the_normalization_budget() {
     let n = differential(&engine, 30, 40, 99);
     assert!(n > 600, "{n}");
 }
+
+/// Character-level ambiguity: `word+` over `LETTER+` (robots.txt's comments, Lua's names) splits
+/// an n-letter token into words in 2^(n-1) ways, all ending on the same few stacks. Composition
+/// keeps each outcome once, so a 24-letter token is decided at compile time (before, the lists
+/// doubled per letter and the lexer states ran over the work budget: every such token was
+/// UNDECIDED and committed at run time), and the masks equal the reference on random walks.
+#[test]
+fn ambiguous_character_level_words_are_decided_at_compile_time() {
+    use dwac_compile::dwa::{build_mask_tables, MaskOptions};
+    for src in [
+        "start: \"# \" word+\nword: LETTER+\nLETTER: \"a\"..\"z\"\n",
+        "start: \"# \" word+ (\" \" word+)*\nword: alphanum+\nalphanum: LETTER | DIGIT\nLETTER: \"a\"..\"z\"\nDIGIT: \"0\"..\"9\"\n",
+    ] {
+        let vocab = vocab_over(b"ab1 #", 2, &["abababababababababababab", "# ab1ab1ab1ab1ab1 ab1ab1ab1"]);
+        let g = dwac_compile::parse_source(dwac_compile::SourceKind::Lark, src).unwrap();
+        let c = dwac_compile::compile_grammar(&g).unwrap();
+        let (mask, stats) = build_mask_tables(&c.tables, &vocab, &MaskOptions::default()).unwrap();
+        assert_eq!((stats.undecided_tokens, stats.lexer_states_over_budget), (0, 0), "{src}: {stats:?}");
+        let engine = Arc::new(Engine::with_mask(c.tables, vocab, Some(mask)).unwrap());
+        let n = differential(&engine, 30, 20, 23);
+        assert!(n > 300, "{src}: {n} masks compared");
+    }
+}

@@ -102,12 +102,10 @@ pub enum Labels {
 }
 
 /// The most outcomes one expansion may collect (its own and its sub-expansions', memo hits
-/// included) before its lexer state is over the work budget. Measured: the largest list in a
-/// build that stays within the budget is 367 outcomes on the Kubernetes-shaped schema, 76 on
-/// the 100-tool one, 14,920 on llama.cpp's JSON GBNF grammar; the grammars that go past this
-/// one (the collection's Lua and robots.txt grammars, lists of 2 to 6 million) end over budget
-/// anyway, after seconds and gigabytes of lists (Lua with GPT-2: 51 s and 10 GB before the cap,
-/// 0.2 s and 155 MB after, with the same tables).
+/// included) before its lexer state is over the work budget: a time and memory bound for
+/// lexings that reach very many *distinct* stacks. (Repeats are merged as they are found, so an
+/// ambiguous character-level grammar, whose 2^(n-1) splits of an n-letter word end on a few
+/// stacks, stays far below it: `dedup_in_order`.)
 const MAX_OUTCOMES: u64 = 1 << 16;
 
 /// Runs lexings on stacks: the LR tables, the terminal sets, the end ids and the current plan.
@@ -198,6 +196,27 @@ impl Subtree {
 
 /// Lookahead checks memoized at most (a memory bound; past it, checks are recomputed).
 const MAX_LOOKS: usize = 1 << 20;
+
+/// Drop repeated elements, keeping each one's first place (the order is left as built, so that
+/// lists without repeats are unchanged).
+fn dedup_in_order<T: Clone + Eq + std::hash::Hash>(v: &mut Vec<T>) {
+    if v.len() < 2 {
+        return;
+    }
+    if v.len() <= 16 {
+        let mut i = 1;
+        while i < v.len() {
+            if v[..i].contains(&v[i]) {
+                v.remove(i);
+            } else {
+                i += 1;
+            }
+        }
+        return;
+    }
+    let mut seen = std::collections::HashSet::with_capacity_and_hasher(v.len(), foldhash::fast::FixedState::default());
+    v.retain(|x| seen.insert(x.clone()));
+}
 
 fn canon<T: Ord>(mut v: Vec<T>) -> Vec<T> {
     v.sort_unstable();
@@ -321,6 +340,10 @@ impl<'a> Composer<'a> {
             }
         }
         let touched = self.lr.bottom_touched.get();
+        // The same outcome reached along different lexings or parses (an ambiguous grammar's
+        // segmentations: `word+` over `LETTER+`) is one outcome: without this, the list doubles
+        // with every character of such a token.
+        dedup_in_order(&mut local);
         // Outcomes count as work too: they are what the memo holds.
         self.work += local.len() as u64;
         if over(out, local.len()) {
