@@ -123,6 +123,12 @@ enum Cmd {
         /// Wall-clock limit for one engine on one workload, seconds.
         #[arg(long, default_value_t = 3600)]
         timeout_s: u64,
+        /// Wall-clock limit for one job (one grammar or schema with its traces), seconds: past it
+        /// the engine's worker is stopped, the job reported as timed out, and a new worker goes
+        /// on with the next job (an engine that stalls on one grammar still runs the others).
+        /// Workloads of a single job have only `--timeout-s`.
+        #[arg(long, default_value_t = 180)]
+        job_timeout_s: u64,
         /// Folder of large schemas (`cargo xtask large-schemas`), one workload per
         /// `--tokenizer`; `none` skips them.
         #[arg(long, default_value = "schemas/large")]
@@ -132,8 +138,9 @@ enum Cmd {
         /// to report.md. `--python false` skips it.
         #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
         python: bool,
-        /// Tokenizers of the GBNF workloads (grammars without a lexer, next to XGrammar); repeat
-        /// the flag; `none` skips them.
+        /// Tokenizers of the GBNF workloads (grammars without a lexer, next to XGrammar) and of
+        /// the character-level Lark workloads (the collection's ligurio grammars, dwac alone);
+        /// repeat the flag; `none` skips them.
         #[arg(long = "gbnf-tokenizer", default_values_t = ["qwen3".to_string()])]
         gbnf_tokenizers: Vec<String>,
         /// Tokenizers of the structural-tag workloads (tool calling over 10, 100 and 500 real
@@ -313,6 +320,7 @@ fn main() -> Result<()> {
             json,
             out_dir,
             timeout_s,
+            job_timeout_s,
             large,
             python,
             gbnf_tokenizers,
@@ -332,6 +340,7 @@ fn main() -> Result<()> {
                 json,
                 out_dir,
                 timeout_s,
+                job_timeout_s,
                 large,
                 python,
                 gbnf_tokenizers,

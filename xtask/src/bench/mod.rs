@@ -60,6 +60,8 @@ pub struct Args {
     pub json: bool,
     pub out_dir: PathBuf,
     pub timeout_s: u64,
+    /// Limit for one job: past it the worker is stopped and restarted on the next job.
+    pub job_timeout_s: u64,
     /// Folder of the large schemas (`none` skips them), one workload per tokenizer.
     pub large: String,
     /// Run `py-bench` too and append its tables to report.md.
@@ -251,6 +253,41 @@ fn gbnf_workload(a: &Args, tok_name: &str) -> Result<(Workload, Vec<u32>)> {
     workload(a, "gbnf", &tok, tok_name, &jobs)
 }
 
+/// The Lark grammars of `../shared/data/grammars/ligurio-lark-grammars` (character-level ones:
+/// one-character terminals under longest match, `word: alphanum+`, ambiguous at character level)
+/// over the texts of `tests/data/lark-chars` (checked valid with `dwac check`). (id, grammar
+/// text, texts).
+pub(crate) fn lark_chars_sources() -> Result<Vec<(String, String, Vec<String>)>> {
+    let dir = dwac_tests::grammars_dir().join("ligurio-lark-grammars/lark_grammars/grammars");
+    let texts = repo_root().join("tests/data/lark-chars");
+    let mut out = Vec::new();
+    for name in ["bc", "iso-8601", "lua", "palindrome", "regex", "robotstxt", "tap13"] {
+        let g = dir.join(format!("{name}.lark"));
+        let text = std::fs::read_to_string(&g).with_context(|| format!("reading {}", g.display()))?;
+        let t = texts.join(format!("{name}.jsonl"));
+        let mut lines = Vec::new();
+        for line in std::fs::read_to_string(&t)?.lines().filter(|l| !l.trim().is_empty()) {
+            let v: Value = serde_json::from_str(line).with_context(|| format!("{}: bad line", t.display()))?;
+            lines.push(v["text"].as_str().unwrap_or_default().to_string());
+        }
+        out.push((format!("ligurio/{name}"), text, lines));
+    }
+    Ok(out)
+}
+
+/// Character-level Lark grammars (`lark-chars-<tokenizer>`, [`lark_chars_sources`]): dwac
+/// alone (the peers that read grammars read no Lark of this dialect: XGrammar takes EBNF,
+/// llguidance's driver here takes JSON Schemas).
+fn lark_chars_workload(a: &Args, tok_name: &str) -> Result<(Workload, Vec<u32>)> {
+    let tok = load_tokenizer(tok_name)?;
+    let mut jobs = Vec::new();
+    for (id, text, texts) in lark_chars_sources()? {
+        let traces = texts.iter().map(|t| tok.encode(t)).collect::<Result<Vec<_>, _>>()?;
+        jobs.push(json!({"id": id, "kind": "grammar", "format": "lark", "grammar": text, "traces": traces}));
+    }
+    workload(a, "lark-chars", &tok, tok_name, &jobs)
+}
+
 /// Tool calling as vLLM sends it (`tags-<tokenizer>`): XGrammar structural tags over the Glaive
 /// tools of `schemas/large/tools-{10,100,500}.json`, a Hermes/Qwen `triggered_tags` (one tag per
 /// tool: `<tool_call>\n{"name": "<tool>", "arguments": `, its argument schema, `}\n</tool_call>`,
@@ -313,6 +350,11 @@ fn large_workload(a: &Args, dir: &Path, tok_name: &str) -> Result<(Workload, Vec
 }
 
 /// Run one engine over one workload; returns its env line and result lines (by job order).
+///
+/// The engine's worker runs the jobs in order, one result line each. If no result comes for
+/// `--job-timeout-s`, the worker is stopped, that job gets a result line of its own
+/// (`compiled: false`, `timed_out: true`), and a new worker runs the jobs after it. (A workload
+/// of one job, all its traces in it, has only `--timeout-s`.)
 fn run_engine(
     a: &Args,
     e: &EngineSpec,
@@ -320,19 +362,93 @@ fn run_engine(
     eos: &[u32],
     hidden: bool,
 ) -> Result<(Value, Vec<Value>), String> {
-    let out = a.out_dir.join(format!("out-{}-{}.jsonl", w.name, e.name));
-    let _ = std::fs::remove_file(&out);
+    let jobs_text =
+        std::fs::read_to_string(&w.jobs_path).map_err(|x| format!("reading {}: {x}", w.jobs_path.display()))?;
+    let job_lines: Vec<&str> = jobs_text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let log_path = a.out_dir.join(format!("log-{}-{}.txt", w.name, e.name));
+    let _ = std::fs::remove_file(&log_path);
+    let bar = crate::util::bar(w.jobs.len() as u64, hidden);
+    bar.set_message(format!("{} / {}", w.name, e.name));
+    let t0 = Instant::now();
+    let mut env: Option<Value> = None;
+    let mut results: Vec<Value> = Vec::new();
+    // (`first`: the index of the first job the current worker runs.)
+    let mut first = 0;
+    let mut segment = 0;
+    while first < job_lines.len() {
+        let (jobs_path, out) = if first == 0 {
+            (w.jobs_path.clone(), a.out_dir.join(format!("out-{}-{}.jsonl", w.name, e.name)))
+        } else {
+            segment += 1;
+            let p = a.out_dir.join(format!("jobs-{}-{}-part{segment}.jsonl", w.name, e.name));
+            std::fs::write(&p, job_lines[first..].join("\n") + "\n")
+                .map_err(|x| format!("writing {}: {x}", p.display()))?;
+            (p, a.out_dir.join(format!("out-{}-{}-part{segment}.jsonl", w.name, e.name)))
+        };
+        let _ = std::fs::remove_file(&out);
+        let (status, stalled) = run_worker(a, e, w, eos, &jobs_path, &out, &log_path, t0, first, &bar)?;
+        let text = std::fs::read_to_string(&out).unwrap_or_default();
+        let mut lines = text.lines().map(serde_json::from_str::<Value>);
+        match lines.next() {
+            Some(Ok(v)) if v["event"] == "env" => {
+                env.get_or_insert(v);
+            }
+            _ if !stalled => {
+                bar.finish_and_clear();
+                let tail = std::fs::read_to_string(&log_path).unwrap_or_default();
+                let tail: Vec<&str> = tail.lines().rev().take(5).collect();
+                return Err(format!(
+                    "{status}, no output; stderr: {}",
+                    tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
+                ));
+            }
+            _ => {}
+        }
+        let got: Vec<Value> = lines.filter_map(Result::ok).collect();
+        first += got.len();
+        results.extend(got);
+        if stalled {
+            let id = w.jobs.get(first).map(|j| j.0.clone()).unwrap_or_default();
+            results.push(json!({"id": id, "compiled": false, "timed_out": true,
+                "error": format!("no result within {} s (--job-timeout-s): stopped", a.job_timeout_s)}));
+            first += 1;
+        } else if first < job_lines.len() {
+            bar.finish_and_clear();
+            return Err(format!("{status} after {} of {} jobs (see {})", first, w.jobs.len(), log_path.display()));
+        }
+    }
+    bar.finish_and_clear();
+    let env = env.ok_or_else(|| "no worker wrote its env line".to_string())?;
+    Ok((env, results))
+}
+
+/// One worker over the jobs of `jobs_path` (the workload's jobs from index `first` on), until it
+/// ends: its exit status, and whether it was stopped for taking longer than `--job-timeout-s`
+/// over one job. Past `--timeout-s` for the whole engine run, an error.
+#[allow(clippy::too_many_arguments, reason = "the run's pieces, passed down from run_engine")]
+fn run_worker(
+    a: &Args,
+    e: &EngineSpec,
+    w: &Workload,
+    eos: &[u32],
+    jobs_path: &Path,
+    out: &Path,
+    log_path: &Path,
+    t0: Instant,
+    first: usize,
+    bar: &indicatif::ProgressBar,
+) -> Result<(String, bool), String> {
     let eos_arg = eos.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
     let mut cmd = Command::new(&e.program);
     cmd.args(&e.args)
         .arg("--tokenizer")
         .arg(tokenizer_file(&w.tokenizer))
         .arg("--jobs")
-        .arg(&w.jobs_path)
+        .arg(jobs_path)
         .arg("--replays")
         .arg(a.replays.to_string())
         .arg("--out")
-        .arg(&out)
+        .arg(out)
         .arg("--eos")
         .arg(&eos_arg)
         .stdin(Stdio::null())
@@ -340,16 +456,17 @@ fn run_engine(
     if e.name == "dwac" || e.name == SAME_LANGUAGE_AS_GLRMASK {
         cmd.arg("--grammar").arg(&a.grammar);
     }
-    let log_path = a.out_dir.join(format!("log-{}-{}.txt", w.name, e.name));
-    let log = std::fs::File::create(&log_path).map_err(|x| format!("creating {}: {x}", log_path.display()))?;
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log_path)
+        .map_err(|x| format!("opening {}: {x}", log_path.display()))?;
     cmd.stderr(Stdio::from(log));
     let mut child = cmd.spawn().map_err(|x| format!("starting {}: {x}", e.program.display()))?;
-    let bar = crate::util::bar(w.jobs.len() as u64, hidden);
-    bar.set_message(format!("{} / {}", w.name, e.name));
-    let t0 = Instant::now();
-    let status = loop {
+    let (mut seen, mut since) = (usize::MAX, Instant::now());
+    loop {
         if let Some(st) = child.try_wait().map_err(|x| x.to_string())? {
-            break st;
+            return Ok((st.to_string(), false));
         }
         if t0.elapsed() > Duration::from_secs(a.timeout_s) {
             let _ = child.kill();
@@ -357,30 +474,18 @@ fn run_engine(
             bar.finish_and_clear();
             return Err(format!("timed out after {} s (--timeout-s)", a.timeout_s));
         }
-        if let Ok(text) = std::fs::read_to_string(&out) {
-            bar.set_position(text.lines().count().saturating_sub(1) as u64);
+        // (Result lines so far, the env line not counted.)
+        let done = std::fs::read_to_string(out).map_or(0, |t| t.lines().count().saturating_sub(1));
+        if done != seen {
+            (seen, since) = (done, Instant::now());
+            bar.set_position((first + done) as u64);
+        } else if w.jobs.len() > 1 && since.elapsed() > Duration::from_secs(a.job_timeout_s) {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Ok(("stopped".into(), true));
         }
         std::thread::sleep(Duration::from_millis(250));
-    };
-    bar.finish_and_clear();
-    let text = std::fs::read_to_string(&out).map_err(|x| format!("reading {}: {x}", out.display()))?;
-    let mut lines = text.lines().map(serde_json::from_str::<Value>);
-    let env = match lines.next() {
-        Some(Ok(v)) if v["event"] == "env" => v,
-        _ => {
-            let tail = std::fs::read_to_string(&log_path).unwrap_or_default();
-            let tail: Vec<&str> = tail.lines().rev().take(5).collect();
-            return Err(format!(
-                "{status}, no output; stderr: {}",
-                tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
-            ));
-        }
-    };
-    let results: Vec<Value> = lines.filter_map(Result::ok).collect();
-    if results.len() < w.jobs.len() {
-        return Err(format!("{status} after {} of {} jobs (see {})", results.len(), w.jobs.len(), log_path.display()));
     }
-    Ok((env, results))
 }
 
 pub fn run(a: Args) -> Result<()> {
@@ -421,6 +526,9 @@ pub fn run(a: Args) -> Result<()> {
     for t in a.gbnf_tokenizers.iter().filter(|t| *t != "none") {
         workloads.push(gbnf_workload(&a, t)?);
     }
+    for t in a.gbnf_tokenizers.iter().filter(|t| *t != "none") {
+        workloads.push(lark_chars_workload(&a, t)?);
+    }
     for t in a.tags_tokenizers.iter().filter(|t| *t != "none") {
         workloads.push(tags_workload(&a, t)?);
     }
@@ -437,6 +545,9 @@ pub fn run(a: Args) -> Result<()> {
         eprintln!("workload {}: {} jobs, {} steps", w.name, w.jobs.len(), steps);
         let mut per_engine = Vec::new();
         for e in &engines {
+            if w.name.starts_with("lark-chars") && e.name != "dwac" {
+                continue; // (no peer reads these grammars: `lark_chars_workload`)
+            }
             let t = Instant::now();
             let r = run_engine(&a, e, w, eos, a.json);
             eprintln!(

@@ -55,13 +55,18 @@ fn ran_to_end(r: &Value, t: usize, n: usize) -> bool {
 fn job_kind(workload: &str) -> &'static str {
     if workload.starts_with("json") {
         "json"
-    } else if workload.starts_with("gbnf") {
+    } else if workload.starts_with("gbnf") || workload.starts_with("lark-chars") {
         "grammar"
     } else if workload.starts_with("tags") {
         "tags"
     } else {
         "schema"
     }
+}
+
+/// Workloads whose report has a row per grammar (each engine over its own traces).
+fn per_grammar(workload: &str) -> bool {
+    ["gbnf", "tags", "lark-chars"].iter().any(|p| workload.starts_with(p))
 }
 
 fn stats(mut v: Vec<f64>) -> Value {
@@ -283,7 +288,7 @@ pub fn build(runs: &[WorkloadRun], unavailable: &[(String, String)], replays: us
             if w.name.starts_with("json-deep") {
                 e["per_job"] = json!(per_job);
             }
-            if w.name.starts_with("gbnf") || w.name.starts_with("tags") {
+            if per_grammar(&w.name) {
                 // (The refused ones too, with the reason.)
                 for r in res.iter().filter(|r| r["compiled"] != true) {
                     own_jobs.push(json!({"id": r["id"], "error": r["error"]}));
@@ -612,7 +617,7 @@ pub fn markdown(rep: &Report) -> String {
                 let _ = writeln!(s, "| {} | {} |", id.as_str().unwrap_or(""), cells.join(" | "));
             }
         }
-        if w["name"].as_str().is_some_and(|n| n.starts_with("gbnf") || n.starts_with("tags")) {
+        if w["name"].as_str().is_some_and(per_grammar) {
             let _ = writeln!(
                 s,
                 "\nPer grammar, each engine over its own traces (min of replays): compile ms, masks, mask µs p50 / p99 / \
