@@ -256,3 +256,78 @@ fn mutated_schemas_never_panic() {
     println!("mutated schemas: {compiled} compiled, {refused} refused");
     assert!(compiled > 100);
 }
+
+/// `not` over forms whose complement is regular where it stands compiles exactly: key sets
+/// (`required`, `anyOf` of `required`), `pattern`, and `const`/`enum` of strings, booleans and
+/// `null`. Each text's verdict is written by hand from the specification (a non-object satisfies
+/// `required` and a non-string `pattern`, so their negations exclude them); excluded strings are
+/// excluded in every spelling (`\u0061` is `a`). Numbers and containers under `not: {enum}` are
+/// still refused by name.
+#[test]
+fn negations_compile_exactly() {
+    let cases: Vec<(Value, Vec<(&str, bool)>)> = vec![
+        (
+            json!({"type": "object", "properties": {"a": {}, "b": {}}, "not": {"required": ["a", "b"]}}),
+            vec![("{}", true), (r#"{"a": 1}"#, true), (r#"{"b": 1}"#, true), (r#"{"a": 1, "b": 2}"#, false)],
+        ),
+        (
+            json!({"not": {"anyOf": [{"required": ["a"]}, {"required": ["b", "c"]}]}}),
+            vec![
+                ("{}", true),
+                (r#"{"a": 1}"#, false),
+                (r#"{"b": 1}"#, true),
+                (r#"{"b": 1, "c": 2}"#, false),
+                (r#"{"d": 1}"#, true),
+                ("1", false),
+                (r#""a""#, false),
+            ],
+        ),
+        (
+            json!({"type": "string", "not": {"pattern": "^ab"}}),
+            vec![(r#""abc""#, false), (r#""xab""#, true), (r#""\u0061bc""#, false), (r#""a""#, true), ("1", false)],
+        ),
+        (
+            json!({"not": {"pattern": "x"}}),
+            vec![(r#""abc""#, true), (r#""axb""#, false), (r#""a\u0078""#, false), ("1", false), ("null", false)],
+        ),
+        (
+            json!({"not": {"enum": ["a", true, null]}}),
+            vec![
+                (r#""a""#, false),
+                (r#""\u0061""#, false),
+                (r#""b""#, true),
+                ("true", false),
+                ("false", true),
+                ("null", false),
+                ("1", true),
+                ("{}", true),
+                ("[]", true),
+            ],
+        ),
+        (
+            json!({"type": "string", "enum": ["a", "b", "c"], "not": {"const": "b"}}),
+            vec![(r#""a""#, true), (r#""b""#, false), (r#""c""#, true)],
+        ),
+        (
+            json!({"type": "object", "properties": {"kind": {"type": "string", "not": {"enum": ["internal", "system"]}}},
+                   "required": ["kind"]}),
+            vec![(r#"{"kind": "user"}"#, true), (r#"{"kind": "system"}"#, false), (r#"{"kind": "internal2"}"#, true)],
+        ),
+        (json!({"not": {"enum": [true, false]}, "type": ["boolean", "null"]}), vec![("true", false), ("null", true)]),
+    ];
+    for (schema, texts) in &cases {
+        let e = engine(schema, &SchemaOptions::default()).unwrap_or_else(|err| panic!("{schema}: {err}"));
+        for (text, valid) in texts {
+            assert_eq!(accepts(&e, text), *valid, "{schema}: {text}");
+        }
+    }
+    for (s, kw) in [
+        (json!({"not": {"const": 3}}), "not"),
+        (json!({"not": {"enum": ["a", {"b": 1}]}}), "not"),
+        (json!({"not": {"required": ["a"], "properties": {"a": {"type": "string"}}}}), "not"),
+        (json!({"propertyNames": {"not": {"const": "a"}}}), "propertyNames"),
+    ] {
+        let e = compile_schema(&s, &SchemaOptions::default()).unwrap_err();
+        assert_eq!(e.keyword, kw, "{s}: {e}");
+    }
+}

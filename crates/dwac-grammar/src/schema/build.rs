@@ -399,9 +399,14 @@ impl<'a> Builder<'a> {
             self.rule(n, vec![t]);
         }
         if s.types & T_BOOL != 0 {
-            let (t, f) = (self.punct("true"), self.punct("false"));
-            self.rule(n, vec![t]);
-            self.rule(n, vec![f]);
+            if s.bool_not & 2 == 0 {
+                let t = self.punct("true");
+                self.rule(n, vec![t]);
+            }
+            if s.bool_not & 1 == 0 {
+                let f = self.punct("false");
+                self.rule(n, vec![f]);
+            }
         }
         if s.types & T_STR != 0 {
             if let Some(t) = self.string_terminal(s)? {
@@ -465,7 +470,10 @@ impl<'a> Builder<'a> {
         regexes.sort();
         regexes.dedup();
         let main = if regexes.is_empty() { strings::json_string_any() } else { regexes.remove(0) };
-        Ok(Some(self.term("STRING", main, regexes, vec![])))
+        let mut except = s.str_not.clone();
+        except.sort();
+        except.dedup();
+        Ok(Some(self.term("STRING", main, regexes, except)))
     }
 
     /// Apply [`MAX_STRING_LENGTH_BOUND`]: a larger `maxLength` is lowered (stricter, warned),

@@ -234,6 +234,11 @@ pub(crate) struct Shape {
     pub contains: Vec<(Part, u64)>,
     /// Constraints on which keys are present together.
     pub presence: Vec<Presence>,
+    /// Regexes over string lexemes that a string must not match (`not: {pattern}`,
+    /// `not: {const/enum}` of strings): the string terminal's `except` list.
+    pub str_not: Vec<String>,
+    /// Booleans excluded by `not: {const/enum}`: bit 0 `false`, bit 1 `true`.
+    pub bool_not: u8,
 }
 
 /// A constraint on which object keys are present.
@@ -244,6 +249,8 @@ pub(crate) enum Presence {
     /// `oneOf` of branches that require keys (first list) and forbid keys (second list):
     /// exactly one branch holds.
     ExactlyOne(Vec<(Vec<String>, Vec<String>)>),
+    /// `not: {required}` and `not: {anyOf: [{required}, …]}`: no listed key set is wholly present.
+    NoneOf(Vec<Vec<String>>),
 }
 
 impl Presence {
@@ -251,6 +258,7 @@ impl Presence {
         match self {
             Presence::Implies(k, ds) => std::iter::once(k).chain(ds).collect(),
             Presence::ExactlyOne(bs) => bs.iter().flat_map(|(r, a)| r.iter().chain(a)).collect(),
+            Presence::NoneOf(sets) => sets.iter().flatten().collect(),
         }
     }
 
@@ -263,6 +271,7 @@ impl Presence {
                     .count()
                     == 1
             }
+            Presence::NoneOf(sets) => !sets.iter().any(|set| set.iter().all(|k| present(k))),
         }
     }
 }
@@ -294,6 +303,57 @@ pub(crate) fn presence_branches(doc: &Doc, d: &Disj) -> Option<Vec<(Vec<String>,
         out.push((req, absent));
     }
     (out.len() >= 2).then_some(out)
+}
+
+/// A `not` that compiles exactly: each form's complement has a place in the grammar already
+/// (the type set, the object's key-presence states, the string terminal's `except` list).
+pub(crate) enum Negation {
+    /// Only annotations: `not: {}` excludes everything.
+    Everything,
+    /// `not: {type}`: these types are excluded.
+    Types(u8),
+    /// `not: {required}`, `not: {anyOf: [{required}, …]}`: an object where no listed key set is
+    /// wholly present (a non-object satisfies `required`, so the negation excludes it).
+    KeySets(Vec<Vec<String>>),
+    /// `not: {pattern}`: a string that does not match (non-strings satisfy `pattern`: excluded).
+    Pattern(String),
+    /// `not: {const}` / `not: {enum}` of strings, booleans and `null`: any value but these.
+    Values(Vec<Value>),
+}
+
+/// The [`Negation`] a `not` subschema is, if it is one of those forms.
+pub(crate) fn negation(n: &Map<String, Value>) -> Option<Negation> {
+    let strings =
+        |v: &Value| -> Option<Vec<String>> { v.as_array()?.iter().map(|x| x.as_str().map(str::to_string)).collect() };
+    let mut keys = n.keys().filter(|k| !is_annotation(k));
+    let (Some(k), None) = (keys.next(), keys.next()) else {
+        return n.keys().all(|k| is_annotation(k)).then_some(Negation::Everything);
+    };
+    let v = &n[k.as_str()];
+    match k.as_str() {
+        "type" => types_of(n).map(Negation::Types),
+        "required" => Some(Negation::KeySets(vec![strings(v)?])),
+        "anyOf" => {
+            let mut sets = Vec::new();
+            for b in v.as_array()? {
+                let b = b.as_object()?;
+                if b.keys().any(|k| k != "required" && !is_annotation(k)) {
+                    return None;
+                }
+                sets.push(strings(b.get("required")?)?);
+            }
+            (!sets.is_empty()).then_some(Negation::KeySets(sets))
+        }
+        "pattern" => v.as_str().map(|p| Negation::Pattern(p.to_string())),
+        "const" | "enum" => {
+            let values = if k == "const" { vec![v.clone()] } else { v.as_array()?.clone() };
+            values
+                .iter()
+                .all(|x| matches!(x, Value::String(_) | Value::Bool(_) | Value::Null))
+                .then_some(Negation::Values(values))
+        }
+        _ => None,
+    }
 }
 
 /// JSON equality as JSON Schema defines it (numbers by value).
@@ -336,8 +396,7 @@ pub(crate) fn refusal(kw: &str, v: &Value, o: &Map<String, Value>, draft: Draft)
     match kw {
         "not" => match v {
             Value::Bool(_) => None,
-            Value::Object(n) if n.keys().all(|k| is_annotation(k)) => None,
-            Value::Object(n) if n.keys().all(|k| k == "type" || is_annotation(k)) && types_of(n).is_some() => None,
+            Value::Object(n) if negation(n).is_some() => None,
             _ => Some("`not` (negation) cannot be compiled to a grammar exactly"),
         },
         "if" => Some("`if`/`then`/`else` cannot be compiled to a grammar exactly"),
@@ -419,6 +478,8 @@ pub(crate) fn merge(doc: &Doc, flat: &Flat) -> Result<Shape, SchemaError> {
         uneval_items: Vec::new(),
         contains: Vec::new(),
         presence: Vec::new(),
+        str_not: Vec::new(),
+        bool_not: 0,
     };
     let present: HashSet<String> = flat.schemas.iter().map(|x| x.0.clone()).collect();
     let tighten_min = |cur: &mut Option<(Decimal, bool)>, new: (Decimal, bool)| match cur {
@@ -436,13 +497,36 @@ pub(crate) fn merge(doc: &Doc, flat: &Flat) -> Result<Shape, SchemaError> {
         }
         match o.get("not") {
             Some(Value::Bool(true)) => s.types = 0,
-            Some(Value::Object(n)) if n.keys().all(|k| is_annotation(k)) => s.types = 0,
-            Some(Value::Object(n)) => {
-                // Only `not: {type: …}` passes the refusal check.
-                if let Some(t) = types_of(n) {
-                    s.types &= !t;
+            // (Other forms do not pass the refusal check.)
+            Some(Value::Object(n)) => match negation(n) {
+                Some(Negation::Everything) => s.types = 0,
+                Some(Negation::Types(t)) => s.types &= !t,
+                Some(Negation::KeySets(sets)) => {
+                    s.types &= T_OBJ;
+                    s.presence.push(Presence::NoneOf(sets));
                 }
-            }
+                Some(Negation::Pattern(p)) => {
+                    s.types &= T_STR;
+                    let not_ptr = format!("{ptr}/not");
+                    let r = super::strings::pattern_regex(&p)
+                        .map_err(|e| SchemaError::new("pattern", &not_ptr, e.to_string()))?;
+                    s.str_not.push(r);
+                }
+                Some(Negation::Values(values)) => {
+                    for v in values {
+                        match v {
+                            Value::Null => s.types &= !T_NULL,
+                            Value::Bool(b) => s.bool_not |= 1 << u8::from(b),
+                            Value::String(x) => s.str_not.push(super::strings::json_string_literal(&x)),
+                            _ => {}
+                        }
+                    }
+                    if s.bool_not == 3 {
+                        s.types &= !T_BOOL;
+                    }
+                }
+                None => {}
+            },
             _ => {}
         }
         let mut lists: Vec<Vec<Value>> = Vec::new();

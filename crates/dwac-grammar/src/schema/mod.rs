@@ -14,7 +14,11 @@
 //!   pattern properties) come after them. [`order_instance`] serializes instances the same way.
 //! - No nesting limit is needed: recursion is grammar recursion.
 //!
-//! Refusals are loud: a keyword we cannot honour exactly (`not`, `if`/`then`/`else`,
+//! `not` compiles where its complement is regular at that place (`flat::Negation`): types, key
+//! sets (presence states of the object), `pattern` and string `const`/`enum` (the string
+//! terminal's `except` list, every spelling of each string), booleans and `null`.
+//!
+//! Refusals are loud: a keyword we cannot honour exactly (other `not`s, `if`/`then`/`else`,
 //! `uniqueItems: true`, `contains`, `dependentSchemas`, `unevaluated*`, remote `$ref`, `oneOf`
 //! whose branches may overlap, …) is a [`SchemaError`] naming the keyword and its JSON pointer.
 //! With `lenient`, such keywords are dropped and each drop is listed in the warnings.

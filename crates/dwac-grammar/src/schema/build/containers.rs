@@ -17,11 +17,11 @@ impl Builder<'_> {
         self.check_refusals(&flat)?;
         let shape = merge(&self.doc, &flat)?;
         let ptr = s.prop_names[0].ptr.clone();
-        if !flat.disjunctions.is_empty() || shape.enums.is_some() {
+        if !flat.disjunctions.is_empty() || shape.enums.is_some() || !shape.str_not.is_empty() {
             return Err(SchemaError::new(
                 "propertyNames",
                 &ptr,
-                "only string constraints (pattern, length, format) are supported",
+                "only string constraints (pattern, length, format; no `not`) are supported",
             ));
         }
         if shape.types & T_STR == 0 {
