@@ -141,7 +141,7 @@ fn refusals_name_keyword_and_pointer_and_lenient_lists_drops() {
     for (s, kw) in [
         (json!({"type": "array", "uniqueItems": true}), "uniqueItems"),
         (json!({"$ref": "http://example.com/x.json"}), "$ref"),
-        (json!({"dependentSchemas": {"a": {"required": ["b"]}}}), "dependentSchemas"),
+        (json!({"dependentSchemas": {"a": {"properties": {"b": {"type": "string"}}}}}), "dependentSchemas"),
         (json!({"oneOf": [{"type": "integer"}, {"minimum": 2}]}), "oneOf"),
         (json!({"type": "string", "pattern": "(?=a)b"}), "pattern"),
     ] {
@@ -329,5 +329,37 @@ fn negations_compile_exactly() {
     ] {
         let e = compile_schema(&s, &SchemaOptions::default()).unwrap_err();
         assert_eq!(e.keyword, kw, "{s}: {e}");
+    }
+}
+
+/// Schema dependencies that only require keys (`dependencies: {a: {required: [b]}}`, as
+/// MaskBench's `o68333` writes them) or forbid their key (`false`) are presence constraints,
+/// exact; verdicts by hand. (A dependency applies to objects only: `1` is valid.)
+#[test]
+fn schema_dependencies_that_only_require_keys_compile() {
+    let cases: Vec<(Value, Vec<(&str, bool)>)> = vec![
+        (
+            json!({"$schema": "http://json-schema.org/draft-07/schema#",
+                   "dependencies": {"a": {"required": ["b"], "description": "a needs b"}, "c": ["a"]}}),
+            vec![
+                ("{}", true),
+                (r#"{"a": 1}"#, false),
+                (r#"{"a": 1, "b": 2}"#, true),
+                (r#"{"b": 2}"#, true),
+                (r#"{"a": 1, "b": 2, "c": 3}"#, true),
+                (r#"{"b": 2, "c": 3}"#, false),
+                ("1", true),
+            ],
+        ),
+        (
+            json!({"properties": {"a": {}, "c": {}}, "dependentSchemas": {"a": false, "c": true}}),
+            vec![(r#"{"a": 1}"#, false), (r#"{"c": 1}"#, true), ("{}", true)],
+        ),
+    ];
+    for (schema, texts) in &cases {
+        let e = engine(schema, &SchemaOptions::default()).unwrap_or_else(|err| panic!("{schema}: {err}"));
+        for (text, valid) in texts {
+            assert_eq!(accepts(&e, text), *valid, "{schema}: {text}");
+        }
     }
 }

@@ -305,6 +305,30 @@ pub(crate) fn presence_branches(doc: &Doc, d: &Disj) -> Option<Vec<(Vec<String>,
     (out.len() >= 2).then_some(out)
 }
 
+/// A schema dependency (`dependentSchemas`, draft-07 `dependencies`) of key `k` that is a presence
+/// constraint: `Some(None)` if it constrains nothing (`true`, annotations only), `Some(Some(c))`
+/// for `{required: [...]}` (`k` implies those keys) or `false` (`k` never present), `None` for
+/// any other schema.
+pub(crate) fn dependent_presence(k: &str, v: &Value) -> Option<Option<Presence>> {
+    match v {
+        Value::Bool(true) => Some(None),
+        Value::Bool(false) => Some(Some(Presence::NoneOf(vec![vec![k.to_string()]]))),
+        Value::Object(o) => {
+            if o.keys().any(|x| x != "required" && !is_annotation(x)) {
+                return None;
+            }
+            match o.get("required") {
+                None => Some(None),
+                Some(r) => {
+                    let r: Option<Vec<String>> = r.as_array()?.iter().map(|x| x.as_str().map(str::to_string)).collect();
+                    Some(Some(Presence::Implies(k.to_string(), r?)))
+                }
+            }
+        }
+        _ => None,
+    }
+}
+
 /// A `not` that compiles exactly: each form's complement has a place in the grammar already
 /// (the type set, the object's key-presence states, the string terminal's `except` list).
 pub(crate) enum Negation {
@@ -409,8 +433,11 @@ pub(crate) fn refusal(kw: &str, v: &Value, o: &Map<String, Value>, draft: Draft)
                 .then_some("`uniqueItems: true` cannot be compiled to a grammar exactly")
         }
         "dependentSchemas" | "dependencies" => {
-            // Array forms (required keys) are presence constraints; schema forms are refused.
-            let schemas = v.as_object().is_some_and(|m| m.values().any(|x| !x.is_array() && x != &Value::Bool(true)));
+            // Array forms (required keys) and schemas that only require keys or forbid the key
+            // itself are presence constraints (`dependent_presence`); other schemas are refused.
+            let schemas = v
+                .as_object()
+                .is_some_and(|m| m.iter().any(|(k, x)| !x.is_array() && dependent_presence(k, x).is_none()));
             schemas.then_some("schema dependencies (`dependentSchemas`) cannot be compiled to a grammar exactly")
         }
         "$dynamicRef" | "$recursiveRef" => Some("dynamic references are not supported"),
@@ -639,9 +666,14 @@ pub(crate) fn merge(doc: &Doc, flat: &Flat) -> Result<Shape, SchemaError> {
         if let Some(v) = o.get("minItems") {
             s.min_items = s.min_items.max(as_u64(v, "minItems", ptr)?);
         }
-        for kw in ["dependentRequired", "dependencies"] {
+        for kw in ["dependentRequired", "dependencies", "dependentSchemas"] {
             if let Some(Value::Object(m)) = o.get(kw) {
                 for (k, v) in m {
+                    if kw != "dependentRequired" && !v.is_array() {
+                        // (A schema form: one the refusal check let through.)
+                        s.presence.extend(dependent_presence(k, v).flatten());
+                        continue;
+                    }
                     if let Some(a) = v.as_array() {
                         let deps: Option<Vec<String>> = a.iter().map(|x| x.as_str().map(str::to_string)).collect();
                         match deps {
