@@ -13,6 +13,7 @@ use super::{Draft, SchemaError, SchemaGrammar, SchemaOptions, Whitespace};
 use crate::ir::{Grammar, Munch, Symbol, Terminal};
 
 mod containers;
+mod one_of;
 
 /// Budgets that keep a pathological schema from exhausting memory.
 const MAX_NONTERMINALS: usize = 200_000;
@@ -255,6 +256,13 @@ impl<'a> Builder<'a> {
                 .iter()
                 .any(|(_, o)| o.contains_key("unevaluatedProperties") || o.contains_key("unevaluatedItems"));
             let mut combos: Vec<Vec<Part>> = vec![doc_flat.own.clone()];
+            // A `oneOf` of strings whose branches overlap: exactly one, by differences of the
+            // branches' string languages (`one_of.rs`).
+            if let [d] = &doc_flat.disjunctions[..] {
+                if d.kind == "oneOf" && self.string_one_of(n, d, &doc_flat.own)? {
+                    return Ok(n);
+                }
+            }
             for d in &doc_flat.disjunctions {
                 if d.kind == "oneOf" {
                     self.check_one_of(d, &doc_flat.own)?;
@@ -432,6 +440,17 @@ impl<'a> Builder<'a> {
     }
 
     fn string_terminal(&mut self, s: &Shape) -> Result<Option<u32>, SchemaError> {
+        let Some(mut regexes) = self.string_regexes_of(s)? else { return Ok(None) };
+        let main = if regexes.is_empty() { strings::json_string_any() } else { regexes.remove(0) };
+        let mut except = s.str_not.clone();
+        except.sort();
+        except.dedup();
+        Ok(Some(self.term("STRING", main, regexes, except)))
+    }
+
+    /// The regexes over string lexemes a string of shape `s` must all match (lengths,
+    /// patterns, formats; its `except` list aside), sorted; `None` if no string fits.
+    fn string_regexes_of(&mut self, s: &Shape) -> Result<Option<Vec<String>>, SchemaError> {
         if s.str_max.is_some_and(|m| m < s.str_min) {
             return Ok(None);
         }
@@ -469,11 +488,7 @@ impl<'a> Builder<'a> {
         }
         regexes.sort();
         regexes.dedup();
-        let main = if regexes.is_empty() { strings::json_string_any() } else { regexes.remove(0) };
-        let mut except = s.str_not.clone();
-        except.sort();
-        except.dedup();
-        Ok(Some(self.term("STRING", main, regexes, except)))
+        Ok(Some(regexes))
     }
 
     /// Apply [`MAX_STRING_LENGTH_BOUND`]: a larger `maxLength` is lowered (stricter, warned),
