@@ -63,6 +63,9 @@ struct Builder<'a> {
 pub fn compile_schema(schema: &Value, opts: &SchemaOptions) -> Result<SchemaGrammar, SchemaError> {
     opts.whitespace.check()?;
     let draft = Draft::detect_or(schema, opts.default_draft.unwrap_or(Draft::Draft2020));
+    // `if`/`then`/`else` on a discriminator, rewritten as a union first (`conditional.rs`).
+    let rewritten = super::conditional::rewrite(schema, draft);
+    let schema = rewritten.as_ref().unwrap_or(schema);
     let mut b = Builder {
         doc: Doc::new(schema, draft),
         opts: opts.clone(),

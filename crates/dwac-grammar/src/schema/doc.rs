@@ -204,6 +204,12 @@ impl<'a> Doc<'a> {
         }
     }
 
+    /// The pointers of every subschema whose base URI is the document's own (no `$id` above
+    /// it changes where a `#/...` reference from it leads), in no particular order.
+    pub fn subschemas_at_root_base(&self) -> impl Iterator<Item = &str> {
+        self.base.iter().filter(|(_, b)| b.as_str() == DEFAULT_BASE).map(|(p, _)| p.as_str())
+    }
+
     /// The subschema at `ptr`.
     pub fn get(&self, ptr: &str) -> Option<&'a Value> {
         self.root.pointer(ptr)

@@ -18,13 +18,17 @@
 //! sets (presence states of the object), `pattern` and string `const`/`enum` (the string
 //! terminal's `except` list, every spelling of each string), booleans and `null`.
 //!
-//! Refusals are loud: a keyword we cannot honour exactly (other `not`s, `if`/`then`/`else`,
+//! `if`/`then`/`else` on a discriminator is rewritten as a union before anything else
+//! (`conditional.rs`).
+//!
+//! Refusals are loud: a keyword we cannot honour exactly (other `not`s, other `if`/`then`/`else`s,
 //! `uniqueItems: true`, `contains`, `dependentSchemas`, `unevaluated*`, remote `$ref`, `oneOf`
 //! whose branches may overlap, …) is a [`SchemaError`] naming the keyword and its JSON pointer.
 //! With `lenient`, such keywords are dropped and each drop is listed in the warnings.
 //! Unknown formats are annotations (as the specification says) and produce a warning.
 
 mod build;
+mod conditional;
 mod doc;
 mod flat;
 pub mod numbers;

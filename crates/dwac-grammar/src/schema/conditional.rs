@@ -1,0 +1,106 @@
+//! `if`/`then`/`else` whose condition is a discriminator, compiled exactly by rewriting it before
+//! the grammar is built: `{if: I, then: T, else: E}` is `anyOf: [I ∧ T, ¬I ∧ E]`, and `¬I` is
+//! written in forms the compiler holds exactly when `I` is one of
+//! - `{properties: {k: {const: x} | {enum: [x…]}}, required?: [k]}` with strings, booleans or
+//!   `null` as the values (the discriminator: `¬I` is "k present with another value", or also
+//!   "k absent" when `I` requires it);
+//! - `{required: [k…]}` (`¬I` is `not: {required: [k…]}`).
+//!
+//! (A non-object satisfies both forms of `I`, so `¬I` holds only for objects: both rewrites say
+//! so.) `I` and `T`/`E` stay where they are, referred to by `$ref`, so errors inside them keep
+//! their pointers; `if` is renamed `x-dwac-if` (an annotation: `then`/`else` without `if` are
+//! ignored, as the specification says). Other conditions are left alone and refused by name.
+
+use serde_json::{json, Map, Value};
+
+use super::doc::Doc;
+use super::flat::is_annotation;
+use super::Draft;
+
+/// The key `if` is moved to in a rewritten schema.
+const MOVED_IF: &str = "x-dwac-if";
+
+/// The schema with every supported `if`/`then`/`else` rewritten, or `None` if it has none.
+pub(crate) fn rewrite(schema: &Value, draft: Draft) -> Option<Value> {
+    if draft < Draft::Draft7 {
+        return None; // (`if` is an unknown keyword before draft-07: an annotation)
+    }
+    let doc = Doc::new(schema, draft);
+    let mut found: Vec<(String, Value)> = Vec::new();
+    for ptr in doc.subschemas_at_root_base() {
+        let Some(Value::Object(o)) = doc.get(ptr) else { continue };
+        let Some(Value::Object(cond)) = o.get("if") else { continue };
+        if o.contains_key(MOVED_IF) {
+            continue;
+        }
+        if let Some(neg) = negate(cond) {
+            found.push((ptr.to_string(), neg));
+        }
+    }
+    if found.is_empty() {
+        return None;
+    }
+    // (Deepest first: a rewrite adds keys to its own object only, so no other pointer moves.)
+    found.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then_with(|| a.0.cmp(&b.0)));
+    let mut out = schema.clone();
+    for (ptr, neg) in found {
+        let Some(Value::Object(o)) = out.pointer_mut(&ptr) else { continue };
+        let reference = |key: &str| json!({"$ref": format!("#{}/{key}", fragment(&ptr))});
+        let then = if o.contains_key("then") { reference("then") } else { Value::Bool(true) };
+        let els = if o.contains_key("else") { reference("else") } else { Value::Bool(true) };
+        let cond = o.remove("if").unwrap_or(Value::Bool(true));
+        o.insert(MOVED_IF.into(), cond);
+        let choice = json!({"anyOf": [{"allOf": [reference(MOVED_IF), then]}, {"allOf": [neg, els]}]});
+        match o.get_mut("allOf") {
+            Some(Value::Array(a)) => a.push(choice),
+            _ => {
+                o.insert("allOf".into(), Value::Array(vec![choice]));
+            }
+        }
+    }
+    Some(out)
+}
+
+/// `¬cond` in forms the compiler holds exactly, if `cond` is a supported condition.
+fn negate(cond: &Map<String, Value>) -> Option<Value> {
+    let keys: Vec<&str> = cond.keys().map(String::as_str).filter(|k| !is_annotation(k)).collect();
+    let names =
+        |v: &Value| -> Option<Vec<String>> { v.as_array()?.iter().map(|x| x.as_str().map(str::to_string)).collect() };
+    match keys[..] {
+        ["required"] => Some(json!({"not": {"required": names(&cond["required"])?}})),
+        ["properties"] | ["properties", "required"] | ["required", "properties"] => {
+            let props = cond["properties"].as_object()?;
+            let (k, v) = props.iter().next().filter(|_| props.len() == 1)?;
+            let v = v.as_object()?;
+            let vkeys: Vec<&str> = v.keys().map(String::as_str).filter(|x| !is_annotation(x)).collect();
+            let values: Vec<Value> = match vkeys[..] {
+                ["const"] => vec![v["const"].clone()],
+                ["enum"] => v["enum"].as_array()?.clone(),
+                _ => return None,
+            };
+            if !values.iter().all(|x| matches!(x, Value::String(_) | Value::Bool(_) | Value::Null)) {
+                return None;
+            }
+            let other = json!({"required": [k], "properties": {k: {"not": {"enum": values}}}});
+            match cond.get("required") {
+                None => Some(other),
+                Some(r) if names(r)? == [k.clone()] => Some(json!({"anyOf": [{"not": {"required": [k]}}, other]})),
+                Some(_) => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// A JSON pointer written as a URI fragment (percent-encoding what a fragment may not hold).
+fn fragment(ptr: &str) -> String {
+    let mut out = String::new();
+    for b in ptr.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~/!$&'()*+,;=:@".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
