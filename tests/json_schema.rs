@@ -450,3 +450,44 @@ fn if_then_else_on_a_discriminator_compiles() {
     let e = compile_schema(&json!({"if": {"type": "string"}, "then": {"minLength": 2}}), &SchemaOptions::default());
     assert_eq!(e.unwrap_err().keyword, "if");
 }
+
+/// `uniqueItems: true` over a finite item domain compiles exactly (a state per set of values
+/// used); values equal as JSON are one value whatever their spelling. Verdicts by hand.
+#[test]
+fn unique_items_over_finite_domains() {
+    let cases: Vec<(Value, Vec<(&str, bool)>)> = vec![
+        (
+            json!({"type": "array", "items": {"enum": ["a", "b", "c"]}, "uniqueItems": true}),
+            vec![
+                ("[]", true),
+                (r#"["a", "b"]"#, true),
+                (r#"["c", "b", "a"]"#, true),
+                (r#"["a", "a"]"#, false),
+                (r#"["a", "\u0061"]"#, false),
+                (r#"["a", "b", "c", "a"]"#, false),
+                (r#"["d"]"#, false),
+            ],
+        ),
+        (
+            json!({"type": "array", "items": {"type": "boolean"}, "uniqueItems": true, "minItems": 2}),
+            vec![("[true, false]", true), ("[true, true]", false), ("[true]", false), ("[]", false)],
+        ),
+        (
+            json!({"type": "array", "items": {"enum": [1, 2, 1.0]}, "uniqueItems": true, "maxItems": 2}),
+            vec![("[1, 2]", true), ("[1, 1.0]", false), ("[2, 1.0]", true), ("[1, 2, 1]", false)],
+        ),
+    ];
+    for (schema, texts) in &cases {
+        let e = engine(schema, &SchemaOptions::default()).unwrap_or_else(|err| panic!("{schema}: {err}"));
+        for (text, valid) in texts {
+            assert_eq!(accepts(&e, text), *valid, "{schema}: {text}");
+        }
+    }
+    for s in [
+        json!({"type": "array", "items": {"type": "string"}, "uniqueItems": true}),
+        json!({"type": "array", "items": {"enum": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]}, "uniqueItems": true}),
+    ] {
+        let e = compile_schema(&s, &SchemaOptions::default()).unwrap_err();
+        assert_eq!((e.keyword.as_str(), e.pointer.as_str()), ("uniqueItems", ""), "{s}: {e}");
+    }
+}

@@ -19,6 +19,9 @@ mod one_of;
 const MAX_NONTERMINALS: usize = 200_000;
 const MAX_COMBINATIONS: usize = 256;
 const MAX_UNROLL: u64 = 4096;
+/// The largest item domain `uniqueItems: true` is compiled over (its arrays have a state per set
+/// of values used: 2^10 at most).
+const MAX_UNIQUE_DOMAIN: usize = 10;
 
 /// String length bounds are counted by the lexer automaton, whose size grows with the bound.
 /// A `maxLength` above this is enforced as this (stricter, with a warning); a `minLength` above

@@ -239,6 +239,8 @@ pub(crate) struct Shape {
     pub str_not: Vec<String>,
     /// Booleans excluded by `not: {const/enum}`: bit 0 `false`, bit 1 `true`.
     pub bool_not: u8,
+    /// `uniqueItems: true`: the pointer of the (first) schema that says so.
+    pub unique: Option<String>,
 }
 
 /// A constraint on which object keys are present.
@@ -427,11 +429,8 @@ pub(crate) fn refusal(kw: &str, v: &Value, o: &Map<String, Value>, draft: Draft)
         "maxContains" if o.contains_key("contains") => {
             Some("`maxContains` (an upper bound on matching items) cannot be compiled to a grammar exactly")
         }
-        "uniqueItems" => {
-            let trivial = o.get("maxItems").and_then(Value::as_u64).is_some_and(|m| m <= 1);
-            (v == &Value::Bool(true) && !trivial)
-                .then_some("`uniqueItems: true` cannot be compiled to a grammar exactly")
-        }
+        // (`uniqueItems: true` is decided where the array is built, which knows the item domain:
+        // `Builder::build_unique_array`.)
         "dependentSchemas" | "dependencies" => {
             // Array forms (required keys) and schemas that only require keys or forbid the key
             // itself are presence constraints (`dependent_presence`); other schemas are refused.
@@ -507,6 +506,7 @@ pub(crate) fn merge(doc: &Doc, flat: &Flat) -> Result<Shape, SchemaError> {
         presence: Vec::new(),
         str_not: Vec::new(),
         bool_not: 0,
+        unique: None,
     };
     let present: HashSet<String> = flat.schemas.iter().map(|x| x.0.clone()).collect();
     let tighten_min = |cur: &mut Option<(Decimal, bool)>, new: (Decimal, bool)| match cur {
@@ -665,6 +665,9 @@ pub(crate) fn merge(doc: &Doc, flat: &Flat) -> Result<Shape, SchemaError> {
         }
         if let Some(v) = o.get("minItems") {
             s.min_items = s.min_items.max(as_u64(v, "minItems", ptr)?);
+        }
+        if o.get("uniqueItems") == Some(&Value::Bool(true)) && s.unique.is_none() {
+            s.unique = Some(ptr.to_string());
         }
         for kw in ["dependentRequired", "dependencies", "dependentSchemas"] {
             if let Some(Value::Object(m)) = o.get(kw) {

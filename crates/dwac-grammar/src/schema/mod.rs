@@ -22,7 +22,7 @@
 //! (`conditional.rs`).
 //!
 //! Refusals are loud: a keyword we cannot honour exactly (other `not`s, other `if`/`then`/`else`s,
-//! `uniqueItems: true`, `contains`, `dependentSchemas`, `unevaluated*`, remote `$ref`, `oneOf`
+//! `uniqueItems: true` beyond finite item domains, `contains`, `dependentSchemas`, `unevaluated*`, remote `$ref`, `oneOf`
 //! whose branches may overlap, …) is a [`SchemaError`] naming the keyword and its JSON pointer.
 //! With `lenient`, such keywords are dropped and each drop is listed in the warnings.
 //! Unknown formats are annotations (as the specification says) and produce a warning.

@@ -290,6 +290,11 @@ impl Builder<'_> {
     }
 
     pub(super) fn build_array(&mut self, n: u32, s: &Shape) -> Result<(), SchemaError> {
+        if let Some(ptr) = &s.unique {
+            if s.max_items.is_none_or(|m| m > 1) {
+                return self.build_unique_array(n, s, ptr);
+            }
+        }
         let p = s.arrs.iter().map(|a| a.prefix.len()).chain(s.uneval_items.iter().map(|u| u.prefix)).max().unwrap_or(0);
         let mut max = s.max_items;
         // Parts constraining position i; None: the position cannot exist.
@@ -410,6 +415,118 @@ impl Builder<'_> {
                     let next = state(self, k2, c2, &mut work)?;
                     let e = elem(self, k, m)?;
                     self.rule(t, vec![comma, e, Symbol::N(next)]);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `uniqueItems: true` over a finite item domain (an `enum`/`const`, booleans, `null`; at
+    /// most [`MAX_UNIQUE_DOMAIN`] values): the array's states are the sets of values used so far,
+    /// and each element is a value not yet in the set. Values equal as JSON count once (a
+    /// string's literal matches every spelling, a number's every notation of it). Anything else
+    /// is refused by name (or, lenient, compiled without uniqueness, with a warning).
+    fn build_unique_array(&mut self, n: u32, s: &Shape, ptr: &str) -> Result<(), SchemaError> {
+        let refuse = |b: &mut Builder, why: &str| -> Result<(), SchemaError> {
+            let e = SchemaError::new("uniqueItems", ptr, format!("`uniqueItems: true` {why}"));
+            if !b.opts.lenient {
+                return Err(e);
+            }
+            b.warnings.push(format!("dropped: {e}"));
+            let mut plain = s.clone();
+            plain.unique = None;
+            b.build_array(n, &plain)
+        };
+        if !s.contains.is_empty() || !s.uneval_items.is_empty() || s.arrs.iter().any(|a| !a.prefix.is_empty()) {
+            return refuse(self, "with prefixItems, contains or unevaluatedItems cannot be compiled exactly");
+        }
+        let mut parts = Vec::new();
+        let mut nothing = false;
+        for a in &s.arrs {
+            match &a.rest {
+                Rest::Any => {}
+                Rest::Nothing => nothing = true,
+                Rest::Schema(x) => parts.push(x.clone()),
+            }
+        }
+        let (l, r, comma) = (self.punct("["), self.punct("]"), self.punct(","));
+        if s.min_items == 0 {
+            self.rule(n, vec![l, r]);
+        }
+        if nothing {
+            return Ok(());
+        }
+        // The item domain.
+        let flat = flatten(&self.doc, &parts)?;
+        if flat.is_false {
+            return Ok(());
+        }
+        let shape = merge(&self.doc, &flat)?;
+        let candidates: Vec<Value> = match &shape.enums {
+            Some(values) if flat.disjunctions.is_empty() => values.clone(),
+            None if flat.disjunctions.is_empty() && shape.types & !(T_NULL | T_BOOL) == 0 => {
+                let mut v = Vec::new();
+                if shape.types & T_NULL != 0 {
+                    v.push(Value::Null);
+                }
+                if shape.types & T_BOOL != 0 {
+                    v.extend([Value::Bool(false), Value::Bool(true)]);
+                }
+                v
+            }
+            _ => {
+                return refuse(
+                    self,
+                    &format!("is compiled only over a finite item domain (enum, const, booleans, null) of at most {MAX_UNIQUE_DOMAIN} values"),
+                )
+            }
+        };
+        let mut values: Vec<Value> = Vec::new();
+        for v in candidates {
+            if !values.iter().any(|w| json_eq(w, &v)) && validate(&self.doc, &v, &parts)? {
+                values.push(v);
+            }
+        }
+        if values.len() > MAX_UNIQUE_DOMAIN {
+            return refuse(
+                self,
+                &format!("over an item domain of {} values (at most {MAX_UNIQUE_DOMAIN})", values.len()),
+            );
+        }
+        let k = values.len();
+        let max = s.max_items.map_or(k as u64, |m| m.min(k as u64));
+        let min = s.min_items;
+        let lits = values.iter().map(|v| self.literal(v)).collect::<Result<Vec<_>, _>>()?;
+        // U(used): the values used so far; more may follow while fewer than `max` are used.
+        let mut states: HashMap<u32, u32> = HashMap::new();
+        let mut work: Vec<u32> = Vec::new();
+        let mut state = |b: &mut Builder, used: u32, work: &mut Vec<u32>| -> Result<u32, SchemaError> {
+            if let Some(&t) = states.get(&used) {
+                return Ok(t);
+            }
+            let t = b.nt(format!("unique items {used:b}"))?;
+            states.insert(used, t);
+            work.push(used);
+            Ok(t)
+        };
+        if max >= 1 {
+            for (i, lit) in lits.iter().enumerate() {
+                let t = state(self, 1 << i, &mut work)?;
+                self.rule(n, vec![l, *lit, Symbol::N(t), r]);
+            }
+        }
+        while let Some(used) = work.pop() {
+            let t = state(self, used, &mut work)?;
+            let count = u64::from(used.count_ones());
+            if count >= min {
+                self.rule(t, vec![]);
+            }
+            if count < max {
+                for (i, lit) in lits.iter().enumerate() {
+                    if used & (1 << i) == 0 {
+                        let next = state(self, used | 1 << i, &mut work)?;
+                        self.rule(t, vec![comma, *lit, Symbol::N(next)]);
+                    }
                 }
             }
         }
