@@ -21,8 +21,12 @@
 //! `if`/`then`/`else` on a discriminator is rewritten as a union before anything else
 //! (`conditional.rs`).
 //!
+//! `uniqueItems: true` compiles over finite item domains (a state per set of values used);
+//! `dependentSchemas` that only require keys are key-presence constraints; a `oneOf` of strings
+//! whose branches overlap is exactly one branch by differences of their languages.
+//!
 //! Refusals are loud: a keyword we cannot honour exactly (other `not`s, other `if`/`then`/`else`s,
-//! `uniqueItems: true` beyond finite item domains, `contains`, `dependentSchemas`, `unevaluated*`, remote `$ref`, `oneOf`
+//! other `uniqueItems`, `maxContains`, other `dependentSchemas`, remote `$ref`, other `oneOf`s
 //! whose branches may overlap, …) is a [`SchemaError`] naming the keyword and its JSON pointer.
 //! With `lenient`, such keywords are dropped and each drop is listed in the warnings.
 //! Unknown formats are annotations (as the specification says) and produce a warning.
