@@ -228,29 +228,47 @@ pub(crate) fn gbnf_sources() -> Result<Vec<(String, String, Vec<String>)>> {
     let mut out = Vec::new();
     for (id, grammar, texts) in sources {
         let text = std::fs::read_to_string(&grammar).with_context(|| format!("reading {}", grammar.display()))?;
-        let mut lines = Vec::new();
-        if let Some(t) = texts {
-            for line in std::fs::read_to_string(&t)?.lines().filter(|l| !l.trim().is_empty()) {
-                let v: Value = serde_json::from_str(line).with_context(|| format!("{}: bad line", t.display()))?;
-                lines.push(v["text"].as_str().unwrap_or_default().to_string());
-            }
-        }
+        let lines = match texts {
+            Some(t) => read_texts(&t)?,
+            None => Vec::new(),
+        };
         out.push((id, text, lines));
     }
     Ok(out)
+}
+
+/// The `text` of each line of a JSON-lines file of texts (`{"text": …, "valid": …}`).
+fn read_texts(path: &Path) -> Result<Vec<String>> {
+    let mut lines = Vec::new();
+    for line in std::fs::read_to_string(path)?.lines().filter(|l| !l.trim().is_empty()) {
+        let v: Value = serde_json::from_str(line).with_context(|| format!("{}: bad line", path.display()))?;
+        lines.push(v["text"].as_str().unwrap_or_default().to_string());
+    }
+    Ok(lines)
+}
+
+/// One job per grammar of `sources` (`kind: "grammar"`, in `format`), every text a trace.
+fn grammar_workload(
+    a: &Args,
+    tok_name: &str,
+    name: &str,
+    format: &str,
+    sources: Vec<(String, String, Vec<String>)>,
+) -> Result<(Workload, Vec<u32>)> {
+    let tok = load_tokenizer(tok_name)?;
+    let mut jobs = Vec::new();
+    for (id, text, texts) in sources {
+        let traces = texts.iter().map(|t| tok.encode(t)).collect::<Result<Vec<_>, _>>()?;
+        jobs.push(json!({"id": id, "kind": "grammar", "format": format, "grammar": text, "traces": traces}));
+    }
+    workload(a, name, &tok, tok_name, &jobs)
 }
 
 /// Grammars without a lexer (`gbnf-<tokenizer>`, [`gbnf_sources`]): each job carries its
 /// grammar's text (`kind: "grammar"`), and every text of every grammar is a trace (`--limit`
 /// is for the JSON workloads).
 fn gbnf_workload(a: &Args, tok_name: &str) -> Result<(Workload, Vec<u32>)> {
-    let tok = load_tokenizer(tok_name)?;
-    let mut jobs = Vec::new();
-    for (id, text, texts) in gbnf_sources()? {
-        let traces = texts.iter().map(|t| tok.encode(t)).collect::<Result<Vec<_>, _>>()?;
-        jobs.push(json!({"id": id, "kind": "grammar", "format": "gbnf", "grammar": text, "traces": traces}));
-    }
-    workload(a, "gbnf", &tok, tok_name, &jobs)
+    grammar_workload(a, tok_name, "gbnf", "gbnf", gbnf_sources()?)
 }
 
 /// The Lark grammars of `../shared/data/grammars/ligurio-lark-grammars` (character-level ones:
@@ -264,13 +282,7 @@ pub(crate) fn lark_chars_sources() -> Result<Vec<(String, String, Vec<String>)>>
     for name in ["bc", "iso-8601", "lua", "palindrome", "regex", "robotstxt", "tap13"] {
         let g = dir.join(format!("{name}.lark"));
         let text = std::fs::read_to_string(&g).with_context(|| format!("reading {}", g.display()))?;
-        let t = texts.join(format!("{name}.jsonl"));
-        let mut lines = Vec::new();
-        for line in std::fs::read_to_string(&t)?.lines().filter(|l| !l.trim().is_empty()) {
-            let v: Value = serde_json::from_str(line).with_context(|| format!("{}: bad line", t.display()))?;
-            lines.push(v["text"].as_str().unwrap_or_default().to_string());
-        }
-        out.push((format!("ligurio/{name}"), text, lines));
+        out.push((format!("ligurio/{name}"), text, read_texts(&texts.join(format!("{name}.jsonl")))?));
     }
     Ok(out)
 }
@@ -279,13 +291,7 @@ pub(crate) fn lark_chars_sources() -> Result<Vec<(String, String, Vec<String>)>>
 /// alone (the peers that read grammars read no Lark of this dialect: XGrammar takes EBNF,
 /// llguidance's driver here takes JSON Schemas).
 fn lark_chars_workload(a: &Args, tok_name: &str) -> Result<(Workload, Vec<u32>)> {
-    let tok = load_tokenizer(tok_name)?;
-    let mut jobs = Vec::new();
-    for (id, text, texts) in lark_chars_sources()? {
-        let traces = texts.iter().map(|t| tok.encode(t)).collect::<Result<Vec<_>, _>>()?;
-        jobs.push(json!({"id": id, "kind": "grammar", "format": "lark", "grammar": text, "traces": traces}));
-    }
-    workload(a, "lark-chars", &tok, tok_name, &jobs)
+    grammar_workload(a, tok_name, "lark-chars", "lark", lark_chars_sources()?)
 }
 
 /// Tool calling as vLLM sends it (`tags-<tokenizer>`): XGrammar structural tags over the Glaive
