@@ -491,3 +491,20 @@ fn unique_items_over_finite_domains() {
         assert_eq!((e.keyword.as_str(), e.pointer.as_str()), ("uniqueItems", ""), "{s}: {e}");
     }
 }
+
+/// Lenient: a `uniqueItems` that cannot be compiled is dropped with a warning, and the array is
+/// built once (no second `[]` rule: the empty array is accepted, exactly as without the keyword).
+#[test]
+fn lenient_drops_an_open_unique_items_once() {
+    let s = json!({"type": "array", "items": {"type": "string"}, "uniqueItems": true});
+    let opts = SchemaOptions { lenient: true, ..Default::default() };
+    let sg = compile_schema(&s, &opts).unwrap();
+    assert_eq!(sg.warnings.iter().filter(|w| w.contains("uniqueItems")).count(), 1, "{:?}", sg.warnings);
+    let e = engine(&s, &opts).unwrap();
+    for (text, valid) in [("[]", true), (r#"["a", "a"]"#, true), ("[1]", false)] {
+        assert_eq!(accepts(&e, text), valid, "{text}");
+    }
+    let rules = sg.grammar.rules.iter().filter(|r| r.rhs.len() == 2).count();
+    let plain = compile_schema(&json!({"type": "array", "items": {"type": "string"}}), &opts).unwrap();
+    assert_eq!(rules, plain.grammar.rules.iter().filter(|r| r.rhs.len() == 2).count());
+}

@@ -450,17 +450,15 @@ impl Builder<'_> {
             }
         }
         let (l, r, comma) = (self.punct("["), self.punct("]"), self.punct(","));
-        if s.min_items == 0 {
-            self.rule(n, vec![l, r]);
-        }
-        if nothing {
+        // The item domain (decided before any rule is added: a lenient refusal builds the
+        // array again without uniqueness).
+        let flat = if nothing { None } else { Some(flatten(&self.doc, &parts)?).filter(|f| !f.is_false) };
+        let Some(flat) = flat else {
+            if s.min_items == 0 {
+                self.rule(n, vec![l, r]);
+            }
             return Ok(());
-        }
-        // The item domain.
-        let flat = flatten(&self.doc, &parts)?;
-        if flat.is_false {
-            return Ok(());
-        }
+        };
         let shape = merge(&self.doc, &flat)?;
         let candidates: Vec<Value> = match &shape.enums {
             Some(values) if flat.disjunctions.is_empty() => values.clone(),
@@ -496,6 +494,9 @@ impl Builder<'_> {
         let k = values.len();
         let max = s.max_items.map_or(k as u64, |m| m.min(k as u64));
         let min = s.min_items;
+        if min == 0 {
+            self.rule(n, vec![l, r]);
+        }
         let lits = values.iter().map(|v| self.literal(v)).collect::<Result<Vec<_>, _>>()?;
         // U(used): the values used so far; more may follow while fewer than `max` are used.
         let mut states: HashMap<u32, u32> = HashMap::new();
