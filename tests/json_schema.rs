@@ -440,6 +440,12 @@ fn if_then_else_on_a_discriminator_compiles() {
             json!({"if": {"required": ["a"]}, "then": {"required": ["b"]}, "properties": {"a": {}, "b": {}}}),
             vec![("{}", true), (r#"{"a": 1}"#, false), (r#"{"a": 1, "b": 2}"#, true), ("1", true), (r#""x""#, true)],
         ),
+        // A non-object satisfies the condition (`properties` holds for it), so `then` applies.
+        (
+            json!({"$schema": "http://json-schema.org/draft-07/schema#",
+                   "if": {"properties": {"kind": {"const": "a"}}}, "then": {"minimum": 5}, "else": {"maximum": 2}}),
+            vec![("1", false), ("3", false), ("7", true), (r#"{"kind": "a"}"#, true), (r#"{"kind": "b"}"#, true)],
+        ),
     ];
     for (schema, texts) in &cases {
         let e = engine(schema, &SchemaOptions::default()).unwrap_or_else(|err| panic!("{schema}: {err}"));

@@ -81,7 +81,8 @@ fn negate(cond: &Map<String, Value>) -> Option<Value> {
             if !values.iter().all(|x| matches!(x, Value::String(_) | Value::Bool(_) | Value::Null)) {
                 return None;
             }
-            let other = json!({"required": [k], "properties": {k: {"not": {"enum": values}}}});
+            // (`type: object`: `required` and `properties` hold for every non-object, and `¬I` for none.)
+            let other = json!({"type": "object", "required": [k], "properties": {k: {"not": {"enum": values}}}});
             match cond.get("required") {
                 None => Some(other),
                 Some(r) if names(r)? == [k.clone()] => Some(json!({"anyOf": [{"not": {"required": [k]}}, other]})),
