@@ -60,15 +60,61 @@ struct Builder<'a> {
     terms: HashMap<(String, Vec<String>, Vec<String>), u32>,
     warnings: Vec<String>,
     components: u32,
+    /// The schema rewritten where a `oneOf` was found overlapping (`exactly_one.rs`): the build
+    /// stops with the refusal and starts again on this.
+    retry: Option<Value>,
+    /// Whether an overlapping `oneOf` may be rewritten at all.
+    rewrite_one_of: bool,
 }
+
+/// The most `oneOf`s rewritten as unions of cells in one schema (each rewrite starts the build again).
+const MAX_ONE_OF_REWRITES: usize = 16;
 
 /// Compile a JSON Schema into the grammar IR.
 pub fn compile_schema(schema: &Value, opts: &SchemaOptions) -> Result<SchemaGrammar, SchemaError> {
     opts.whitespace.check()?;
     let draft = Draft::detect_or(schema, opts.default_draft.unwrap_or(Draft::Draft2020));
     // `if`/`then`/`else` on a discriminator, rewritten as a union first (`conditional.rs`).
-    let rewritten = super::conditional::rewrite(schema, draft);
-    let schema = rewritten.as_ref().unwrap_or(schema);
+    let schema = match super::conditional::rewrite(schema, draft) {
+        Some(v) => std::borrow::Cow::Owned(v),
+        None => std::borrow::Cow::Borrowed(schema),
+    };
+    let mut rewrites = 0;
+    let mut current = std::borrow::Cow::Borrowed(&*schema);
+    loop {
+        match build(&current, draft, opts, true) {
+            Ok(g) => return Ok(g),
+            // A `oneOf` whose branches overlap, rewritten as the union of its cells: again.
+            Err((_, Some(next))) if rewrites < MAX_ONE_OF_REWRITES => {
+                rewrites += 1;
+                current = std::borrow::Cow::Owned(*next);
+            }
+            Err((e, _)) if rewrites == 0 => return Err(e),
+            // A rewrite can meet a refusal of its own (a complement the merge cannot hold:
+            // `not: {type: integer}` where non-integer numbers remain): lenient, the schema is
+            // built as before (such a `oneOf` taken as `anyOf`, with its warning); strict, that
+            // refusal is reported, saying where it came from.
+            Err((mut e, _)) => {
+                if opts.lenient {
+                    return build(&schema, draft, opts, false).map_err(|(e, _)| e);
+                }
+                e.message.push_str(" (in `oneOf` rewritten as exactly one branch: a branch's complement)");
+                return Err(e);
+            }
+        }
+    }
+}
+
+/// One build of `schema`; on failure, the error and, where a `oneOf` found overlapping was
+/// rewritten, the schema to build instead.
+///
+/// `rewrite`: whether an overlapping `oneOf` may be rewritten (`exactly_one.rs`).
+fn build(
+    schema: &Value,
+    draft: Draft,
+    opts: &SchemaOptions,
+    rewrite: bool,
+) -> Result<SchemaGrammar, (SchemaError, Option<Box<Value>>)> {
     let mut b = Builder {
         doc: Doc::new(schema, draft),
         opts: opts.clone(),
@@ -77,6 +123,8 @@ pub fn compile_schema(schema: &Value, opts: &SchemaOptions) -> Result<SchemaGram
         terms: HashMap::new(),
         warnings: Vec::new(),
         components: 0,
+        rewrite_one_of: rewrite,
+        retry: None,
     };
     if opts.whitespace == Whitespace::Flexible {
         let mut ws = Terminal::new("WS", r"[ \t\n\r]+");
@@ -85,7 +133,10 @@ pub fn compile_schema(schema: &Value, opts: &SchemaOptions) -> Result<SchemaGram
     }
     let start = b.g.add_nonterminal("start", None);
     b.g.start = start;
-    let root = b.conj(vec![Part::full("")])?;
+    let root = match b.conj(vec![Part::full("")]) {
+        Ok(r) => r,
+        Err(e) => return Err((e, b.retry.take().map(Box::new))),
+    };
     b.g.add_rule(start, vec![Symbol::N(root)], None);
     if !b.generates(start) {
         // The schema accepts nothing: a terminal that can never match.
@@ -344,6 +395,14 @@ impl<'a> Builder<'a> {
                         &d.ptr,
                         format!("branches {i} and {j} may both match a value, so `oneOf` cannot be compiled exactly"),
                     );
+                    // Exactly one, as a union of cells, where every branch's complement can be
+                    // written exactly (`exactly_one.rs`): the build starts again on that.
+                    if let Some(next) =
+                        self.rewrite_one_of.then(|| super::exactly_one::rewrite(&self.doc, &d.ptr)).flatten()
+                    {
+                        self.retry = Some(next);
+                        return Err(e);
+                    }
                     if !self.opts.lenient {
                         return Err(e);
                     }

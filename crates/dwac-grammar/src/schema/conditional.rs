@@ -94,7 +94,7 @@ fn negate(cond: &Map<String, Value>) -> Option<Value> {
 }
 
 /// A JSON pointer written as a URI fragment (percent-encoding what a fragment may not hold).
-fn fragment(ptr: &str) -> String {
+pub(crate) fn fragment(ptr: &str) -> String {
     let mut out = String::new();
     for b in ptr.bytes() {
         if b.is_ascii_alphanumeric() || b"-._~/!$&'()*+,;=:@".contains(&b) {

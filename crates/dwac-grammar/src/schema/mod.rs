@@ -23,7 +23,9 @@
 //!
 //! `uniqueItems: true` compiles over finite item domains (a state per set of values used);
 //! `dependentSchemas` that only require keys are key-presence constraints; a `oneOf` of strings
-//! whose branches overlap is exactly one branch by differences of their languages.
+//! whose branches overlap is exactly one branch by differences of their languages; another
+//! overlapping `oneOf` is rewritten as the union of its cells `Bᵢ ∧ ⋀ ¬Bⱼ` where every branch's
+//! complement has an exact form (`exactly_one.rs`), and the build starts again on that.
 //!
 //! Refusals are loud: a keyword we cannot honour exactly (other `not`s, other `if`/`then`/`else`s,
 //! other `uniqueItems`, `maxContains`, other `dependentSchemas`, remote `$ref`, other `oneOf`s
@@ -34,6 +36,7 @@
 mod build;
 mod conditional;
 mod doc;
+mod exactly_one;
 mod flat;
 pub mod numbers;
 pub mod strings;

@@ -491,6 +491,24 @@ fn reorder(doc: &Doc, v: &Value, parts: &[Part], depth: usize) -> Value {
     if depth > 256 {
         return v.clone();
     }
+    // A `oneOf` the compiler rewrites as a union of cells (`exactly_one.rs`) lays out its keys
+    // as the rewritten schema says: reorder by that.
+    if let Ok(flat) = flatten(doc, parts) {
+        for d in &flat.disjunctions {
+            if d.kind != "oneOf" || presence_branches(doc, d).is_some() {
+                continue;
+            }
+            let with = |b: &Part| -> Vec<Part> { flat.own.iter().cloned().chain(std::iter::once(b.clone())).collect() };
+            let n = d.branches.len();
+            let overlapping = (0..n)
+                .any(|i| (i + 1..n).any(|j| !provably_disjoint(doc, &with(&d.branches[i]), &with(&d.branches[j]))));
+            if overlapping {
+                if let Some(rewritten) = super::exactly_one::rewrite(doc, &d.ptr) {
+                    return reorder(&Doc::new(&rewritten, doc.draft), v, parts, depth + 1);
+                }
+            }
+        }
+    }
     let Some(own) = chosen_conj(doc, v, parts, 0) else { return v.clone() };
     let Ok(flat) = flatten(doc, &own) else { return v.clone() };
     let Ok(shape) = merge(doc, &flat) else { return v.clone() };

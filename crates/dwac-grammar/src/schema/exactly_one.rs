@@ -1,0 +1,218 @@
+//! `oneOf` whose branches may overlap, compiled exactly by rewriting it as a union of *cells*
+//! when every branch's complement can be written in forms the compiler holds exactly.
+//!
+//! A value satisfies `oneOf: [B₀ … Bₖ₋₁]` when it satisfies exactly one branch, so the `oneOf` is
+//! the disjoint union of the cells `Bᵢ ∧ ⋀_{j≠i} ¬Bⱼ`. A branch is a conjunction of its keywords,
+//! so `¬Bⱼ` is the union of each keyword's violation ([`violations`]):
+//! - `type: T` → `not: {type: T}`;
+//! - `required: [r…]` → per key, `not: {required: [r]}` (an object without it);
+//! - `properties: {p: S}` → per violation `v` of `S`, `{type: object, required: [p],
+//!   properties: {p: v}}` (an object whose `p` is there and breaks `S`; recursively, so nested
+//!   objects work), and for `p: false` an object where `p` is there;
+//! - `enum`/`const` (of strings, booleans and `null`) → `not: {enum: […]}` of the listed values
+//!   that satisfy the whole schema (the validator decides), whatever its other keywords;
+//! - `pattern` → `not: {pattern}`; `not: S` → `S` (by reference);
+//! - `minLength: n` → a string of at most `n − 1` characters; `maxLength: n` → at least `n + 1`;
+//! - annotations violate nothing; a `$ref` (alone) is followed.
+//!
+//! Any other keyword, or a union of more than [`MAX_CELL_COMBINATIONS`] alternatives in one cell,
+//! leaves the `oneOf` alone, and it is refused by name as before. Each rewritten form is one the
+//! compiler already holds exactly (`flat::Negation`, key presence, string lengths), so the union is
+//! exact; the violations of one keyword may overlap (an object can break several), which only
+//! makes the grammar ambiguous, never looser.
+//!
+//! The branches stay where they were, moved to `x-dwac-oneOf` (an unknown keyword: not
+//! evaluated), and each cell refers to its branch by `$ref`, so errors inside a branch keep its
+//! pointer. A first part lists every key some branch names, in the branches' order, so every cell
+//! lays out an object's keys in one order. Only a `oneOf` whose subschema is at the document's
+//! base is rewritten (its `#/…` pointers lead where they did).
+
+use serde_json::{json, Map, Value};
+
+use super::conditional::fragment;
+use super::doc::Doc;
+use super::flat::Part;
+use super::flat::{is_annotation, negation};
+use super::validate::validate;
+use super::Draft;
+
+/// The key a rewritten `oneOf` is moved to.
+const MOVED_ONE_OF: &str = "x-dwac-oneOf";
+
+/// The most alternatives one cell may expand to (the product, over the other branches, of how
+/// many ways each can be violated): every alternative is an object grammar of its own.
+pub(crate) const MAX_CELL_COMBINATIONS: usize = 64;
+
+/// How deep `$ref`s and nested `properties` are followed when writing violations.
+const MAX_DEPTH: usize = 8;
+
+/// The schema with the `oneOf` of the subschema at `ptr` rewritten as a union of cells, or `None`
+/// where some branch's complement cannot be written exactly (or the rewrite does not apply).
+pub(crate) fn rewrite(doc: &Doc, ptr: &str) -> Option<Value> {
+    if !doc.subschemas_at_root_base().any(|p| p == ptr) {
+        return None;
+    }
+    let Some(Value::Object(holder)) = doc.get(ptr) else { return None };
+    let Some(Value::Array(branches)) = holder.get("oneOf") else { return None };
+    if holder.contains_key(MOVED_ONE_OF) || branches.len() < 2 || branches.len() > 16 {
+        return None;
+    }
+    let moved = format!("{ptr}/{MOVED_ONE_OF}");
+    let mut viols: Vec<Vec<Value>> = Vec::with_capacity(branches.len());
+    let mut names: Vec<String> = Vec::new();
+    for (i, b) in branches.iter().enumerate() {
+        // (Violations are written from the branch where it is now, so its `$ref`s resolve as they did.)
+        viols.push(violations(doc, (&format!("{ptr}/oneOf"), &moved), &format!("{ptr}/oneOf/{i}"), b, 0)?);
+        collect_names(doc, &format!("{ptr}/oneOf/{i}"), b, &mut names, 0);
+    }
+    let mut cells = Vec::new();
+    for i in 0..branches.len() {
+        let others: Vec<&Vec<Value>> = (0..branches.len()).filter(|&j| j != i).map(|j| &viols[j]).collect();
+        // A branch that nothing violates holds for every value: no value is in cell `i`.
+        if others.iter().any(|v| v.is_empty()) {
+            continue;
+        }
+        let combos = others.iter().try_fold(1usize, |acc, v| acc.checked_mul(v.len()))?;
+        if combos > MAX_CELL_COMBINATIONS {
+            return None;
+        }
+        let mut all = Vec::with_capacity(others.len() + 2);
+        if !names.is_empty() {
+            let order: Map<String, Value> = names.iter().map(|n| (n.clone(), json!({}))).collect();
+            all.push(json!({ "properties": order }));
+        }
+        all.push(json!({"$ref": format!("#{}", fragment(&format!("{moved}/{i}")))}));
+        for v in others {
+            all.push(if v.len() == 1 { v[0].clone() } else { json!({ "anyOf": v }) });
+        }
+        cells.push(json!({ "allOf": all }));
+    }
+    let mut out = doc.root.clone();
+    let Some(Value::Object(o)) = out.pointer_mut(ptr) else { return None };
+    let branches = o.remove("oneOf")?;
+    o.insert(MOVED_ONE_OF.into(), branches);
+    let union = if cells.is_empty() { Value::Bool(false) } else { json!({ "anyOf": cells }) };
+    match o.get_mut("allOf") {
+        Some(Value::Array(a)) => a.push(union),
+        _ => {
+            o.insert("allOf".into(), Value::Array(vec![union]));
+        }
+    }
+    Some(out)
+}
+
+/// The keys the object schema `v` (at `ptr`) names in `properties` or `required`, added to
+/// `names` in order.
+fn collect_names(doc: &Doc, ptr: &str, v: &Value, names: &mut Vec<String>, depth: usize) {
+    let Value::Object(o) = v else { return };
+    if let Some(r) = o.get("$ref").and_then(Value::as_str) {
+        if depth < MAX_DEPTH {
+            if let Ok(target) = doc.resolve_ref(ptr, r) {
+                if let Some(t) = doc.get(&target) {
+                    collect_names(doc, &target, t, names, depth + 1);
+                }
+            }
+        }
+        return;
+    }
+    let props = o.get("properties").and_then(Value::as_object).into_iter().flat_map(|p| p.keys());
+    let req = o.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str);
+    for k in props.map(String::as_str).chain(req) {
+        if !names.iter().any(|n| n == k) {
+            names.push(k.to_string());
+        }
+    }
+}
+
+/// Schemas whose union is exactly the values that do not satisfy `v` (at `ptr`), or `None` if
+/// some keyword's violation cannot be written exactly. Empty: `v` holds for every value.
+///
+/// References written into them name the branches where they are moved to: `moved` is
+/// (`…/oneOf`, `…/x-dwac-oneOf`).
+fn violations(doc: &Doc, moved: (&str, &str), ptr: &str, v: &Value, depth: usize) -> Option<Vec<Value>> {
+    if depth > MAX_DEPTH {
+        return None;
+    }
+    let o = match v {
+        Value::Bool(true) => return Some(Vec::new()),
+        Value::Bool(false) => return Some(vec![json!({})]),
+        Value::Object(o) => o,
+        _ => return None,
+    };
+    if o.contains_key("$id") || o.contains_key("id") && doc.draft <= Draft::Draft4 {
+        return None; // (a base of its own: its references would move)
+    }
+    let mut out = Vec::new();
+    if let Some(r) = o.get("$ref") {
+        let target = doc.resolve_ref(ptr, r.as_str()?).ok()?;
+        out.extend(violations(doc, moved, &target, doc.get(&target)?, depth + 1)?);
+        if doc.draft.ref_overrides_siblings() {
+            return Some(out);
+        }
+    }
+    // With `enum`/`const`, the schema's values are the listed ones that satisfy all of it: it is
+    // violated exactly by every other value (one alternative, whatever the other keywords).
+    if o.contains_key("enum") || o.contains_key("const") {
+        let mut listed: Option<Vec<Value>> = None;
+        for k in ["enum", "const"] {
+            let Some(x) = o.get(k) else { continue };
+            let values = if k == "const" { vec![x.clone()] } else { x.as_array()?.clone() };
+            listed = Some(match listed {
+                None => values,
+                Some(cur) => cur.into_iter().filter(|v| values.iter().any(|w| super::flat::json_eq(v, w))).collect(),
+            });
+        }
+        let mut kept = Vec::new();
+        for v in listed.unwrap_or_default() {
+            if validate(doc, &v, &[Part::full(ptr)]).ok()? {
+                kept.push(v);
+            }
+        }
+        let n: Map<String, Value> = [("enum".to_string(), Value::Array(kept))].into_iter().collect();
+        negation(&n)?;
+        out.push(json!({ "not": n }));
+        return Some(out);
+    }
+    for (k, x) in o {
+        match k.as_str() {
+            "$ref" => {}
+            k if is_annotation(k) || k.starts_with("x-") => {}
+            "type" | "pattern" => out.push(json!({ "not": { k: x } })),
+            // (`not: S` is violated by exactly the values of `S`, referred to where it is.)
+            "not" => {
+                let at = format!("{ptr}/not");
+                let at = match at.strip_prefix(moved.0) {
+                    Some(rest) if rest.starts_with('/') => format!("{}{rest}", moved.1),
+                    _ => at,
+                };
+                out.push(json!({"$ref": format!("#{}", fragment(&at))}));
+            }
+            "required" => {
+                for r in x.as_array()? {
+                    out.push(json!({"not": {"required": [r.as_str()?]}}));
+                }
+            }
+            "minLength" => match x.as_u64()? {
+                0 => {}
+                n => out.push(json!({"type": "string", "maxLength": n - 1})),
+            },
+            "maxLength" => out.push(json!({"type": "string", "minLength": x.as_u64()?.checked_add(1)?})),
+            // One alternative per property (its violations a union inside the value), so the
+            // alternatives a cell multiplies are as few as the properties.
+            "properties" => {
+                for (p, s) in x.as_object()? {
+                    let sub = format!("{ptr}/properties/{}", super::doc::ptr_token(p));
+                    let w = violations(doc, moved, &sub, s, depth + 1)?;
+                    let value = match w.len() {
+                        0 => continue,
+                        1 => w.into_iter().next()?,
+                        _ => json!({ "anyOf": w }),
+                    };
+                    out.push(json!({"type": "object", "required": [p], "properties": { p.clone(): value }}));
+                }
+            }
+            _ => return None,
+        }
+    }
+    Some(out)
+}
