@@ -12,6 +12,10 @@
 //! - `enum`/`const` (of strings, booleans and `null`) → `not: {enum: […]}` of the listed values
 //!   that satisfy the whole schema (the validator decides), whatever its other keywords;
 //! - `pattern` → `not: {pattern}`; `not: S` → `S` (by reference);
+//! - `additionalProperties: false` (no `patternProperties`) → an object with a key the branch does
+//!   not name (`not: {additionalProperties: false, properties: {…: {}}}`, key-presence states);
+//! - `min/maxProperties`, `min/maxItems` → the other side of the bound; `items: S` (one schema)
+//!   → an array that `contains` a violation of `S`;
 //! - `minLength: n` → a string of at most `n − 1` characters; `maxLength: n` → at least `n + 1`;
 //! - annotations violate nothing; a `$ref` (alone) is followed.
 //!
@@ -42,6 +46,54 @@ const MOVED_ONE_OF: &str = "x-dwac-oneOf";
 /// The most alternatives one cell may expand to (the product, over the other branches, of how
 /// many ways each can be violated): every alternative is an object grammar of its own.
 pub(crate) const MAX_CELL_COMBINATIONS: usize = 64;
+
+/// The keywords of drafts 4 to 2020-12 that can make a value invalid (any other word in a schema
+/// is an annotation or unknown, and constrains nothing).
+const ASSERTIONS: &[&str] = &[
+    "type",
+    "enum",
+    "const",
+    "multipleOf",
+    "maximum",
+    "exclusiveMaximum",
+    "minimum",
+    "exclusiveMinimum",
+    "maxLength",
+    "minLength",
+    "pattern",
+    "format",
+    "items",
+    "additionalItems",
+    "prefixItems",
+    "maxItems",
+    "minItems",
+    "uniqueItems",
+    "contains",
+    "maxContains",
+    "minContains",
+    "maxProperties",
+    "minProperties",
+    "required",
+    "properties",
+    "patternProperties",
+    "additionalProperties",
+    "dependencies",
+    "dependentRequired",
+    "dependentSchemas",
+    "propertyNames",
+    "allOf",
+    "anyOf",
+    "oneOf",
+    "not",
+    "if",
+    "$ref",
+    "$dynamicRef",
+    "$recursiveRef",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "contentEncoding",
+    "contentMediaType",
+];
 
 /// How deep `$ref`s and nested `properties` are followed when writing violations.
 const MAX_DEPTH: usize = 8;
@@ -176,7 +228,8 @@ fn violations(doc: &Doc, moved: (&str, &str), ptr: &str, v: &Value, depth: usize
     for (k, x) in o {
         match k.as_str() {
             "$ref" => {}
-            k if is_annotation(k) || k.starts_with("x-") => {}
+            // (Annotations, and words no draft defines: they constrain nothing.)
+            k if is_annotation(k) || !ASSERTIONS.contains(&k) => {}
             "type" | "pattern" => out.push(json!({ "not": { k: x } })),
             // (`not: S` is violated by exactly the values of `S`, referred to where it is.)
             "not" => {
@@ -190,6 +243,39 @@ fn violations(doc: &Doc, moved: (&str, &str), ptr: &str, v: &Value, depth: usize
             "required" => {
                 for r in x.as_array()? {
                     out.push(json!({"not": {"required": [r.as_str()?]}}));
+                }
+            }
+            // An object with a key the schema does not name (`flat::Negation::KeysOutside`).
+            "additionalProperties" => match x {
+                Value::Bool(true) => {}
+                Value::Bool(false) if !o.contains_key("patternProperties") => {
+                    let named: Map<String, Value> = match o.get("properties") {
+                        Some(Value::Object(p)) => p.keys().map(|k| (k.clone(), json!({}))).collect(),
+                        _ => Map::new(),
+                    };
+                    out.push(json!({"not": {"additionalProperties": false, "properties": named}}));
+                }
+                _ => return None,
+            },
+            "minProperties" | "minItems" => match x.as_u64()? {
+                0 => {}
+                n => {
+                    let (t, max) = if k == "minItems" { ("array", "maxItems") } else { ("object", "maxProperties") };
+                    out.push(json!({"type": t, max: n - 1}));
+                }
+            },
+            "maxProperties" | "maxItems" => {
+                let (t, min) = if k == "maxItems" { ("array", "minItems") } else { ("object", "minProperties") };
+                out.push(json!({"type": t, min: x.as_u64()?.checked_add(1)?}));
+            }
+            // (One schema for every item: some item violates it. Tuples and `contains` refused.)
+            "items" if x.is_object() || x.is_boolean() => {
+                if o.contains_key("contains") || o.contains_key("prefixItems") {
+                    return None;
+                }
+                let w = violations(doc, moved, &format!("{ptr}/items"), x, depth + 1)?;
+                if !w.is_empty() {
+                    out.push(json!({"type": "array", "contains": { "anyOf": w }}));
                 }
             }
             "minLength" => match x.as_u64()? {

@@ -253,7 +253,14 @@ pub(crate) enum Presence {
     ExactlyOne(Vec<(Vec<String>, Vec<String>)>),
     /// `not: {required}` and `not: {anyOf: [{required}, …]}`: no listed key set is wholly present.
     NoneOf(Vec<Vec<String>>),
+    /// `not: {properties: {…}, additionalProperties: false}`: some key present is not one of
+    /// these (a named key of the object outside the list, or a key the object does not name).
+    SomeOutside(Vec<String>),
 }
+
+/// The name [`Presence::holds`] asks about for "a key the object does not name is there"
+/// (not a JSON string's content: it is no valid UTF-8 text).
+pub(crate) const OTHER_KEY: &str = "\u{0}other";
 
 impl Presence {
     pub fn keys(&self) -> Vec<&String> {
@@ -261,10 +268,13 @@ impl Presence {
             Presence::Implies(k, ds) => std::iter::once(k).chain(ds).collect(),
             Presence::ExactlyOne(bs) => bs.iter().flat_map(|(r, a)| r.iter().chain(a)).collect(),
             Presence::NoneOf(sets) => sets.iter().flatten().collect(),
+            Presence::SomeOutside(keys) => keys.iter().collect(),
         }
     }
 
-    pub fn holds(&self, present: &dyn Fn(&str) -> bool) -> bool {
+    /// Whether the constraint holds when `present` says which keys are: `named` are the object's
+    /// named keys, and `present(OTHER_KEY)` says whether a key it does not name is there.
+    pub fn holds(&self, named: &[String], present: &dyn Fn(&str) -> bool) -> bool {
         match self {
             Presence::Implies(k, ds) => !present(k) || ds.iter().all(|d| present(d)),
             Presence::ExactlyOne(bs) => {
@@ -274,6 +284,9 @@ impl Presence {
                     == 1
             }
             Presence::NoneOf(sets) => !sets.iter().any(|set| set.iter().all(|k| present(k))),
+            Presence::SomeOutside(keys) => {
+                named.iter().map(String::as_str).chain([OTHER_KEY]).any(|k| present(k) && !keys.iter().any(|x| x == k))
+            }
         }
     }
 }
@@ -345,12 +358,55 @@ pub(crate) enum Negation {
     Pattern(String),
     /// `not: {const}` / `not: {enum}` of strings, booleans and `null`: any value but these.
     Values(Vec<Value>),
+    /// `not: {additionalProperties: false, properties?: {…}}` (the properties' schemas only
+    /// annotations or `true`): an object with some key not among these.
+    KeysOutside(Vec<String>),
 }
 
 /// The [`Negation`] a `not` subschema is, if it is one of those forms.
 pub(crate) fn negation(n: &Map<String, Value>) -> Option<Negation> {
     let strings =
         |v: &Value| -> Option<Vec<String>> { v.as_array()?.iter().map(|x| x.as_str().map(str::to_string)).collect() };
+    if n.get("additionalProperties") == Some(&Value::Bool(false)) {
+        let mut names = Vec::new();
+        for (k, v) in n {
+            match k.as_str() {
+                "additionalProperties" => {}
+                "properties" => {
+                    for (p, ps) in v.as_object()? {
+                        let free = match ps {
+                            Value::Bool(b) => *b,
+                            Value::Object(o) => o.keys().all(|k| is_annotation(k)),
+                            _ => false,
+                        };
+                        if !free {
+                            return None;
+                        }
+                        names.push(p.clone());
+                    }
+                }
+                k if is_annotation(k) => {}
+                _ => return None,
+            }
+        }
+        return Some(Negation::KeysOutside(names));
+    }
+    // `not: {type, enum}` (or `const`): the listed values of those types are the schema's values.
+    if n.contains_key("type") && (n.contains_key("enum") ^ n.contains_key("const")) {
+        let types = types_of(n)?;
+        if n.keys().all(|k| matches!(k.as_str(), "type" | "enum" | "const") || is_annotation(k)) {
+            let values = match (n.get("enum"), n.get("const")) {
+                (Some(e), _) => e.as_array()?.clone(),
+                (_, Some(c)) => vec![c.clone()],
+                _ => return None,
+            };
+            let kept: Vec<Value> = values.into_iter().filter(|v| value_type(v) & types != 0).collect();
+            return kept
+                .iter()
+                .all(|x| matches!(x, Value::String(_) | Value::Bool(_) | Value::Null))
+                .then_some(Negation::Values(kept));
+        }
+    }
     let mut keys = n.keys().filter(|k| !is_annotation(k));
     let (Some(k), None) = (keys.next(), keys.next()) else {
         return n.keys().all(|k| is_annotation(k)).then_some(Negation::Everything);
@@ -379,6 +435,24 @@ pub(crate) fn negation(n: &Map<String, Value>) -> Option<Negation> {
                 .then_some(Negation::Values(values))
         }
         _ => None,
+    }
+}
+
+/// Bits of the JSON type of a value.
+pub(crate) fn value_type(v: &Value) -> u8 {
+    match v {
+        Value::Null => T_NULL,
+        Value::Bool(_) => T_BOOL,
+        Value::Object(_) => T_OBJ,
+        Value::Array(_) => T_ARR,
+        Value::String(_) => T_STR,
+        Value::Number(n) => {
+            if Decimal::from_json(n).is_integer() {
+                T_NUM
+            } else {
+                64
+            }
+        }
     }
 }
 
@@ -531,6 +605,10 @@ pub(crate) fn merge(doc: &Doc, flat: &Flat) -> Result<Shape, SchemaError> {
                 Some(Negation::KeySets(sets)) => {
                     s.types &= T_OBJ;
                     s.presence.push(Presence::NoneOf(sets));
+                }
+                Some(Negation::KeysOutside(keys)) => {
+                    s.types &= T_OBJ;
+                    s.presence.push(Presence::SomeOutside(keys));
                 }
                 Some(Negation::Pattern(p)) => {
                     s.types &= T_STR;

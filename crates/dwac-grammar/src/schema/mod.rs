@@ -16,7 +16,8 @@
 //!
 //! `not` compiles where its complement is regular at that place (`flat::Negation`): types, key
 //! sets (presence states of the object), `pattern` and string `const`/`enum` (the string
-//! terminal's `except` list, every spelling of each string), booleans and `null`.
+//! terminal's `except` list, every spelling of each string), booleans and `null`, and closed key
+//! sets (`not: {additionalProperties: false, properties}`: some key outside them, presence states).
 //!
 //! `if`/`then`/`else` on a discriminator is rewritten as a union before anything else
 //! (`conditional.rs`).

@@ -377,24 +377,6 @@ fn obj_specs(ptr: &str, o: &Map<String, Value>) -> Vec<ObjSpec> {
     vec![ObjSpec { ptr: ptr.to_string(), props, patterns, additional }]
 }
 
-/// Bits of the JSON type of a value.
-fn value_type(v: &Value) -> u8 {
-    match v {
-        Value::Null => T_NULL,
-        Value::Bool(_) => T_BOOL,
-        Value::Object(_) => T_OBJ,
-        Value::Array(_) => T_ARR,
-        Value::String(_) => T_STR,
-        Value::Number(n) => {
-            if Decimal::from_json(n).is_integer() {
-                T_NUM
-            } else {
-                64
-            }
-        }
-    }
-}
-
 /// Can no value satisfy both `a` and `b`? (`false` when unsure.)
 pub(crate) fn provably_disjoint(doc: &Doc, a: &[Part], b: &[Part]) -> bool {
     provably_disjoint_depth(doc, a, b, 0)

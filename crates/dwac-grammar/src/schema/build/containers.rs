@@ -224,10 +224,16 @@ impl Builder<'_> {
         }
         // Presence constraints (dependentRequired, oneOf of `required` sets) track which
         // involved keys are present.
+        // ("Some key outside a list" looks at every named key, and at whether an unnamed one
+        // was emitted: one more bit, `other_bit`.)
+        let outside = s.presence.iter().any(|p| matches!(p, Presence::SomeOutside(_)));
         let involved: Vec<usize> = {
             let mut keys: Vec<&String> = Vec::new();
             for p in &s.presence {
                 keys.extend(p.keys());
+            }
+            if outside {
+                keys.extend(names.iter());
             }
             let mut idx: Vec<usize> = keys.iter().filter_map(|k| names.iter().position(|n| n == *k)).collect();
             idx.sort_unstable();
@@ -238,10 +244,14 @@ impl Builder<'_> {
             return Err(SchemaError::new("dependentRequired", &s.ptr, "more than 16 keys in presence constraints"));
         }
         let bit_of = |i: usize| involved.iter().position(|&x| x == i).map(|b| 1u32 << b);
+        let other_bit = if outside { 1u32 << involved.len() } else { 0 };
         let present = |bits: u32, k: &str| -> bool {
+            if k == OTHER_KEY {
+                return bits & other_bit != 0;
+            }
             names.iter().position(|n| n == k).and_then(bit_of).is_some_and(|b| bits & b != 0)
         };
-        let satisfied = |bits: u32| s.presence.iter().all(|p| p.holds(&|k: &str| present(bits, k)));
+        let satisfied = |bits: u32| s.presence.iter().all(|p| p.holds(&names, &|k: &str| present(bits, k)));
         let sat = |c: u64| if max.is_none() { c.min(min) } else { c };
         let fits = |c: u64| max.is_none_or(|m| c <= m);
         let comma = self.punct(",");
@@ -279,7 +289,7 @@ impl Builder<'_> {
                     self.rule(a, vec![]);
                 }
                 if let (Some(x), true) = (extra, fits(c + 1)) {
-                    let next = state(self, (nm, sat(c + 1), bits, false), &mut work)?;
+                    let next = state(self, (nm, sat(c + 1), bits | other_bit, false), &mut work)?;
                     self.rule(a, lead(vec![x, Symbol::N(next)]));
                 }
             }
