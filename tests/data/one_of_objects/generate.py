@@ -54,7 +54,7 @@ def value(rng, names, strings, depth):
     r = rng.random()
     if depth < 2 and r < 0.35:
         return obj(rng, names, strings, depth + 1)
-    pool = [0, 7, -3, 2.5, 1e3, True, False, None, "", "xy", "hello", "4/7", "0x1.6a09e667f3bcdp+0", [], [1, "a"], ["a", "b"], ["x"], [1, 2, 3], ["a", "b", "c", "d"]]
+    pool = [0, 7, -3, 2.5, 1e3, 3, 5, 10, 20, 4.5, -0.5, 19.99, True, False, None, "", "xy", "hello", "4/7", "0x1.6a09e667f3bcdp+0", [], [1, "a"], ["a", "b"], ["x"], [1, 2, 3], ["a", "b", "c", "d"]]
     pool += strings
     return rng.choice(pool)
 

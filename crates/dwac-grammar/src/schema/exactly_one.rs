@@ -14,6 +14,8 @@
 //! - `pattern` → `not: {pattern}`; `not: S` → `S` (by reference);
 //! - `additionalProperties: false` (no `patternProperties`) → an object with a key the branch does
 //!   not name (`not: {additionalProperties: false, properties: {…: {}}}`, key-presence states);
+//! - numeric bounds → the other side (`maximum: x` → `exclusiveMinimum: x`; draft 4's boolean
+//!   `exclusive*` modifiers too), through the number regexes every bound uses;
 //! - `min/maxProperties`, `min/maxItems` → the other side of the bound; `items: S` (one schema)
 //!   → an array that `contains` a violation of `S`;
 //! - `minLength: n` → a string of at most `n − 1` characters; `maxLength: n` → at least `n + 1`;
@@ -257,6 +259,13 @@ fn violations(doc: &Doc, moved: (&str, &str), ptr: &str, v: &Value, depth: usize
                 }
                 _ => return None,
             },
+            // The other side of a numeric bound (through the same number regexes as any bound:
+            // exact without an exponent, sound with one; numbers/mod.rs).
+            "maximum" | "minimum" | "exclusiveMaximum" | "exclusiveMinimum" => {
+                if let Some(w) = bound_violation(doc.draft, o, k, x)? {
+                    out.push(w);
+                }
+            }
             "minProperties" | "minItems" => match x.as_u64()? {
                 0 => {}
                 n => {
@@ -301,4 +310,34 @@ fn violations(doc: &Doc, moved: (&str, &str), ptr: &str, v: &Value, depth: usize
         }
     }
     Some(out)
+}
+
+/// The violation of numeric bound `k: x` of schema `o`: `Some(None)` where the keyword is a
+/// draft-4 modifier (`exclusiveMaximum: true` counts with `maximum`).
+fn bound_violation(draft: Draft, o: &Map<String, Value>, k: &str, x: &Value) -> Option<Option<Value>> {
+    if draft <= Draft::Draft4 {
+        let (other, modifier) = match k {
+            "maximum" => ("minimum", "exclusiveMaximum"),
+            "minimum" => ("maximum", "exclusiveMinimum"),
+            _ => return x.is_boolean().then_some(None), // (a modifier, counted with its bound)
+        };
+        let exclusive = o.get(modifier) == Some(&Value::Bool(true));
+        let opposite = if modifier == "exclusiveMaximum" { "exclusiveMinimum" } else { "exclusiveMaximum" };
+        // v ≤ x is broken by v > x; v < x by v ≥ x.
+        return Some(Some(if exclusive {
+            json!({"type": "number", other: x.clone()})
+        } else {
+            json!({"type": "number", other: x.clone(), opposite: true})
+        }));
+    }
+    if !x.is_number() {
+        return None;
+    }
+    let opposite = match k {
+        "maximum" => "exclusiveMinimum",
+        "exclusiveMaximum" => "minimum",
+        "minimum" => "exclusiveMaximum",
+        _ => "maximum",
+    };
+    Some(Some(json!({"type": "number", opposite: x.clone()})))
 }
