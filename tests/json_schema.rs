@@ -497,6 +497,43 @@ fn overlapping_object_one_of_is_exactly_one() {
     assert!(wrong.is_empty(), "{} of {checked} judged wrongly:\n{}", wrong.len(), wrong.join("\n"));
 }
 
+/// A pattern that starts with lookaheads (`^(?=A)(?!B)C`) compiles exactly as the intersection of
+/// `^A` and `^C` minus `^B` (every spelling of the string); lookarounds elsewhere stay refused by
+/// name. Verdicts by hand (ECMA-262: a lookahead after `^` is tried at position 0 only).
+#[test]
+fn leading_lookahead_patterns_compile_exactly() {
+    let cases: Vec<(&str, Vec<(&str, bool)>)> = vec![
+        (
+            "^(?=.*[0-9])(?=.*[a-z])(?!.*--)[a-z0-9-]{4,8}$",
+            vec![
+                (r#""ab12""#, true),
+                (r#""a1-b-c""#, true),
+                (r#""ab1\u002dc""#, true),
+                (r#""abcd""#, false),
+                (r#""1234""#, false),
+                (r#""a1--b""#, false),
+                (r#""a1\u002d-b""#, false),
+                (r#""ab12345678""#, false),
+                (r#""a1""#, false),
+            ],
+        ),
+        // Unanchored at the end: a prefix matching is enough.
+        ("^(?!tmp)[a-z]", vec![(r#""data""#, true), (r#""tmpfile""#, false), (r#""tm""#, true), (r#""Tmp""#, false)]),
+        ("^(?=[A-Z])", vec![(r#""Alpha""#, true), (r#""alpha""#, false), (r#""""#, false)]),
+    ];
+    for (pattern, texts) in &cases {
+        let schema = json!({"type": "string", "pattern": pattern});
+        let e = engine(&schema, &SchemaOptions::default()).unwrap_or_else(|err| panic!("{pattern}: {err}"));
+        for (text, valid) in texts {
+            assert_eq!(accepts(&e, text), *valid, "{pattern}: {text}");
+        }
+    }
+    for pattern in ["^a(?=b)", "(?=a)b", "^(?=a)b|c", "^(?<=a)b"] {
+        let err = compile_schema(&json!({"type": "string", "pattern": pattern}), &SchemaOptions::default());
+        assert_eq!(err.unwrap_err().keyword, "pattern", "{pattern}");
+    }
+}
+
 /// `uniqueItems: true` over a finite item domain compiles exactly (a state per set of values
 /// used); values equal as JSON are one value whatever their spelling. Verdicts by hand.
 #[test]

@@ -660,7 +660,20 @@ pub(crate) fn merge(doc: &Doc, flat: &Flat) -> Result<Shape, SchemaError> {
         }
         if let Some(v) = o.get("pattern") {
             let Some(p) = v.as_str() else { return Err(SchemaError::new("pattern", ptr, "must be a string")) };
-            s.patterns.push((p.to_string(), ptr.to_string()));
+            // `^(?=A)(?!B)C`: every `^A` and `^C`, no `^B` (`strings::split_leading_lookaheads`).
+            match super::strings::split_leading_lookaheads(p) {
+                Some((pos, neg, rest)) => {
+                    for q in pos.into_iter().chain([rest]) {
+                        s.patterns.push((q, ptr.to_string()));
+                    }
+                    for q in neg {
+                        let r = super::strings::pattern_regex(&q)
+                            .map_err(|e| SchemaError::new("pattern", ptr, format!("{e} (in {p:?})")))?;
+                        s.str_not.push(r);
+                    }
+                }
+                None => s.patterns.push((p.to_string(), ptr.to_string())),
+            }
         }
         if let Some(v) = o.get("format") {
             if let Some(f) = v.as_str() {

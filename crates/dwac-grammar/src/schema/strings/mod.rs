@@ -203,3 +203,75 @@ pub fn is_supported_format(name: &str) -> bool {
 pub fn pattern_regex(ecma_pattern: &str) -> Result<String, StringError> {
     Ok(pattern_literal(ecma_pattern)?.unwrap_or_else(json_string_any))
 }
+
+/// A pattern that starts with `^` and lookaheads, `^(?=A)…(?!B)…C` with no `|` at the top of
+/// `C`: the positive lookaheads, the negative ones and `C`, each to be read as a pattern anchored
+/// at the start (`^(?:A)`). A string matches the pattern exactly when it matches every `^(?:A)`,
+/// no `^(?:B)` and `^(?:C)` (each lookahead is tried at position 0 only, where `^` holds), so the
+/// pattern is an intersection of patterns and a difference: the string terminal's `also` and
+/// `except` lists. `None` for any other pattern (lookarounds elsewhere stay refused by name).
+pub fn split_leading_lookaheads(pattern: &str) -> Option<(Vec<String>, Vec<String>, String)> {
+    let mut rest = pattern.strip_prefix('^')?;
+    let (mut pos, mut neg) = (Vec::new(), Vec::new());
+    while let Some(kind @ ('=' | '!')) = rest.strip_prefix("(?").and_then(|r| r.chars().next()) {
+        let close = group_end(rest)?;
+        let inner = format!("^(?:{})", &rest[3..close]);
+        if kind == '=' {
+            pos.push(inner);
+        } else {
+            neg.push(inner);
+        }
+        rest = &rest[close + 1..];
+    }
+    if pos.is_empty() && neg.is_empty() || has_top_level_bar(rest) {
+        return None;
+    }
+    Some((pos, neg, format!("^(?:{rest})")))
+}
+
+/// The byte index of the `)` closing the group that `s` starts with (escapes and character
+/// classes skipped).
+fn group_end(s: &str) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut class = false;
+    let mut chars = s.char_indices();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '\\' => {
+                chars.next();
+            }
+            '[' if !class => class = true,
+            ']' if class => class = false,
+            '(' if !class => depth += 1,
+            ')' if !class => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Whether `s` has a `|` outside every group and character class.
+fn has_top_level_bar(s: &str) -> bool {
+    let mut depth = 0usize;
+    let mut class = false;
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                chars.next();
+            }
+            '[' if !class => class = true,
+            ']' if class => class = false,
+            '(' if !class => depth += 1,
+            ')' if !class => depth = depth.saturating_sub(1),
+            '|' if !class && depth == 0 => return true,
+            _ => {}
+        }
+    }
+    false
+}
