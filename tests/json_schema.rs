@@ -321,10 +321,17 @@ fn negations_compile_exactly() {
             assert_eq!(accepts(&e, text), *valid, "{schema}: {text}");
         }
     }
+    // Any other `not` whose subschema's violations can all be written (`complement.rs`).
+    let e = engine(&json!({"not": {"required": ["a"], "properties": {"a": {"type": "string"}}}}), &Default::default())
+        .unwrap();
+    for (text, valid) in
+        [("{}", true), (r#"{"a": 1}"#, true), (r#"{"b": "x"}"#, true), (r#"{"a": "x"}"#, false), ("1", false)]
+    {
+        assert_eq!(accepts(&e, text), valid, "{text}");
+    }
     for (s, kw) in [
         (json!({"not": {"const": 3}}), "not"),
         (json!({"not": {"enum": ["a", {"b": 1}]}}), "not"),
-        (json!({"not": {"required": ["a"], "properties": {"a": {"type": "string"}}}}), "not"),
         (json!({"propertyNames": {"not": {"const": "a"}}}), "propertyNames"),
     ] {
         let e = compile_schema(&s, &SchemaOptions::default()).unwrap_err();
@@ -458,13 +465,14 @@ fn if_then_else_on_a_discriminator_compiles() {
 }
 
 /// `oneOf` of branches that may overlap (objects told apart by `required`, by property types, by
-/// discriminator constants, branches without `type` that every non-object matches) compiles as
-/// exactly one branch: the grammar accepts exactly the instances the `jsonschema` package judges
-/// valid (`tests/data/one_of_objects`: MaskBench schemas with their valid instances mutated, and
-/// hand-written ones; verdicts recorded by `generate.py`).
+/// discriminator constants or closed key sets, branches without `type` that every non-object
+/// matches, numeric bounds) compiles as exactly one branch, and other `not`s as the union of their
+/// subschema's violations: the grammar accepts exactly the instances the `jsonschema` package
+/// judges valid (`tests/data/complements`: MaskBench schemas with their valid instances mutated,
+/// and hand-written ones; verdicts recorded by `generate.py`).
 #[test]
-fn overlapping_object_one_of_is_exactly_one() {
-    let dir = repo_root().join("tests/data/one_of_objects");
+fn complements_overlapping_one_of_and_other_nots() {
+    let dir = repo_root().join("tests/data/complements");
     let schemas: Vec<Value> =
         serde_json::from_str(&std::fs::read_to_string(dir.join("schemas.json")).unwrap()).unwrap();
     let mut engines = std::collections::HashMap::new();
@@ -490,8 +498,8 @@ fn overlapping_object_one_of_is_exactly_one() {
     let schema = json!({"oneOf": [{"properties": {"bar": {"type": "integer"}}, "required": ["bar"]},
                                   {"properties": {"foo": {"type": "string"}}, "required": ["foo"]}]});
     let err = compile_schema(&schema, &SchemaOptions::default()).unwrap_err();
-    assert_eq!(err.keyword, "not");
-    assert!(err.message.contains("rewritten as exactly one branch"), "{err}");
+    assert_eq!(err.keyword, "oneOf");
+    assert!(err.message.contains("written with complements, it needs"), "{err}");
     let lenient = compile_schema(&schema, &SchemaOptions { lenient: true, ..Default::default() }).unwrap();
     assert!(lenient.warnings.iter().any(|w| w.starts_with("treated as anyOf")), "{:?}", lenient.warnings);
     assert!(wrong.is_empty(), "{} of {checked} judged wrongly:\n{}", wrong.len(), wrong.join("\n"));

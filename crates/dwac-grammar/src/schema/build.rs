@@ -60,15 +60,15 @@ struct Builder<'a> {
     terms: HashMap<(String, Vec<String>, Vec<String>), u32>,
     warnings: Vec<String>,
     components: u32,
-    /// The schema rewritten where a `oneOf` was found overlapping (`exactly_one.rs`): the build
-    /// stops with the refusal and starts again on this.
+    /// The schema rewritten where a `oneOf` was found overlapping or a `not` refused
+    /// (`complement.rs`): the build stops with the refusal and starts again on this.
     retry: Option<Value>,
-    /// Whether an overlapping `oneOf` may be rewritten at all.
-    rewrite_one_of: bool,
+    /// Whether an overlapping `oneOf` or a refused `not` may be rewritten at all.
+    rewrite_complements: bool,
 }
 
-/// The most `oneOf`s rewritten as unions of cells in one schema (each rewrite starts the build again).
-const MAX_ONE_OF_REWRITES: usize = 16;
+/// The most `oneOf`s and `not`s rewritten with complements in one schema (each rewrite starts the build again).
+const MAX_REWRITES: usize = 16;
 
 /// Compile a JSON Schema into the grammar IR.
 pub fn compile_schema(schema: &Value, opts: &SchemaOptions) -> Result<SchemaGrammar, SchemaError> {
@@ -80,26 +80,28 @@ pub fn compile_schema(schema: &Value, opts: &SchemaOptions) -> Result<SchemaGram
         None => std::borrow::Cow::Borrowed(schema),
     };
     let mut rewrites = 0;
+    let mut first: Option<SchemaError> = None;
     let mut current = std::borrow::Cow::Borrowed(&*schema);
     loop {
         match build(&current, draft, opts, true) {
             Ok(g) => return Ok(g),
-            // A `oneOf` whose branches overlap, rewritten as the union of its cells: again.
-            Err((_, Some(next))) if rewrites < MAX_ONE_OF_REWRITES => {
+            // A `oneOf` whose branches overlap, or a `not`, rewritten with complements: again.
+            Err((e, Some(next))) if rewrites < MAX_REWRITES => {
                 rewrites += 1;
+                first.get_or_insert(e);
                 current = std::borrow::Cow::Owned(*next);
             }
-            Err((e, _)) if rewrites == 0 => return Err(e),
-            // A rewrite can meet a refusal of its own (a complement the merge cannot hold:
-            // `not: {type: integer}` where non-integer numbers remain): lenient, the schema is
-            // built as before (such a `oneOf` taken as `anyOf`, with its warning); strict, that
-            // refusal is reported, saying where it came from.
-            Err((mut e, _)) => {
+            Err((e, _)) => {
+                let Some(mut first) = first else { return Err(e) };
+                // A rewrite can meet a refusal of its own (a complement the merge cannot hold:
+                // `not: {type: integer}` where non-integer numbers remain): lenient, the schema is
+                // built as before (such a `oneOf` taken as `anyOf`, with its warning); strict, the
+                // first refusal is reported, with what its rewrite still needed.
                 if opts.lenient {
                     return build(&schema, draft, opts, false).map_err(|(e, _)| e);
                 }
-                e.message.push_str(" (in `oneOf` rewritten as exactly one branch: a branch's complement)");
-                return Err(e);
+                first.message.push_str(&format!(" (written with complements, it needs what is refused here: {e})"));
+                return Err(first);
             }
         }
     }
@@ -108,7 +110,7 @@ pub fn compile_schema(schema: &Value, opts: &SchemaOptions) -> Result<SchemaGram
 /// One build of `schema`; on failure, the error and, where a `oneOf` found overlapping was
 /// rewritten, the schema to build instead.
 ///
-/// `rewrite`: whether an overlapping `oneOf` may be rewritten (`exactly_one.rs`).
+/// `rewrite`: whether an overlapping `oneOf` or a refused `not` may be rewritten (`complement.rs`).
 fn build(
     schema: &Value,
     draft: Draft,
@@ -123,7 +125,7 @@ fn build(
         terms: HashMap::new(),
         warnings: Vec::new(),
         components: 0,
-        rewrite_one_of: rewrite,
+        rewrite_complements: rewrite,
         retry: None,
     };
     if opts.whitespace == Whitespace::Flexible {
@@ -260,6 +262,14 @@ impl<'a> Builder<'a> {
             for (k, v) in o.iter() {
                 if let Some(why) = refusal(k, v, o, self.doc.draft) {
                     let e = SchemaError::new(k.clone(), ptr, why);
+                    // A `not` whose complement can be written exactly (`complement.rs`): the
+                    // build starts again on that.
+                    if k == "not" && self.rewrite_complements {
+                        if let Some(next) = super::complement::rewrite_not(&self.doc, ptr) {
+                            self.retry = Some(next);
+                            return Err(e);
+                        }
+                    }
                     if !self.opts.lenient {
                         return Err(e);
                     }
@@ -396,9 +406,9 @@ impl<'a> Builder<'a> {
                         format!("branches {i} and {j} may both match a value, so `oneOf` cannot be compiled exactly"),
                     );
                     // Exactly one, as a union of cells, where every branch's complement can be
-                    // written exactly (`exactly_one.rs`): the build starts again on that.
+                    // written exactly (`complement.rs`): the build starts again on that.
                     if let Some(next) =
-                        self.rewrite_one_of.then(|| super::exactly_one::rewrite(&self.doc, &d.ptr)).flatten()
+                        self.rewrite_complements.then(|| super::complement::rewrite_one_of(&self.doc, &d.ptr)).flatten()
                     {
                         self.retry = Some(next);
                         return Err(e);

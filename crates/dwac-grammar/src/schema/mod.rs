@@ -26,7 +26,8 @@
 //! `dependentSchemas` that only require keys are key-presence constraints; a `oneOf` of strings
 //! whose branches overlap is exactly one branch by differences of their languages; another
 //! overlapping `oneOf` is rewritten as the union of its cells `Bᵢ ∧ ⋀ ¬Bⱼ` where every branch's
-//! complement has an exact form (`exactly_one.rs`), and the build starts again on that.
+//! complement has an exact form (`complement.rs`), and the build starts again on that; so is a
+//! `not` none of whose forms above fits, as the union of its subschema's violations.
 //!
 //! Refusals are loud: a keyword we cannot honour exactly (other `not`s, other `if`/`then`/`else`s,
 //! other `uniqueItems`, `maxContains`, other `dependentSchemas`, remote `$ref`, other `oneOf`s
@@ -35,9 +36,9 @@
 //! Unknown formats are annotations (as the specification says) and produce a warning.
 
 mod build;
+mod complement;
 mod conditional;
 mod doc;
-mod exactly_one;
 mod flat;
 pub mod numbers;
 pub mod strings;

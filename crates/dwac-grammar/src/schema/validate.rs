@@ -473,9 +473,18 @@ fn reorder(doc: &Doc, v: &Value, parts: &[Part], depth: usize) -> Value {
     if depth > 256 {
         return v.clone();
     }
-    // A `oneOf` the compiler rewrites as a union of cells (`exactly_one.rs`) lays out its keys
-    // as the rewritten schema says: reorder by that.
+    // A `oneOf` or `not` the compiler rewrites with complements (`complement.rs`) lays out its
+    // keys as the rewritten schema says: reorder by that.
     if let Ok(flat) = flatten(doc, parts) {
+        for (ptr, o) in &flat.schemas {
+            if let Some(n) = o.get("not") {
+                if refusal("not", n, o, doc.draft).is_some() {
+                    if let Some(rewritten) = super::complement::rewrite_not(doc, ptr) {
+                        return reorder(&Doc::new(&rewritten, doc.draft), v, parts, depth + 1);
+                    }
+                }
+            }
+        }
         for d in &flat.disjunctions {
             if d.kind != "oneOf" || presence_branches(doc, d).is_some() {
                 continue;
@@ -485,7 +494,7 @@ fn reorder(doc: &Doc, v: &Value, parts: &[Part], depth: usize) -> Value {
             let overlapping = (0..n)
                 .any(|i| (i + 1..n).any(|j| !provably_disjoint(doc, &with(&d.branches[i]), &with(&d.branches[j]))));
             if overlapping {
-                if let Some(rewritten) = super::exactly_one::rewrite(doc, &d.ptr) {
+                if let Some(rewritten) = super::complement::rewrite_one_of(doc, &d.ptr) {
                     return reorder(&Doc::new(&rewritten, doc.draft), v, parts, depth + 1);
                 }
             }

@@ -1,8 +1,9 @@
-"""Instances for `oneOf` of object branches, judged by the `jsonschema` package (an independent
-validator): `tests/json_schema.rs::overlapping_object_one_of_is_exactly_one` checks that dwac's
-grammar accepts exactly the valid ones.
+"""Instances for `oneOf`s whose branches overlap and other `not`s (compiled with complements),
+judged by the `jsonschema` package (an independent validator):
+`tests/json_schema.rs::complements_overlapping_one_of_and_other_nots` checks that dwac's grammar
+accepts exactly the valid ones.
 
-    target/e2e/venv/bin/python tests/data/one_of_objects/generate.py
+    target/e2e/venv/bin/python tests/data/complements/generate.py
 
 reads `schemas.json` (MaskBench schemas copied from ../shared/data, with their valid instances as
 `seeds` to mutate, and hand-written ones) and writes `instances.jsonl`. Deterministic (seeded)."""

@@ -1,37 +1,45 @@
-//! `oneOf` whose branches may overlap, compiled exactly by rewriting it as a union of *cells*
-//! when every branch's complement can be written in forms the compiler holds exactly.
+//! Complements written exactly, and the two rewrites built on them: an overlapping `oneOf` as a
+//! union of *cells*, and a `not` whose subschema is none of `flat::Negation`'s forms.
 //!
-//! A value satisfies `oneOf: [B₀ … Bₖ₋₁]` when it satisfies exactly one branch, so the `oneOf` is
-//! the disjoint union of the cells `Bᵢ ∧ ⋀_{j≠i} ¬Bⱼ`. A branch is a conjunction of its keywords,
-//! so `¬Bⱼ` is the union of each keyword's violation ([`violations`]):
+//! A schema is a conjunction of its keywords, so its complement is the union of each keyword's
+//! violation ([`violations`]), where every violation can be written in forms the compiler holds
+//! exactly:
 //! - `type: T` → `not: {type: T}`;
 //! - `required: [r…]` → per key, `not: {required: [r]}` (an object without it);
-//! - `properties: {p: S}` → per violation `v` of `S`, `{type: object, required: [p],
-//!   properties: {p: v}}` (an object whose `p` is there and breaks `S`; recursively, so nested
-//!   objects work), and for `p: false` an object where `p` is there;
+//! - `properties: {p: S}` → `{type: object, required: [p], properties: {p: ¬S}}` (an object whose
+//!   `p` is there and breaks `S`; recursively, so nested objects work; `¬S` the union of `S`'s
+//!   violations), and for `p: false` an object where `p` is there;
 //! - `enum`/`const` (of strings, booleans and `null`) → `not: {enum: […]}` of the listed values
 //!   that satisfy the whole schema (the validator decides), whatever its other keywords;
 //! - `pattern` → `not: {pattern}`; `not: S` → `S` (by reference);
-//! - `additionalProperties: false` (no `patternProperties`) → an object with a key the branch does
+//! - `additionalProperties: false` (no `patternProperties`) → an object with a key the schema does
 //!   not name (`not: {additionalProperties: false, properties: {…: {}}}`, key-presence states);
 //! - numeric bounds → the other side (`maximum: x` → `exclusiveMinimum: x`; draft 4's boolean
 //!   `exclusive*` modifiers too), through the number regexes every bound uses;
 //! - `min/maxProperties`, `min/maxItems` → the other side of the bound; `items: S` (one schema)
 //!   → an array that `contains` a violation of `S`;
 //! - `minLength: n` → a string of at most `n − 1` characters; `maxLength: n` → at least `n + 1`;
-//! - annotations violate nothing; a `$ref` (alone) is followed.
+//! - annotations and words no draft defines violate nothing; a `$ref` is followed.
 //!
-//! Any other keyword, or a union of more than [`MAX_CELL_COMBINATIONS`] alternatives in one cell,
-//! leaves the `oneOf` alone, and it is refused by name as before. Each rewritten form is one the
-//! compiler already holds exactly (`flat::Negation`, key presence, string lengths), so the union is
-//! exact; the violations of one keyword may overlap (an object can break several), which only
+//! Any other keyword leaves the schema's complement unwritten, and the keyword that needed it is
+//! refused by name as before. Each written form is one the compiler already holds exactly
+//! (`flat::Negation`, key presence, string lengths, number regexes), so a union of them is exact;
+//! the violations of different keywords may overlap (an object can break several), which only
 //! makes the grammar ambiguous, never looser.
 //!
-//! The branches stay where they were, moved to `x-dwac-oneOf` (an unknown keyword: not
-//! evaluated), and each cell refers to its branch by `$ref`, so errors inside a branch keep its
-//! pointer. A first part lists every key some branch names, in the branches' order, so every cell
-//! lays out an object's keys in one order. Only a `oneOf` whose subschema is at the document's
-//! base is rewritten (its `#/…` pointers lead where they did).
+//! **`oneOf`** ([`rewrite_one_of`]): a value satisfies `oneOf: [B₀ … Bₖ₋₁]` when it satisfies
+//! exactly one branch, so the `oneOf` is the disjoint union of the cells `Bᵢ ∧ ⋀_{j≠i} ¬Bⱼ` (at
+//! most [`MAX_CELL_COMBINATIONS`] alternatives in one cell). The branches stay where they were,
+//! moved to `x-dwac-oneOf` (an unknown word: not evaluated), and each cell refers to its branch by
+//! `$ref`, so errors inside a branch keep its pointer. A first part lists every key some branch
+//! names, in the branches' order, so every cell lays out an object's keys in one order.
+//!
+//! **`not`** ([`rewrite_not`]): `not: S` is `anyOf` of `S`'s violations; `S` is moved to
+//! `x-dwac-not`.
+//!
+//! Only a subschema at the document's base is rewritten (its `#/…` pointers lead where they did),
+//! and only in a document without `unevaluatedProperties`/`unevaluatedItems` (the rewritten forms
+//! evaluate keys and items the original did not).
 
 use serde_json::{json, Map, Value};
 
@@ -44,6 +52,55 @@ use super::Draft;
 
 /// The key a rewritten `oneOf` is moved to.
 const MOVED_ONE_OF: &str = "x-dwac-oneOf";
+
+/// The key the subschema of a rewritten `not` is moved to.
+const MOVED_NOT: &str = "x-dwac-not";
+
+/// Whether a rewrite may change the schema's meaning beyond the value it accepts: the rewritten
+/// forms evaluate properties and items (annotations) that the original did not (`not` evaluates
+/// nothing), which `unevaluatedProperties`/`unevaluatedItems` anywhere could see.
+fn reads_annotations(v: &Value) -> bool {
+    match v {
+        Value::Object(o) => {
+            o.contains_key("unevaluatedProperties")
+                || o.contains_key("unevaluatedItems")
+                || o.values().any(reads_annotations)
+        }
+        Value::Array(a) => a.iter().any(reads_annotations),
+        _ => false,
+    }
+}
+
+/// The schema with the `not` of the subschema at `ptr` rewritten as the union of its subschema's
+/// violations, or `None` where some keyword's violation cannot be written exactly.
+pub(crate) fn rewrite_not(doc: &Doc, ptr: &str) -> Option<Value> {
+    if !doc.subschemas_at_root_base().any(|p| p == ptr) || reads_annotations(doc.root) {
+        return None;
+    }
+    let Some(Value::Object(holder)) = doc.get(ptr) else { return None };
+    let inner = holder.get("not")?;
+    if holder.contains_key(MOVED_NOT) {
+        return None;
+    }
+    let moved = format!("{ptr}/{MOVED_NOT}");
+    let w = violations(doc, (&format!("{ptr}/not"), &moved), &format!("{ptr}/not"), inner, 0)?;
+    let union = match w.len() {
+        0 => Value::Bool(false),
+        1 => w.into_iter().next()?,
+        _ => json!({ "anyOf": w }),
+    };
+    let mut out = doc.root.clone();
+    let Some(Value::Object(o)) = out.pointer_mut(ptr) else { return None };
+    let inner = o.remove("not")?;
+    o.insert(MOVED_NOT.into(), inner);
+    match o.get_mut("allOf") {
+        Some(Value::Array(a)) => a.push(union),
+        _ => {
+            o.insert("allOf".into(), Value::Array(vec![union]));
+        }
+    }
+    Some(out)
+}
 
 /// The most alternatives one cell may expand to (the product, over the other branches, of how
 /// many ways each can be violated): every alternative is an object grammar of its own.
@@ -102,8 +159,8 @@ const MAX_DEPTH: usize = 8;
 
 /// The schema with the `oneOf` of the subschema at `ptr` rewritten as a union of cells, or `None`
 /// where some branch's complement cannot be written exactly (or the rewrite does not apply).
-pub(crate) fn rewrite(doc: &Doc, ptr: &str) -> Option<Value> {
-    if !doc.subschemas_at_root_base().any(|p| p == ptr) {
+pub(crate) fn rewrite_one_of(doc: &Doc, ptr: &str) -> Option<Value> {
+    if !doc.subschemas_at_root_base().any(|p| p == ptr) || reads_annotations(doc.root) {
         return None;
     }
     let Some(Value::Object(holder)) = doc.get(ptr) else { return None };
@@ -181,8 +238,8 @@ fn collect_names(doc: &Doc, ptr: &str, v: &Value, names: &mut Vec<String>, depth
 /// Schemas whose union is exactly the values that do not satisfy `v` (at `ptr`), or `None` if
 /// some keyword's violation cannot be written exactly. Empty: `v` holds for every value.
 ///
-/// References written into them name the branches where they are moved to: `moved` is
-/// (`…/oneOf`, `…/x-dwac-oneOf`).
+/// References written into them name the subschemas where a rewrite moves them: `moved` is
+/// (`…/oneOf`, `…/x-dwac-oneOf`) or (`…/not`, `…/x-dwac-not`).
 fn violations(doc: &Doc, moved: (&str, &str), ptr: &str, v: &Value, depth: usize) -> Option<Vec<Value>> {
     if depth > MAX_DEPTH {
         return None;
