@@ -321,6 +321,27 @@ fn negations_compile_exactly() {
             assert_eq!(accepts(&e, text), *valid, "{schema}: {text}");
         }
     }
+    // `not` in `propertyNames`: the key terminals' `except` lists (named keys by the validator).
+    let names: Vec<(Value, Vec<(&str, bool)>)> = vec![
+        (
+            json!({"propertyNames": {"not": {"const": "a"}}}),
+            vec![(r#"{"b": 1}"#, true), (r#"{"a": 1}"#, false), (r#"{"\u0061": 1}"#, false)],
+        ),
+        (
+            json!({"properties": {"a": {}}, "propertyNames": {"not": {"enum": ["a", "b"]}}}),
+            vec![(r#"{"a": 1}"#, false), (r#"{"c": 1}"#, true), (r#"{"b": 2}"#, false), ("{}", true)],
+        ),
+        (
+            json!({"propertyNames": {"not": {"pattern": "^x"}}, "patternProperties": {"^y": {"type": "integer"}}}),
+            vec![(r#"{"xa": 1}"#, false), (r#"{"ya": 1}"#, true), (r#"{"ya": "s"}"#, false), (r#"{"za": "s"}"#, true)],
+        ),
+    ];
+    for (schema, texts) in &names {
+        let e = engine(schema, &SchemaOptions::default()).unwrap_or_else(|err| panic!("{schema}: {err}"));
+        for (text, valid) in texts {
+            assert_eq!(accepts(&e, text), *valid, "{schema}: {text}");
+        }
+    }
     // Any other `not` whose subschema's violations can all be written (`complement.rs`).
     let e = engine(&json!({"not": {"required": ["a"], "properties": {"a": {"type": "string"}}}}), &Default::default())
         .unwrap();
@@ -332,7 +353,7 @@ fn negations_compile_exactly() {
     for (s, kw) in [
         (json!({"not": {"const": 3}}), "not"),
         (json!({"not": {"enum": ["a", {"b": 1}]}}), "not"),
-        (json!({"propertyNames": {"not": {"const": "a"}}}), "propertyNames"),
+        (json!({"propertyNames": {"anyOf": [{"const": "a"}, {"pattern": "^b"}]}}), "propertyNames"),
     ] {
         let e = compile_schema(&s, &SchemaOptions::default()).unwrap_err();
         assert_eq!(e.keyword, kw, "{s}: {e}");

@@ -5,10 +5,12 @@
 use super::*;
 
 impl Builder<'_> {
-    /// String constraints from `propertyNames`, as regexes every key must also match.
-    fn property_name_regexes(&mut self, s: &Shape) -> Result<Option<Vec<String>>, SchemaError> {
+    /// String constraints from `propertyNames`: regexes every key must also match, and regexes
+    /// no key may match (`not: {const/enum/pattern}`: the key terminals' `except` lists).
+    #[allow(clippy::type_complexity, reason = "two regex lists, named at the one call site")]
+    fn property_name_regexes(&mut self, s: &Shape) -> Result<Option<(Vec<String>, Vec<String>)>, SchemaError> {
         if s.prop_names.is_empty() {
-            return Ok(Some(Vec::new()));
+            return Ok(Some((Vec::new(), Vec::new())));
         }
         let flat = flatten(&self.doc, &s.prop_names)?;
         if flat.is_false {
@@ -17,11 +19,11 @@ impl Builder<'_> {
         self.check_refusals(&flat)?;
         let shape = merge(&self.doc, &flat)?;
         let ptr = s.prop_names[0].ptr.clone();
-        if !flat.disjunctions.is_empty() || shape.enums.is_some() || !shape.str_not.is_empty() {
+        if !flat.disjunctions.is_empty() || shape.enums.is_some() {
             return Err(SchemaError::new(
                 "propertyNames",
                 &ptr,
-                "only string constraints (pattern, length, format; no `not`) are supported",
+                "only string constraints (pattern, length, format, `not` of those) are supported",
             ));
         }
         if shape.types & T_STR == 0 {
@@ -47,11 +49,11 @@ impl Builder<'_> {
                 out.extend(strings::string_regexes(&c).map_err(|e| self.string_error("format", fp, e))?);
             }
         }
-        Ok(Some(out))
+        Ok(Some((out, shape.str_not.clone())))
     }
 
     pub(super) fn build_object(&mut self, n: u32, s: &Shape) -> Result<(), SchemaError> {
-        let Some(name_regexes) = self.property_name_regexes(s)? else {
+        let Some((name_regexes, names_not)) = self.property_name_regexes(s)? else {
             // No key can satisfy propertyNames: only the empty object.
             if s.min_props == 0 && s.required.is_empty() {
                 let (l, r) = (self.punct("{"), self.punct("}"));
@@ -151,6 +153,7 @@ impl Builder<'_> {
             if allowed {
                 let mut except = named_literals.clone();
                 except.extend(pattern_res.iter().cloned());
+                except.extend(names_not.iter().cloned());
                 let mut also = name_regexes.clone();
                 let main = if also.is_empty() { strings::json_string_any() } else { also.remove(0) };
                 let key = self.term("KEY_ADDITIONAL", main, also, except);
@@ -199,6 +202,7 @@ impl Builder<'_> {
             also.extend(name_regexes.iter().cloned());
             let mut except = named_literals.clone();
             except.extend((0..k).filter(|i| !subset.contains(i)).map(|i| pattern_res[i].clone()));
+            except.extend(names_not.iter().cloned());
             let key = self.term("KEY_PATTERN", main, also, except);
             let v = self.conj(parts)?;
             let m = self.nt("member pattern".into())?;
