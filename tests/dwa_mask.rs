@@ -701,3 +701,29 @@ fn ambiguous_character_level_words_are_decided_at_compile_time() {
         assert!(n > 300, "{src}: {n} masks compared");
     }
 }
+
+/// A lexer state over the determinizer's work budget with all its tokens is built without the
+/// tokens of longest lexings (runs of `-`, each a lexeme of an ambiguous expression grammar),
+/// which alone are left UNDECIDED (decided at run time by committing them), instead of every
+/// token of the state; masks still equal the reference.
+#[test]
+fn over_budget_states_leave_only_their_longest_lexings_undecided() {
+    const BUDGET: u64 = 1_500;
+    use dwac_compile::dwa::{build_mask_tables, MaskOptions};
+    let src = "start: e\ne: e \"-\" e | \"-\" e | \"x\"\n";
+    let runs: Vec<String> = (2..=24).map(|n| "-".repeat(n)).chain(["x-x".into(), "-x".into()]).collect();
+    let vocab = vocab_over(b"x-", 1, &runs.iter().map(String::as_str).collect::<Vec<_>>());
+    let g = dwac_compile::parse_source(dwac_compile::SourceKind::Lark, src).unwrap();
+    let c = dwac_compile::compile_grammar(&g).unwrap();
+    let full = build_mask_tables(&c.tables, &vocab, &MaskOptions::default()).unwrap().1;
+    assert_eq!((full.undecided_tokens, full.lexer_states_cut), (0, 0), "{full:?}");
+    let tight = MaskOptions { work_per_lexer_state: BUDGET, ..MaskOptions::default() };
+    let (mask, stats) = build_mask_tables(&c.tables, &vocab, &tight).unwrap();
+    eprintln!("{stats:?}");
+    assert!(stats.lexer_states_cut > 0 && stats.lexer_states_over_budget == 0, "{stats:?}");
+    let engine = Arc::new(Engine::with_mask(c.tables, vocab.clone(), Some(mask)).unwrap());
+    // Only long runs are UNDECIDED: at most the 24 − 8 runs longer than the shortest cut, per state cut.
+    assert!(stats.undecided_tokens > 0 && stats.undecided_tokens <= 16 * stats.lexer_states_cut, "{stats:?}");
+    let n = differential(&engine, 16, 10, 41);
+    assert!(n > 100, "{n} masks compared");
+}

@@ -45,6 +45,7 @@ pub(crate) fn mask_stats_json(stats: &CompileStats) -> serde_json::Value {
             "token_sets": m.token_sets,
             "lexer_states_with_dwa": m.lexer_states_with_dwa,
             "lexer_states_over_budget": m.lexer_states_over_budget,
+            "lexer_states_cut": m.lexer_states_cut,
             "lexer_states_shared": m.lexer_states_shared,
             "slowest_lexer_state_ms": (m.slowest_lexer_state_ms * 10.0).round() / 10.0,
             "carried_inhibitors": m.carried_inhibitors,

@@ -19,6 +19,13 @@ use super::tokensets::{TokenSets, Union};
 use super::{FastMap, MaskOptions, MaskStats};
 use crate::stages::Stages;
 
+/// The shortest lexing length an over-budget lexer state is cut at (`Assembler::state`): below
+/// it, the state's tokens are all left UNDECIDED, as they were.
+const MIN_CUT_DEPTH: u32 = 8;
+
+/// The longest lexing length an over-budget lexer state is first cut at.
+const MAX_CUT_DEPTH: u32 = 32;
+
 /// What one lexer state adds to the statistics.
 #[derive(Clone, Copy)]
 struct StateCounts {
@@ -27,6 +34,7 @@ struct StateCounts {
     configurations: usize,
     undecided_tokens: usize,
     lexer_states_over_budget: usize,
+    lexer_states_cut: usize,
 }
 
 impl StateCounts {
@@ -37,6 +45,7 @@ impl StateCounts {
             configurations: s.configurations,
             undecided_tokens: s.undecided_tokens,
             lexer_states_over_budget: s.lexer_states_over_budget,
+            lexer_states_cut: s.lexer_states_cut,
         }
     }
 
@@ -49,6 +58,7 @@ impl StateCounts {
             configurations: now.configurations - self.configurations,
             undecided_tokens: now.undecided_tokens - self.undecided_tokens,
             lexer_states_over_budget: now.lexer_states_over_budget - self.lexer_states_over_budget,
+            lexer_states_cut: now.lexer_states_cut - self.lexer_states_cut,
         }
     }
 
@@ -58,6 +68,7 @@ impl StateCounts {
         s.configurations += self.configurations;
         s.undecided_tokens += self.undecided_tokens;
         s.lexer_states_over_budget += self.lexer_states_over_budget;
+        s.lexer_states_cut += self.lexer_states_cut;
     }
 }
 
@@ -197,42 +208,54 @@ impl Assembler {
         self.out.undecided.to_mut()[q as usize] = self.sets.intern(undecided);
         self.stats.token_classes += classes.len();
         stages.skip();
-        // A lexer state's automaton depends only on its thread's class and its classes'
-        // lexings (classes are referred to by index): states with the same share one.
-        let key = (thread, classes.iter().map(|c| c.sigs.clone()).collect::<Vec<_>>());
-        // (An automaton with links was built for its classes' tokens: another state with the
-        // same lexings but other tokens builds its own, unless assembly finds it has the
-        // same tokens too.)
-        let reusable = self.built_for.get(&key).filter(|b| match b {
-            Some((local, _, id)) => {
-                local.links.is_empty() || {
-                    let akey = (*id, classes.iter().map(|c| c.tokens.len()).collect::<Vec<_>>());
-                    self.assembled.get(&akey).is_some_and(|variants| {
-                        variants.iter().any(|v| v.0.iter().zip(classes.iter()).all(|(t, c)| t.same(&c.tokens)))
-                    })
+        let mut built = self.build_or_reuse(det, nodes, thread, &classes);
+        // Over budget: rather than leave every token UNDECIDED, leave only the tokens whose
+        // lexings are longest (a character-level grammar's runs of punctuation, each character a
+        // lexeme: `----…` under an ambiguous expression grammar) and build the rest, halving the
+        // longest lexing kept until the build fits.
+        let mut classes = classes;
+        let mut dropped: Vec<u32> = Vec::new();
+        if built.is_none() && !classes.is_empty() {
+            let depth_of = |mut n: u32| {
+                let mut d = 0u32;
+                while n != 0 {
+                    n = nodes[n as usize].0;
+                    d += 1;
                 }
+                d
+            };
+            let depths: Vec<u32> =
+                classes.iter().map(|c| c.sigs.iter().map(|&(n, _)| depth_of(n)).max().unwrap_or(0)).collect();
+            // (Each failed attempt costs a whole budget: start where long runs are already out.)
+            let mut limit = (depths.iter().copied().max().unwrap_or(0) / 2).min(MAX_CUT_DEPTH);
+            while limit >= MIN_CUT_DEPTH {
+                let keep: Vec<TokenClass> =
+                    classes.iter().zip(&depths).filter(|&(_, &d)| d <= limit).map(|(c, _)| c.clone()).collect();
+                if keep.len() < classes.len() {
+                    if let Some(b) = self.build_or_reuse(det, nodes, thread, &keep) {
+                        for (c, &d) in classes.iter().zip(&depths) {
+                            if d > limit {
+                                dropped.extend(c.tokens.iter());
+                            }
+                        }
+                        classes = keep;
+                        built = Some(b);
+                        self.stats.lexer_states_cut += 1;
+                        break;
+                    }
+                }
+                limit /= 2;
             }
-            None => true,
-        });
-        let built = match reusable {
-            Some(b) => b.clone(),
-            None => {
-                let mut asm = Tables {
-                    union: &mut self.union,
-                    sets: &mut self.sets,
-                    classes: &classes,
-                    n_tokens: self.n_tokens,
-                    keys: &self.keys,
-                    link: self.link,
-                };
-                let b = det.build(&classes, nodes, thread, &mut asm).ok().map(|l| {
-                    self.serial += 1;
-                    (Rc::new(l), det.num_configs(), self.serial)
-                });
-                self.built_for.insert(key, b.clone());
-                b
-            }
-        };
+        }
+        if !dropped.is_empty() {
+            let mut all: Vec<u32> = self.sets.members(self.out.undecided[q as usize]);
+            let had = all.len();
+            all.extend(dropped);
+            all.sort_unstable();
+            all.dedup();
+            self.stats.undecided_tokens += all.len() - had;
+            self.out.undecided.to_mut()[q as usize] = self.sets.intern(all);
+        }
         stages.lap("determinize");
         let slowest = (walk + tq.elapsed()).as_secs_f64() * 1e3;
         self.stats.slowest_lexer_state_ms = self.stats.slowest_lexer_state_ms.max(slowest);
@@ -327,6 +350,53 @@ impl Assembler {
     }
 
     /// The assembled automaton has grown past [`MaskOptions::max_dwa_states`].
+    /// The automaton of a lexer state with these classes: built, or an earlier state's with the
+    /// same thread class and lexings (`None`: over budget). Classes are referred to by index.
+    fn build_or_reuse(
+        &mut self,
+        det: &mut Determinizer,
+        nodes: &[(u32, Step)],
+        thread: u32,
+        classes: &[TokenClass],
+    ) -> Option<(Rc<LocalDwa>, usize, usize)> {
+        // A lexer state's automaton depends only on its thread's class and its classes'
+        // lexings (classes are referred to by index): states with the same share one.
+        let key = (thread, classes.iter().map(|c| c.sigs.clone()).collect::<Vec<_>>());
+        // (An automaton with links was built for its classes' tokens: another state with the
+        // same lexings but other tokens builds its own, unless assembly finds it has the
+        // same tokens too.)
+        let reusable = self.built_for.get(&key).filter(|b| match b {
+            Some((local, _, id)) => {
+                local.links.is_empty() || {
+                    let akey = (*id, classes.iter().map(|c| c.tokens.len()).collect::<Vec<_>>());
+                    self.assembled.get(&akey).is_some_and(|variants| {
+                        variants.iter().any(|v| v.0.iter().zip(classes.iter()).all(|(t, c)| t.same(&c.tokens)))
+                    })
+                }
+            }
+            None => true,
+        });
+        match reusable {
+            Some(b) => b.clone(),
+            None => {
+                let mut asm = Tables {
+                    union: &mut self.union,
+                    sets: &mut self.sets,
+                    classes,
+                    n_tokens: self.n_tokens,
+                    keys: &self.keys,
+                    link: self.link,
+                };
+                let b = det.build(classes, nodes, thread, &mut asm).ok().map(|l| {
+                    self.serial += 1;
+                    (Rc::new(l), det.num_configs(), self.serial)
+                });
+                self.built_for.insert(key, b.clone());
+                b
+            }
+        }
+    }
+
     pub(super) fn over_budget(&self) -> bool {
         self.out.num_states() > self.max_dwa_states
     }

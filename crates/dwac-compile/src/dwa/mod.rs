@@ -115,6 +115,9 @@ pub struct MaskStats {
     pub undecided_tokens: usize,
     /// Lexer states whose automaton exceeded its budget (all their tokens are UNDECIDED).
     pub lexer_states_over_budget: usize,
+    /// Lexer states whose automaton exceeded its budget with every token, and was built for the
+    /// tokens whose lexings are shorter (the others UNDECIDED).
+    pub lexer_states_cut: usize,
     /// Tokens the vocabulary walk left UNDECIDED, by the limit that made it so (counted per
     /// subtree walked, so an upper bound on distinct pairs; the rest of `undecided_tokens`
     /// comes from lexer states over the work budget).

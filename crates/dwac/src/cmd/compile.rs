@@ -156,6 +156,13 @@ fn slow_mask_warning(p: &MaskProbe, ms: &dwac_compile::dwa::MaskStats) -> Option
                 ms.lexer_states_over_budget
             ));
         }
+        if ms.lexer_states_cut > 0 {
+            causes.push(format!(
+                "{} lexer states over the determinizer's work budget with all their tokens, built without the tokens \
+                 of longest lexings (those are the UNDECIDED ones)",
+                ms.lexer_states_cut
+            ));
+        }
         w += &format!(
             " {} (lexer state, token) pairs are UNDECIDED in {} lexer states{worst}, decided at run time by committing \
              each such token; cause: {}.",

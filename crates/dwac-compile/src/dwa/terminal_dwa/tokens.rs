@@ -7,6 +7,7 @@ use super::*;
 pub type Sig = (u32, u32);
 
 /// The tokens of one class at one lexer state, and their lexings.
+#[derive(Clone)]
 pub struct TokenClass {
     pub sigs: Vec<Sig>,
     pub tokens: Tokens,
