@@ -549,6 +549,8 @@ fn leading_lookahead_patterns_compile_exactly() {
         // Unanchored at the end: a prefix matching is enough.
         ("^(?!tmp)[a-z]", vec![(r#""data""#, true), (r#""tmpfile""#, false), (r#""tm""#, true), (r#""Tmp""#, false)]),
         ("^(?=[A-Z])", vec![(r#""Alpha""#, true), (r#""alpha""#, false), (r#""""#, false)]),
+        // Parentheses inside a class and escaped ones do not end a lookahead.
+        (r"^(?=[)(])(?!\))", vec![(r#""(""#, true), (r#""(a)""#, true), (r#"")x""#, false), (r#""a""#, false)]),
     ];
     for (pattern, texts) in &cases {
         let schema = json!({"type": "string", "pattern": pattern});

@@ -229,49 +229,44 @@ pub fn split_leading_lookaheads(pattern: &str) -> Option<(Vec<String>, Vec<Strin
     Some((pos, neg, format!("^(?:{rest})")))
 }
 
-/// The byte index of the `)` closing the group that `s` starts with (escapes and character
-/// classes skipped).
-fn group_end(s: &str) -> Option<usize> {
+/// The characters of a pattern that are neither escaped nor inside a character class, with
+/// their byte index and the group depth around them (a `(` counts from itself on, a `)` up to
+/// itself).
+fn syntax_chars(s: &str) -> impl Iterator<Item = (usize, char, usize)> + '_ {
     let mut depth = 0usize;
     let mut class = false;
-    let mut chars = s.char_indices();
-    while let Some((i, c)) = chars.next() {
+    let mut escaped = false;
+    s.char_indices().filter_map(move |(i, c)| {
+        if escaped {
+            escaped = false;
+            return None;
+        }
         match c {
-            '\\' => {
-                chars.next();
-            }
+            '\\' => escaped = true,
             '[' if !class => class = true,
             ']' if class => class = false,
-            '(' if !class => depth += 1,
-            ')' if !class => {
-                depth = depth.checked_sub(1)?;
-                if depth == 0 {
-                    return Some(i);
-                }
+            _ if class => {}
+            '(' => {
+                depth += 1;
+                return Some((i, c, depth));
             }
-            _ => {}
+            ')' => {
+                let d = depth;
+                depth = depth.saturating_sub(1);
+                return Some((i, c, d));
+            }
+            _ => return Some((i, c, depth)),
         }
-    }
-    None
+        None
+    })
+}
+
+/// The byte index of the `)` closing the group that `s` starts with.
+fn group_end(s: &str) -> Option<usize> {
+    syntax_chars(s).find(|&(_, c, d)| c == ')' && d == 1).map(|(i, _, _)| i)
 }
 
 /// Whether `s` has a `|` outside every group and character class.
 fn has_top_level_bar(s: &str) -> bool {
-    let mut depth = 0usize;
-    let mut class = false;
-    let mut chars = s.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' => {
-                chars.next();
-            }
-            '[' if !class => class = true,
-            ']' if class => class = false,
-            '(' if !class => depth += 1,
-            ')' if !class => depth = depth.saturating_sub(1),
-            '|' if !class && depth == 0 => return true,
-            _ => {}
-        }
-    }
-    false
+    syntax_chars(s).any(|(_, c, d)| c == '|' && d == 0)
 }
