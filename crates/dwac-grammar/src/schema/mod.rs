@@ -41,6 +41,7 @@ mod conditional;
 mod doc;
 mod flat;
 pub mod numbers;
+mod order;
 pub mod strings;
 mod validate;
 
@@ -51,7 +52,7 @@ use serde_json::Value;
 use crate::ir::Grammar;
 
 pub use build::{compile_schema, LITERAL_COMPONENTS};
-pub use validate::{order_instance, order_instance_with};
+pub use order::{order_instance, order_instance_with};
 
 /// The JSON Schema dialect, from `$schema` (2020-12 when absent or unknown).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
