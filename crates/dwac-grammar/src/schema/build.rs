@@ -107,8 +107,8 @@ pub fn compile_schema(schema: &Value, opts: &SchemaOptions) -> Result<SchemaGram
     }
 }
 
-/// One build of `schema`; on failure, the error and, where a `oneOf` found overlapping was
-/// rewritten, the schema to build instead.
+/// One build of `schema`; on failure, the error and, where an overlapping `oneOf` or a refused
+/// `not` was rewritten, the schema to build instead.
 ///
 /// `rewrite`: whether an overlapping `oneOf` or a refused `not` may be rewritten (`complement.rs`).
 fn build(
