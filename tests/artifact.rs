@@ -11,11 +11,6 @@ use dwac_runtime::artifact::{self, reseal_all, ArtifactError, Header, MAJOR, MIN
 use dwac_runtime::{Artifact, Engine, Matcher, Vocabulary};
 use dwac_tests::*;
 
-/// The allocator of the `dwac` binary and the bench worker: which freed addresses come back, and
-/// when, is what `bytes_do_not_depend_on_concurrent_compiles` must not depend on.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// Compile a source for `vocab` and lay out its artifact.
 fn compile(
     kind: SourceKind,

@@ -12,7 +12,6 @@ use dwac_tests::tokenizer_json;
 use dwac_vocab::Tokenizer;
 use serde_json::{json, Value};
 
-#[path = "tool_calling.rs"]
 mod tool_calling;
 
 fn engine(tag: &Value, tok: &Tokenizer) -> Arc<Engine> {
