@@ -622,3 +622,47 @@ fn lenient_drops_an_open_unique_items_once() {
     let plain = compile_schema(&json!({"type": "array", "items": {"type": "string"}}), &opts).unwrap();
     assert_eq!(rules, plain.grammar.rules.iter().filter(|r| r.rhs.len() == 2).count());
 }
+
+/// Strict mode (`SchemaOptions::strict`, XGrammar's `strict_mode`): keys and items a schema does
+/// not name are refused where the schema describes a whole value; free objects stay free, and
+/// `allOf` branches (each only part of the constraints) stay open. Every instance is checked
+/// both ways: what strict refuses, the default accepts.
+#[test]
+fn strict_mode_refuses_what_a_schema_does_not_name() {
+    let schema = json!({"type": "object",
+        "properties": {"a": {"type": "integer"},
+                       "b": {"type": "object", "properties": {"x": {"type": "string"}}},
+                       "t": {"type": "array", "prefixItems": [{"type": "integer"}]},
+                       "f": {"type": "object"},
+                       "u": {"anyOf": [{"type": "object", "properties": {"k": {"type": "null"}}}, {"type": "string"}]}},
+        "patternProperties": {"^p_": {"type": "boolean"}}});
+    let strict = engine(&schema, &SchemaOptions { strict: true, ..Default::default() }).unwrap();
+    let open = engine(&schema, &SchemaOptions::default()).unwrap();
+    for (text, strict_ok, open_ok) in [
+        (r#"{}"#, true, true),
+        (r#"{"a": 1, "p_q": true}"#, true, true),
+        (r#"{"b": {"x": "s"}, "t": [1], "f": {"any": [1]}}"#, true, true),
+        (r#"{"u": {"k": null}}"#, true, true),
+        (r#"{"u": "s"}"#, true, true),
+        (r#"{"z": 1}"#, false, true),
+        (r#"{"a": 1, "z": 1}"#, false, true),
+        (r#"{"b": {"y": 1}}"#, false, true),
+        (r#"{"t": [1, 2]}"#, false, true),
+        (r#"{"u": {"k": null, "j": 1}}"#, false, true),
+        (r#"{"p_q": 1}"#, false, false),
+        (r#"{"a": "1"}"#, false, false),
+    ] {
+        assert_eq!(accepts(&strict, text), strict_ok, "strict: {text}");
+        assert_eq!(accepts(&open, text), open_ok, "default: {text}");
+    }
+    // `allOf` branches each name part of the keys: strict closes neither.
+    let all_of = json!({"allOf": [{"type": "object", "properties": {"a": {"type": "integer"}}},
+                                  {"properties": {"b": {"type": "integer"}}}]});
+    let e = engine(&all_of, &SchemaOptions { strict: true, ..Default::default() }).unwrap();
+    assert!(accepts(&e, r#"{"a": 1, "b": 2}"#) && !accepts(&e, r#"{"a": "x"}"#));
+    // Draft 7's list-form `items` takes `additionalItems: false`.
+    let d7 =
+        json!({"$schema": "http://json-schema.org/draft-07/schema#", "type": "array", "items": [{"type": "integer"}]});
+    let e = engine(&d7, &SchemaOptions { strict: true, ..Default::default() }).unwrap();
+    assert!(accepts(&e, "[1]") && accepts(&e, "[]") && !accepts(&e, "[1, 2]"));
+}

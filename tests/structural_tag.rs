@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use dwac_compile::{compile_engine, parse_source, SourceKind};
+use dwac_grammar::schema::SchemaOptions;
 use dwac_runtime::{Engine, Matcher};
 use dwac_tests::differential::differential;
 use dwac_tests::tokenizer_json;
@@ -198,6 +199,36 @@ fn the_older_structures_form_and_every_format_type() {
     ] {
         assert_eq!(accepts(&e, &tok, t), ok, "{t:?}");
     }
+}
+
+/// `strict` (XGrammar's language for a structural tag): the tags' schemas refuse keys they do not
+/// name; the default (JSON Schema's meaning) allows them. Masks equal the reference on a trace.
+#[test]
+fn strict_tags_refuse_keys_their_schemas_do_not_name() {
+    let tok = Tokenizer::default_embedded().expect("gpt2");
+    let tag = json!({"type": "structural_tag", "format": {"type": "triggered_tags", "triggers": ["<tool_call>"],
+        "tags": [{"type": "tag", "begin": "<tool_call>\n{\"name\": \"f\", \"arguments\": ",
+                  "content": {"type": "json_schema", "json_schema": {"type": "object", "properties": {"q": {"type": "string"}}}},
+                  "end": "}\n</tool_call>"}]}});
+    let compile = |strict: bool| {
+        let g = dwac_compile::parse_source_with(
+            SourceKind::StructuralTag,
+            &tag.to_string(),
+            &SchemaOptions { strict, ..Default::default() },
+        )
+        .unwrap_or_else(|e| panic!("{e}"))
+        .0;
+        Arc::new(compile_engine(&g, tok.vocab().clone()).unwrap_or_else(|e| panic!("{e}")).0)
+    };
+    let (strict, open) = (compile(true), compile(false));
+    let named = "Hi <tool_call>\n{\"name\": \"f\", \"arguments\": {\"q\": \"x\"}}\n</tool_call>";
+    let unnamed = "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"q\": \"x\", \"r\": 1}}\n</tool_call>";
+    assert!(accepts(&strict, &tok, named) && accepts(&open, &tok, named));
+    assert!(!accepts(&strict, &tok, unnamed) && accepts(&open, &tok, unnamed));
+    let traces = vec![tok.encode(named).expect("encodes")];
+    let r = differential(&strict, &traces, 2, &mut |_| {});
+    assert_eq!((r.mismatches, r.rejected_traces), (0, 0), "{r:?}");
+    assert!(r.steps_compared > 10);
 }
 
 #[test]

@@ -49,7 +49,7 @@ pub struct TokenizerInfo {
 /// Every compile option, in one canonical form. Destructured in full, so adding an option
 /// without putting it here is a compile error, and the fingerprint can never miss one.
 pub fn options_json(schema: &SchemaOptions, engine: &EngineOptions) -> serde_json::Value {
-    let SchemaOptions { whitespace, lenient, default_draft } = schema;
+    let SchemaOptions { whitespace, lenient, default_draft, strict } = schema;
     let EngineOptions { mask, mask_options } = engine;
     // `walk_thread` and `link_states` change how the tables are built, not what they are;
     // `max_dwa_states` only whether they are built; `follow_bytes` follows from the grammar.
@@ -61,14 +61,20 @@ pub fn options_json(schema: &SchemaOptions, engine: &EngineOptions) -> serde_jso
         max_dwa_states: _,
         follow_bytes: _,
     } = mask_options;
-    json!({
+    let mut o = json!({
         "schema.whitespace": format!("{whitespace:?}"),
         "schema.lenient": lenient,
         "schema.default_draft": default_draft.map(|d| format!("{d:?}")),
         "mask": mask,
         "mask.max_states_per_lexer_state": max_states_per_lexer_state,
         "mask.work_per_lexer_state": work_per_lexer_state,
-    })
+    });
+    // Written only when set, so the artifacts (and fingerprints) of schemas compiled without it
+    // are those of compilers from before the option.
+    if *strict {
+        o["schema.strict"] = json!(true);
+    }
+    o
 }
 
 /// The compiler version written into artifacts and fingerprints.

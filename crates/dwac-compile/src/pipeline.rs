@@ -57,7 +57,7 @@ pub fn parse_source_with(
             let (g, w) = dwac_grammar::gbnf::parse_with_warnings(text)?;
             (g, w.into_iter().map(|w| format!("{}:{}: {}", w.0.line, w.0.column, w.0.message)).collect())
         }
-        SourceKind::StructuralTag => (dwac_grammar::structural::parse(text)?, Vec::new()),
+        SourceKind::StructuralTag => (dwac_grammar::structural::parse_with(text, opts.strict)?, Vec::new()),
         SourceKind::JsonSchema => {
             let value: serde_json::Value = serde_json::from_str(text).map_err(|e| CompileError::Json(e.to_string()))?;
             let sg = compile_schema(&value, opts)?;

@@ -38,8 +38,15 @@ use crate::{Grammar, GrammarError, Munch, Symbol, Terminal, TokenItem, TokenSet}
 
 /// Compile a structural tag (its JSON text).
 pub fn parse(text: &str) -> Result<Grammar, GrammarError> {
+    parse_with(text, false)
+}
+
+/// [`parse`], its `json_schema` contents compiled in strict mode if `strict`
+/// ([`SchemaOptions::strict`]: keys and items a schema does not name are not allowed, the
+/// language XGrammar gives the same structural tag).
+pub fn parse_with(text: &str, strict: bool) -> Result<Grammar, GrammarError> {
     let v: Value = serde_json::from_str(text).map_err(|e| GrammarError::at(text, span_at(text, &e), e.to_string()))?;
-    compile(&v)
+    compile_with(&v, strict)
 }
 
 fn span_at(text: &str, e: &serde_json::Error) -> crate::Span {
@@ -50,7 +57,13 @@ fn span_at(text: &str, e: &serde_json::Error) -> crate::Span {
 
 /// Compile a structural tag.
 pub fn compile(v: &Value) -> Result<Grammar, GrammarError> {
+    compile_with(v, false)
+}
+
+/// [`compile`], strict as in [`parse_with`].
+pub fn compile_with(v: &Value, strict: bool) -> Result<Grammar, GrammarError> {
     let mut b = Builder {
+        strict,
         g: Grammar::default(),
         helpers: Helpers::default(),
         literals: HashMap::new(),
@@ -153,6 +166,8 @@ struct Builder {
     texts: HashMap<Vec<String>, u32>,
     tokens: HashMap<TokenSet, u32>,
     schemas: usize,
+    /// `json_schema` contents in strict mode.
+    strict: bool,
 }
 
 impl Builder {
@@ -261,7 +276,11 @@ impl Builder {
                     ),
                 };
                 let schema = v.get("json_schema").ok_or_else(|| err(p, "`json_schema` is missing"))?;
-                let opts = SchemaOptions { whitespace: Whitespace::Around { max }, ..SchemaOptions::default() };
+                let opts = SchemaOptions {
+                    whitespace: Whitespace::Around { max },
+                    strict: self.strict,
+                    ..SchemaOptions::default()
+                };
                 let sg = compile_schema(schema, &opts).map_err(|e| err(&format!("{p}/json_schema"), e))?;
                 self.schemas += 1;
                 let nt = self.g.splice(sg.grammar, &format!("schema{}:", self.schemas), None, true);

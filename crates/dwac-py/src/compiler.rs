@@ -64,7 +64,7 @@ impl Compiler {
 
     /// Compile `source` of kind `kind` (as `Grammar.compile`), or return the grammar compiled
     /// before for the same kind, text and options (the same object).
-    #[pyo3(signature = (kind, source, compact = false, lenient = false, draft = None, max_whitespace = None))]
+    #[pyo3(signature = (kind, source, compact = false, lenient = false, draft = None, max_whitespace = None, strict = false))]
     #[expect(clippy::too_many_arguments, reason = "the Python signature: keyword arguments, each an option")]
     fn compile(
         &self,
@@ -75,8 +75,9 @@ impl Compiler {
         lenient: bool,
         draft: Option<String>,
         max_whitespace: Option<u32>,
+        strict: bool,
     ) -> PyResult<Py<Grammar>> {
-        let options = CompileOptions { compact, lenient, draft, max_whitespace, mask_work: None };
+        let options = CompileOptions { compact, lenient, draft, max_whitespace, mask_work: None, strict };
         let key = (kind.to_string(), options.clone(), source.clone());
         let slot = {
             let mut c = self.lock();

@@ -178,6 +178,7 @@ struct CompileOptions {
     draft: Option<String>,
     max_whitespace: Option<u32>,
     mask_work: Option<u64>,
+    strict: bool,
 }
 
 /// Compile `source` of kind `kind` for `tok` (GIL released by the caller).
@@ -206,6 +207,7 @@ fn compile_source(
         },
         lenient: o.lenient,
         default_draft,
+        strict: o.strict,
     };
     let (what, kind_name, parsed) = match kind {
         "json_schema" | "json" => ("schema", SourceKind::JsonSchema, Some(SourceKind::JsonSchema)),
@@ -251,15 +253,16 @@ impl Grammar {
     /// or `"regex"`) for `tokenizer`. JSON Schema options as the CLI's: `compact` (no whitespace
     /// between tokens), `max_whitespace` (whitespace only around punctuation, at most this many
     /// characters on each side), `lenient` (drop keywords that cannot be honoured exactly, listed in
-    /// `warnings`), `draft` (`"draft4"`, `"draft6"`, `"draft7"`, `"2019-09"`, `"2020-12"`).
-    /// Releases the GIL.
+    /// `warnings`), `draft` (`"draft4"`, `"draft6"`, `"draft7"`, `"2019-09"`, `"2020-12"`),
+    /// `strict` (keys and items a schema does not name are not allowed; also the schemas of a
+    /// structural tag). Releases the GIL.
     ///
     /// `_mask_work_per_lexer_state` is a diagnostic and test option, not for serving: the
     /// compiler's work budget per lexer state (`MaskOptions::work_per_lexer_state`); a lexer
     /// state over it gets no automaton and all its tokens are left UNDECIDED, decided at run
     /// time by committing them (slow masks). It is recorded in the artifact's options.
     #[staticmethod]
-    #[pyo3(signature = (kind, source, tokenizer, compact = false, lenient = false, draft = None, _mask_work_per_lexer_state = None, max_whitespace = None))]
+    #[pyo3(signature = (kind, source, tokenizer, compact = false, lenient = false, draft = None, _mask_work_per_lexer_state = None, max_whitespace = None, strict = false))]
     #[expect(clippy::too_many_arguments, reason = "the Python signature: keyword arguments, each an option")]
     fn compile(
         py: Python<'_>,
@@ -271,6 +274,7 @@ impl Grammar {
         draft: Option<&str>,
         _mask_work_per_lexer_state: Option<u64>,
         max_whitespace: Option<u32>,
+        strict: bool,
     ) -> PyResult<Grammar> {
         let options = CompileOptions {
             compact,
@@ -278,6 +282,7 @@ impl Grammar {
             draft: draft.map(str::to_string),
             max_whitespace,
             mask_work: _mask_work_per_lexer_state,
+            strict,
         };
         let tok = Arc::clone(&tokenizer.inner);
         let width = tokenizer.width;

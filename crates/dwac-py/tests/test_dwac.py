@@ -600,6 +600,21 @@ def test_a_structural_tag_of_tool_calls(tok):
     assert not accepts('<tool_call>{"name": "get_weather", "arguments": {}}</tool_call>')
     with pytest.raises(dwac.DwacError, match="format type `dispatch` is not supported"):
         dwac.Grammar.from_structural_tag({"type": "dispatch", "rules": []}, tok)
+    # strict: the arguments' schema refuses keys it does not name (XGrammar's language); the
+    # default (JSON Schema's meaning) allows them; a Compiler caches the two apart.
+    extra = '<tool_call>{"name": "get_weather", "arguments": {"city": "Oslo", "days": 3}}</tool_call>'
+    assert accepts(extra)
+    g = dwac.Grammar.from_structural_tag(tag, tok, strict=True)
+    assert accepts(call) and not accepts(extra)
+    assert g.metadata["options"]["schema.strict"] is True
+    compiler = dwac.Compiler(tok)
+    cached = compiler.structural_tag(tag, strict=True)._g
+    assert cached is compiler.structural_tag(tag, strict=True)._g
+    assert cached is not compiler.structural_tag(tag)._g
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
+    g = compiler.json_schema(schema, strict=True)
+    assert accepts('{"a": 1}') and not accepts('{"a": 1, "b": 2}')
+    assert dwac.Grammar.from_json_schema(schema, tok, strict=True).metadata["options"]["schema.strict"] is True
 
 
 def test_max_whitespace_bounds_the_json_whitespace(tok):

@@ -79,6 +79,7 @@ pub(crate) fn schema_options(o: &CompileOpts) -> SchemaOptions {
         lenient: o.lenient,
         // (clap allows only `Draft::NAMES`.)
         default_draft: o.draft.as_deref().and_then(Draft::from_name),
+        strict: o.strict,
     }
 }
 

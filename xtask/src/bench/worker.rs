@@ -83,7 +83,7 @@ impl WorkerArgs {
             json!({"json": format!("`{}`, RFC 8259 whitespace", self.grammar),
                    "schema": "the schema, RFC 8259 whitespace",
                    "grammar": "the grammar as written (GBNF, Lark)",
-                   "tags": "the structural tag as written"})
+                   "tags": "the structural tag as written, its JSON Schemas strict (XGrammar's language for it: no key or item a schema does not name)"})
         }
     }
 }
@@ -187,7 +187,10 @@ fn compile(job: &Value, tok: &Tokenizer, a: &WorkerArgs) -> Result<(Arc<Engine>,
                     return Err(format!("grammar format {other:?}: expected \"gbnf\", \"lark\" or \"structural_tag\""))
                 }
             };
-            let g = dwac_compile::parse_source(kind, &text).map_err(|e| e.to_string())?;
+            // XGrammar compiles a structural tag's schemas in its strict mode (keys and items a
+            // schema does not name are refused): the same language.
+            let tag_opts = SchemaOptions { strict: kind == dwac_compile::SourceKind::StructuralTag, ..opts.clone() };
+            let g = dwac_compile::parse_source_with(kind, &text, &tag_opts).map_err(|e| e.to_string())?.0;
             let name = job["id"].as_str().unwrap_or("grammar").to_string();
             (compile_engine(&g, vocab), SourceInfo { name, kind: SourceInfo::kind_name(kind), text })
         }

@@ -74,6 +74,9 @@ const MAX_REWRITES: usize = 16;
 pub fn compile_schema(schema: &Value, opts: &SchemaOptions) -> Result<SchemaGrammar, SchemaError> {
     opts.whitespace.check()?;
     let draft = Draft::detect_or(schema, opts.default_draft.unwrap_or(Draft::Draft2020));
+    // Strict mode written into the schema (`strict.rs`).
+    let closed = if opts.strict { super::strict::rewrite(schema, draft) } else { None };
+    let schema = closed.as_ref().unwrap_or(schema);
     // `if`/`then`/`else` on a discriminator, rewritten as a union first (`conditional.rs`).
     let schema = match super::conditional::rewrite(schema, draft) {
         Some(v) => std::borrow::Cow::Owned(v),

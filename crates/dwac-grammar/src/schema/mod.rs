@@ -42,6 +42,7 @@ mod doc;
 mod flat;
 pub mod numbers;
 mod order;
+mod strict;
 pub mod strings;
 mod validate;
 
@@ -203,6 +204,11 @@ pub struct SchemaOptions {
     pub lenient: bool,
     /// The dialect when `$schema` names none (2020-12 if `None`).
     pub default_draft: Option<Draft>,
+    /// Keys and items the schema does not name are not allowed (an object with `properties` or
+    /// `patternProperties` and no `additionalProperties` takes `additionalProperties: false`;
+    /// `prefixItems` without `items`, `items: false`), as XGrammar's `strict_mode` and OpenAI's
+    /// strict function calling: `strict.rs` says where exactly.
+    pub strict: bool,
 }
 
 /// A schema we refuse, naming the keyword and where it is.

@@ -111,13 +111,17 @@ class Grammar:
         lenient: bool = False,
         draft: Optional[str] = None,
         max_whitespace: Optional[int] = None,
+        strict: bool = False,
     ) -> "Grammar":
         """Compile a JSON Schema (text or a parsed ``dict``). ``whitespace``: ``"flexible"``
         (any RFC 8259 whitespace between tokens) or ``"compact"`` (none). ``max_whitespace``:
         whitespace only around punctuation, at most this many characters on each side of a
         ``{ } [ ] , :`` (whitespace that cannot run away). ``lenient``: drop keywords that
         cannot be honoured exactly (listed in ``warnings``) instead of raising. ``draft``: the
-        dialect when ``$schema`` names none. Releases the GIL."""
+        dialect when ``$schema`` names none. ``strict``: keys and items the schema does not
+        name are not allowed (an object with ``properties`` and no ``additionalProperties``
+        takes ``additionalProperties: false``), as XGrammar's ``strict_mode`` and OpenAI's
+        strict function calling. Releases the GIL."""
         if whitespace not in ("flexible", "compact"):
             raise DwacError(f"whitespace must be 'flexible' or 'compact', not {whitespace!r}")
         if max_whitespace is not None and whitespace == "compact":
@@ -125,18 +129,20 @@ class Grammar:
         text = schema if isinstance(schema, str) else _json.dumps(schema)
         tok = _tokenizer(tokenizer)
         g = _dwac.Grammar.compile(
-            "json_schema", text, tok, whitespace == "compact", lenient, draft, max_whitespace=max_whitespace
+            "json_schema", text, tok, whitespace == "compact", lenient, draft, max_whitespace=max_whitespace, strict=strict
         )
         return cls(g, tok)
 
     @classmethod
-    def from_structural_tag(cls, tag: Union[str, dict], tokenizer: Any = None) -> "Grammar":
+    def from_structural_tag(cls, tag: Union[str, dict], tokenizer: Any = None, *, strict: bool = False) -> "Grammar":
         """Compile an XGrammar structural tag (text or a parsed ``dict``): ``{"type":
         "structural_tag", "format": {...}}``, a bare format, or the older ``{"structures",
         "triggers"}`` form. Tool calls and reasoning blocks, special tokens included; anything
-        not supported is refused by name. Releases the GIL."""
+        not supported is refused by name. ``strict``: its JSON Schemas in strict mode (as
+        ``from_json_schema``; the language XGrammar gives the same tag). Releases the GIL."""
         text = tag if isinstance(tag, str) else _json.dumps(tag)
-        return cls._compile("structural_tag", text, tokenizer)
+        tok = _tokenizer(tokenizer)
+        return cls(_dwac.Grammar.compile("structural_tag", text, tok, strict=strict), tok)
 
     @classmethod
     def from_tools(cls, tools: Union[list, dict, str], tokenizer: Any = None, *, format: str, **options: Any) -> "Grammar":
@@ -251,6 +257,7 @@ class Compiler:
         lenient: bool = False,
         draft: Optional[str] = None,
         max_whitespace: Optional[int] = None,
+        strict: bool = False,
     ) -> Grammar:
         """As ``Grammar.from_json_schema`` (a ``dict`` is keyed by its JSON text, key order
         included: property order is part of a schema's meaning here)."""
@@ -266,11 +273,12 @@ class Compiler:
             lenient=lenient,
             draft=draft,
             max_whitespace=max_whitespace,
+            strict=strict,
         )
 
-    def structural_tag(self, tag: Union[str, dict]) -> Grammar:
+    def structural_tag(self, tag: Union[str, dict], *, strict: bool = False) -> Grammar:
         """As ``Grammar.from_structural_tag``."""
-        return self._compile("structural_tag", tag if isinstance(tag, str) else _json.dumps(tag))
+        return self._compile("structural_tag", tag if isinstance(tag, str) else _json.dumps(tag), strict=strict)
 
     def tools(self, tools: Union[list, dict, str], format: str, **options: Any) -> Grammar:
         """The grammar of an assistant turn with ``tools`` in ``format``'s wire format (options

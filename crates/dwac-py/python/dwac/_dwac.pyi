@@ -50,6 +50,7 @@ class Grammar:
         draft: Optional[str] = None,
         _mask_work_per_lexer_state: Optional[int] = None,
         max_whitespace: Optional[int] = None,
+        strict: bool = False,
     ) -> Grammar:
         """``_mask_work_per_lexer_state``: diagnostic/test option, the compiler's work budget per
         lexer state; lexer states over it leave all their tokens UNDECIDED (slow masks)."""
@@ -115,6 +116,7 @@ class Compiler:
         lenient: bool = False,
         draft: Optional[str] = None,
         max_whitespace: Optional[int] = None,
+        strict: bool = False,
     ) -> Grammar: ...
     def cache_info(self) -> Dict[str, int]: ...
     def clear(self) -> None: ...
