@@ -254,8 +254,7 @@ impl Grammar {
     /// between tokens), `max_whitespace` (whitespace only around punctuation, at most this many
     /// characters on each side), `lenient` (drop keywords that cannot be honoured exactly, listed in
     /// `warnings`), `draft` (`"draft4"`, `"draft6"`, `"draft7"`, `"2019-09"`, `"2020-12"`),
-    /// `strict` (keys and items a schema does not name are not allowed; also the schemas of a
-    /// structural tag). Releases the GIL.
+    /// `strict` (keys and items a schema does not name refused; tags' schemas too). No GIL.
     ///
     /// `_mask_work_per_lexer_state` is a diagnostic and test option, not for serving: the
     /// compiler's work budget per lexer state (`MaskOptions::work_per_lexer_state`); a lexer
