@@ -90,6 +90,9 @@ pub fn lift(g: &Grammar, opts: &LiftOptions) -> (Grammar, LiftReport) {
     }
     let mut made: HashMap<String, u32> = HashMap::new();
     let mut opt_of: HashMap<u32, u32> = HashMap::new();
+    // (Once: a run's name and its report read the rules of the symbols it includes.)
+    let by_lhs = g.rules_by_lhs();
+    let src = (g, &res[..], &by_lhs[..]);
     let mut rules = Vec::with_capacity(g.rules.len());
     // The start symbol regular: the grammar is one terminal (or none, if it derives only ε).
     if let Some(re) = &res[g.start as usize] {
@@ -97,7 +100,7 @@ pub fn lift(g: &Grammar, opts: &LiftOptions) -> (Grammar, LiftReport) {
         let span = g.nonterminals[g.start as usize].span;
         let name = g.nonterminals[g.start as usize].name.clone();
         let run = Run { syms: vec![Symbol::N(g.start)], re: re.clone(), span };
-        for rhs in lifted_rhs(&mut out, &mut made, &mut opt_of, &mut report, g, &res, &run, &name) {
+        for rhs in lifted_rhs(&mut out, &mut made, &mut opt_of, &mut report, src, &run, &name) {
             rules.push(crate::Rule { lhs: start, rhs, span });
         }
         out.start = start;
@@ -139,8 +142,8 @@ pub fn lift(g: &Grammar, opts: &LiftOptions) -> (Grammar, LiftReport) {
                     continue;
                 }
                 let run = Run { syms, re, span: r.span };
-                let name = run_name(g, &run.syms);
-                match lifted_rhs(&mut out, &mut made, &mut opt_of, &mut report, g, &res, &run, &name)[..] {
+                let name = run_name(g, &by_lhs, &run.syms);
+                match lifted_rhs(&mut out, &mut made, &mut opt_of, &mut report, src, &run, &name)[..] {
                     // (Only ε: the run disappears.)
                     [] => {}
                     ref one => rhs.extend_from_slice(&one[0]),
@@ -165,14 +168,12 @@ struct Run {
 /// The replacement of a run: the alternatives (right-hand sides) it becomes. One symbol: the
 /// new terminal, or a nonterminal `T | ε` when the run derives the empty string; none when it
 /// derives only that. For the whole grammar, the alternatives of the new start symbol.
-#[allow(clippy::too_many_arguments, reason = "the rewrite's state, passed apart to keep borrows simple")]
 fn lifted_rhs(
     out: &mut Grammar,
     made: &mut HashMap<String, u32>,
     opt_of: &mut HashMap<u32, u32>,
     report: &mut LiftReport,
-    g: &Grammar,
-    res: &[Option<Re>],
+    (g, res, by_lhs): (&Grammar, &[Option<Re>], &[Vec<usize>]),
     run: &Run,
     name: &str,
 ) -> Vec<Vec<Symbol>> {
@@ -185,7 +186,7 @@ fn lifted_rhs(
         term.span = run.span;
         let id = out.add_terminal(term);
         let mut rules = Vec::new();
-        inlined(g, res, &run.syms, &mut rules);
+        inlined(g, res, by_lhs, &run.syms, &mut rules);
         report.terminals.push(LiftedTerminal { terminal: id, name: name.to_string(), rules });
         id
     });
@@ -205,13 +206,13 @@ fn lifted_rhs(
 }
 
 /// The source nonterminals (not helpers) a run includes, in first-use order.
-fn inlined(g: &Grammar, res: &[Option<Re>], syms: &[Symbol], out: &mut Vec<String>) {
-    let by_lhs = g.rules_by_lhs();
-    let mut seen = vec![false; g.nonterminals.len()];
+fn inlined(g: &Grammar, res: &[Option<Re>], by_lhs: &[Vec<usize>], syms: &[Symbol], out: &mut Vec<String>) {
+    // (A set, not a flag per nonterminal: a grammar of many tools makes thousands of runs.)
+    let mut seen = std::collections::HashSet::new();
     let mut stack: Vec<u32> =
         syms.iter().rev().filter_map(|s| if let Symbol::N(n) = s { Some(*n) } else { None }).collect();
     while let Some(n) = stack.pop() {
-        if std::mem::replace(&mut seen[n as usize], true) || res[n as usize].is_none() {
+        if !seen.insert(n) || res[n as usize].is_none() {
             continue;
         }
         let name = &g.nonterminals[n as usize].name;
@@ -240,10 +241,9 @@ fn is_helper(name: &str) -> bool {
 
 /// A readable name for a run: its symbols as written (a helper of the EBNF lowering as the group
 /// it stands for), shortened to about 60 characters.
-fn run_name(g: &Grammar, syms: &[Symbol]) -> String {
-    let by_lhs = g.rules_by_lhs();
+fn run_name(g: &Grammar, by_lhs: &[Vec<usize>], syms: &[Symbol]) -> String {
     let mut s = String::new();
-    write_syms(g, &by_lhs, syms, 2, &mut s);
+    write_syms(g, by_lhs, syms, 2, &mut s);
     if s.chars().count() > 60 {
         s = s.chars().take(59).collect();
         s.push('…');
