@@ -2,7 +2,7 @@
 //! the same token ids, each engine in its own process, single thread.
 //!
 //! Workloads (one jobs file each, `target/bench/jobs-*.jsonl`, lines
-//! `{"id", "kind": "json" | "schema" | "grammar" | "tags", "schema"?, "grammar"?, "format"?, "traces": [[ids]]}`):
+//! `{"id", "kind": "json" | "schema" | "grammar" | "tags", "schema"?, "grammar"?, "format"?, "lark"?, "traces": [[ids]]}`):
 //! - `json-<tokenizer>`: the generic JSON grammar (dwac: `grammars/json.lark`; peers: their own
 //!   "any JSON" grammar) over the MaskBench valid instances, for every `--tokenizer`;
 //! - `json-deep-<tokenizer>`: the JSON grammar on nested arrays and objects, depth 1 to 5,000
@@ -15,7 +15,8 @@
 //!   llama.cpp's JSON-Schema converter, our own), for every `--gbnf-tokenizer`, next to XGrammar
 //!   (the Rust peers compile JSON Schemas only and report these jobs as not run).
 //! - `tags-<tokenizer>`: tool calling, XGrammar structural tags over 10, 100 and 500 real tools,
-//!   for every `--tags-tokenizer`, next to XGrammar's `compile_structural_tag`.
+//!   for every `--tags-tokenizer`, next to XGrammar's `compile_structural_tag` and llguidance
+//!   (the job's `lark`: the same language in its Lark, [`llguidance_tags_lark`]).
 //!
 //! Engines: `xtask bench-worker` (dwac, `worker.rs`), `xtask/peers/{llguidance,glrmask}` (Rust
 //! bench crates outside the workspace, built here with cargo into `target/peers/<name>`) and
@@ -303,6 +304,7 @@ fn lark_chars_workload(a: &Args, tok_name: &str) -> Result<(Workload, Vec<u32>)>
 fn tags_workload(a: &Args, tok_name: &str) -> Result<(Workload, Vec<u32>)> {
     let tok = load_tokenizer(tok_name)?;
     let dir = repo_root().join("schemas/large");
+    let added = added_tokens(tok_name)?;
     let mut jobs = Vec::new();
     for n in [10, 100, 500] {
         let schema: Value = serde_json::from_str(&std::fs::read_to_string(dir.join(format!("tools-{n}.json")))?)?;
@@ -316,6 +318,8 @@ fn tags_workload(a: &Args, tok_name: &str) -> Result<(Workload, Vec<u32>)> {
             args_schema.insert(name.to_string(), args);
         }
         let tag = json!({"type": "structural_tag", "format": {"type": "triggered_tags", "triggers": ["<tool_call>"], "tags": tags}});
+        let lark = llguidance_tags_lark("<tool_call>", &tags, &added, false)?;
+        let lark_lenient = llguidance_tags_lark("<tool_call>", &tags, &added, true)?;
         let mut traces = Vec::new();
         for line in std::fs::read_to_string(dir.join(format!("tools-{n}.instances.jsonl")))?
             .lines()
@@ -334,9 +338,90 @@ fn tags_workload(a: &Args, tok_name: &str) -> Result<(Workload, Vec<u32>)> {
             }
         }
         jobs.push(json!({"id": format!("tools-{n}"), "kind": "tags", "format": "structural_tag",
-                         "grammar": tag.to_string(), "traces": traces}));
+                         "grammar": tag.to_string(), "lark": lark, "lark_lenient": lark_lenient,
+                         "traces": traces}));
     }
     workload(a, "tags", &tok, tok_name, &jobs)
+}
+
+/// The added tokens of a tokenizer (`added_tokens` of its `tokenizer.json`): (content, id).
+fn added_tokens(tok_name: &str) -> Result<Vec<(String, u64)>> {
+    let path = tokenizer_file(tok_name);
+    let v: Value =
+        serde_json::from_slice(&std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?)?;
+    Ok(v["added_tokens"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|t| Some((t["content"].as_str()?.to_string(), t["id"].as_u64()?))).collect())
+        .unwrap_or_default())
+}
+
+/// A string in llguidance's Lark: its added tokens as `<[id]>` (llguidance's token environment
+/// gives every added token, special or not, bytes no text spells, so a text literal would never
+/// match the one token the tokenizer makes of it), the text between as string literals.
+fn lark_spelling(s: &str, added: &[(String, u64)]) -> String {
+    let mut parts = Vec::new();
+    let mut text = String::new();
+    let mut i = 0;
+    while i < s.len() {
+        let hit =
+            added.iter().filter(|(c, _)| !c.is_empty() && s[i..].starts_with(c.as_str())).max_by_key(|(c, _)| c.len());
+        match hit {
+            Some((c, id)) => {
+                if !text.is_empty() {
+                    parts.push(Value::String(std::mem::take(&mut text)).to_string());
+                }
+                parts.push(format!("<[{id}]>"));
+                i += c.len();
+            }
+            None => {
+                let ch = s[i..].chars().next().expect("in bounds");
+                text.push(ch);
+                i += ch.len_utf8();
+            }
+        }
+    }
+    if !text.is_empty() {
+        parts.push(Value::String(text).to_string());
+    }
+    parts.join(" ")
+}
+
+/// The tags workload's language in llguidance's Lark (its `%json` and token references): free
+/// text without the trigger, and after each trigger one tool's call (`begin`, the argument schema
+/// made strict as dwac and XGrammar compile it here, `end`), any number of times. Where the
+/// trigger is one added token (Qwen's `<tool_call>`), the free text is any text (it cannot spell
+/// the token); else the text up to a call is the shortest one ending in the trigger (a lazy
+/// lexeme) and the text after the last call one without it (`&` and `~` of llguidance's regexes).
+/// `lenient`: each schema with llguidance's `lenient` option (keywords it does not implement are
+/// ignored: a looser mask where they appear), the form its driver falls back to when the exact one
+/// is refused.
+fn llguidance_tags_lark(trigger: &str, tags: &[Value], added: &[(String, u64)], lenient: bool) -> Result<String> {
+    let mut calls = Vec::new();
+    let mut rules = Vec::new();
+    let special = added.iter().any(|(c, _)| c == trigger);
+    for (i, t) in tags.iter().enumerate() {
+        let begin = t["begin"].as_str().context("a tag's begin")?;
+        let end = t["end"].as_str().context("a tag's end")?;
+        let rest = begin.strip_prefix(trigger).context("a tag's begin starts with the trigger")?;
+        let mut schema =
+            dwac_grammar::schema::strict_schema(&t["content"]["json_schema"], dwac_grammar::schema::Draft::Draft2020);
+        if let (true, Some(o)) = (lenient, schema.as_object_mut()) {
+            o.insert("x-guidance".into(), json!({"lenient": true}));
+        }
+        let head = if special { lark_spelling(begin, added) } else { lark_spelling(rest, added) };
+        rules.push(format!("call_{i}: {head} %json {schema} {}", lark_spelling(end, added)));
+        calls.push(format!("call_{i}"));
+    }
+    let text = if special {
+        "start: TEXT? (call TEXT?)*\nTEXT: /(.|\\n)+/".to_string()
+    } else {
+        let t: String = trigger
+            .chars()
+            .map(|c| if "\\.+*?()|[]{}^$#&-~/".contains(c) { format!("\\{c}") } else { c.to_string() })
+            .collect();
+        format!("start: (pre call)* TAIL\npre[lazy]: /(.|\\n)*{t}/\nTAIL: /(.|\\n)*/ & ~/(.|\\n)*{t}(.|\\n)*/")
+    };
+    Ok(format!("{text}\ncall: {}\n{}\n", calls.join(" | "), rules.join("\n")))
 }
 
 /// The large schemas (`schemas/large`, made by `cargo xtask large-schemas`: hundreds of tools,
@@ -590,4 +675,31 @@ pub fn run(a: Args) -> Result<()> {
         eprintln!("report: {} (and report.json, cdf-*.svg)", a.out_dir.join("report.md").display());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn added_tokens_are_spelled_as_token_references() {
+        let added = vec![("<tool_call>".to_string(), 151657), ("</tool_call>".to_string(), 151658)];
+        assert_eq!(lark_spelling("<tool_call>\n{\"name\": ", &added), r#"<[151657]> "\n{\"name\": ""#);
+        assert_eq!(lark_spelling("}\n</tool_call>", &added), r#""}\n" <[151658]>"#);
+        assert_eq!(lark_spelling("<tool_call", &added), r#""<tool_call""#);
+    }
+
+    #[test]
+    fn the_lark_of_a_text_trigger_excludes_it_from_free_text() {
+        let tags = vec![json!({"begin": "<call>{\"name\": \"f\", \"arguments\": ", "end": "}</call>",
+                               "content": {"json_schema": {"type": "object", "properties": {"a": {"type": "integer"}}}}})];
+        let lark = llguidance_tags_lark("<call>", &tags, &[], false).unwrap();
+        assert!(lark.contains(r"pre[lazy]: /(.|\n)*<call>/"), "{lark}");
+        assert!(lark.contains(r"TAIL: /(.|\n)*/ & ~/(.|\n)*<call>(.|\n)*/"), "{lark}");
+        // The schema as strict mode compiles it, and the rest of the begin string after the trigger.
+        assert!(lark.contains(r#"call_0: "{\"name\": \"f\", \"arguments\": " %json {"#), "{lark}");
+        assert!(lark.contains(r#""additionalProperties":false} "}</call>""#), "{lark}");
+        let lenient = llguidance_tags_lark("<call>", &tags, &[], true).unwrap();
+        assert!(lenient.contains(r#""x-guidance":{"lenient":true}"#), "{lenient}");
+    }
 }

@@ -145,6 +145,8 @@ pub fn build(runs: &[WorkloadRun], unavailable: &[(String, String)], replays: us
             let mut errors = Vec::new();
             let mut per_job = Vec::new();
             let mut own_jobs = Vec::new();
+            let mut lenient = Vec::new();
+            let mut dropped = Vec::new();
             for (j, r) in res.iter().enumerate() {
                 let before = lat.mask_min.len();
                 if let Some(x) = r["peak_rss_mb"].as_f64() {
@@ -157,6 +159,12 @@ pub fn build(runs: &[WorkloadRun], unavailable: &[(String, String)], replays: us
                     continue;
                 }
                 compiled += 1;
+                if r["lenient"] == true {
+                    lenient.push(r["id"].clone());
+                }
+                if let Some(d) = r["unsatisfiable_rules_dropped"].as_array() {
+                    dropped.push(format!("{} ({})", r["id"].as_str().unwrap_or(""), d.len()));
+                }
                 let ms = r["compile_ms"].as_f64().unwrap_or(f64::NAN);
                 compile_ms_own.push(ms);
                 if compiled_by_all[j] {
@@ -268,6 +276,8 @@ pub fn build(runs: &[WorkloadRun], unavailable: &[(String, String)], replays: us
                 "eos_not_in_mask": eos_missing,
                 "undecided_tokens_committed": undecided,
                 "compile_failures": failures,
+                "lenient_jobs": lenient,
+                "unsatisfiable_dropped": dropped,
                 "errors": errors,
                 "mask_us": stats(lat.mask.clone()),
                 "mask_us_min": stats(lat.mask_min.clone()),
@@ -481,6 +491,27 @@ pub fn markdown(rep: &Report) -> String {
                 notes.push(format!(
                     "timed from Python: an empty call costs {} ns",
                     o.get("lambda_call").map(cell).unwrap_or_default()
+                ));
+            }
+            if e["ttfm_ms"]["max"].is_number() {
+                notes.push(format!(
+                    "compiles lazily: time to first mask p50 {} ms, max {} ms",
+                    cell(&e["ttfm_ms"]["p50"]),
+                    cell(&e["ttfm_ms"]["max"])
+                ));
+            }
+            if let Some(ids) = e["unsatisfiable_dropped"].as_array().filter(|a| !a.is_empty()) {
+                let ids: Vec<&str> = ids.iter().filter_map(Value::as_str).collect();
+                notes.push(format!(
+                    "refuses a grammar with an unsatisfiable tool schema; run without those tools (the same language): {}",
+                    ids.join(", ")
+                ));
+            }
+            if let Some(ids) = e["lenient_jobs"].as_array().filter(|a| !a.is_empty()) {
+                let ids: Vec<&str> = ids.iter().filter_map(Value::as_str).collect();
+                notes.push(format!(
+                    "its exact form refused (a keyword it does not implement), run in its lenient form (that keyword ignored: a looser mask): {}",
+                    ids.join(", ")
                 ));
             }
             let _ = writeln!(

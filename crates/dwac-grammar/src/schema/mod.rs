@@ -54,6 +54,7 @@ use crate::ir::Grammar;
 
 pub use build::{compile_schema, LITERAL_COMPONENTS};
 pub use order::{order_instance, order_instance_with};
+pub use strict::strict_schema;
 
 /// The JSON Schema dialect, from `$schema` (2020-12 when absent or unknown).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -27,6 +27,14 @@ use serde_json::{Map, Value};
 
 use super::Draft;
 
+/// `schema` as strict mode compiles it: the schema with `additionalProperties: false` (and
+/// `items: false` / `additionalItems: false`) written where strict mode closes it, under the
+/// dialect its `$schema` names (else `default_draft`). For handing the same language to another
+/// engine that has no strict mode of its own.
+pub fn strict_schema(schema: &Value, default_draft: Draft) -> Value {
+    rewrite(schema, Draft::detect_or(schema, default_draft)).unwrap_or_else(|| schema.clone())
+}
+
 /// The schema with strict mode written into it (`None`: nothing to change).
 pub(crate) fn rewrite(schema: &Value, draft: Draft) -> Option<Value> {
     let mut partial_refs = HashSet::new();

@@ -3,7 +3,7 @@
 //! Usage: `dwac-peer-llguidance bench --tokenizer tokenizer.json --jobs JOBS.jsonl --replays N
 //! --out OUT.jsonl [--eos ID[,ID...]] [--popcount]`.
 //!
-//! JOBS.jsonl has one job a line, `{"id", "kind": "json" | "schema", "schema"?, "traces": [[ids]]}`;
+//! JOBS.jsonl has one job a line, `{"id", "kind": "json" | "schema" | "tags", "schema"?, "lark"?, "traces": [[ids]]}`;
 //! OUT.jsonl gets a first `{"event": "env", ...}` line, then one result line per job: per-step
 //! times of the first replay and the minimum over replays, counters of rejected traces, trace
 //! tokens missing from the mask and final masks without an EOS bit.
@@ -17,7 +17,11 @@
 //!   for the run (as in the schema-bench worker), default `ParserLimits`, logging off.
 //! - grammar: kind "schema" → `TopLevelGrammar::from_json_schema(schema)`; kind "json" →
 //!   `TopLevelGrammar::from_json_schema(json!({}))` (llguidance's "any JSON value"); default
-//!   `JsonCompileOptions` (flexible whitespace, `,`/`:` separators, not lenient).
+//!   `JsonCompileOptions` (flexible whitespace, `,`/`:` separators, not lenient). Kind "tags" →
+//!   `TopLevelGrammar::from_lark(job.lark)` (the structural tag in llguidance's Lark, made by
+//!   xtask); if refused, a tool whose schema it calls unsatisfiable is left out and it is compiled
+//!   again, and a keyword it does not implement switches to `job.lark_lenient` (both reported:
+//!   `unsatisfiable_rules_dropped`, `lenient` + `exact_form_refused`). Kind "grammar" is not run.
 //! - compile: `factory.create_parser(grammar)`, timed as `compile_ms` (`compile_cpu_ms`: the
 //!   process's CPU time over it, `getrusage`, every thread). The lexer is built
 //!   lazily, so `ttfm_ms` = `compile_ms` + the first `compute_mask` on a throwaway
@@ -76,9 +80,8 @@ struct Args {
 
 fn parse_args(args: &[String]) -> Result<Args> {
     let usage = "usage: dwac-peer-llguidance bench --tokenizer tokenizer.json --jobs JOBS.jsonl --replays N --out OUT.jsonl [--eos ID[,ID...]] [--popcount]";
-    let get = |name: &str| -> Option<String> {
-        args.iter().position(|a| a == name).and_then(|i| args.get(i + 1).cloned())
-    };
+    let get =
+        |name: &str| -> Option<String> { args.iter().position(|a| a == name).and_then(|i| args.get(i + 1).cloned()) };
     let need = |name: &str| get(name).with_context(|| format!("missing {name}\n{usage}"));
     let eos = match get("--eos") {
         None => None,
@@ -137,9 +140,10 @@ fn resolve_eos(tok_path: &Path, tok_json: &Value) -> Result<Vec<u32>> {
     }
     if eos.is_empty() {
         if let Some(added) = tok_json["added_tokens"].as_array() {
-            if let Some(id) = WELL_KNOWN_EOS.iter().find_map(|w| {
-                added.iter().find(|t| t["content"].as_str() == Some(w)).and_then(|t| t["id"].as_u64())
-            }) {
+            if let Some(id) = WELL_KNOWN_EOS
+                .iter()
+                .find_map(|w| added.iter().find(|t| t["content"].as_str() == Some(w)).and_then(|t| t["id"].as_u64()))
+            {
                 eos.push(id as u32);
             }
         }
@@ -147,7 +151,6 @@ fn resolve_eos(tok_path: &Path, tok_json: &Value) -> Result<Vec<u32>> {
     anyhow::ensure!(!eos.is_empty(), "no EOS token found; pass --eos");
     Ok(eos)
 }
-
 
 /// Per-step times of one replay over all traces, in trace order.
 #[derive(Default)]
@@ -233,32 +236,60 @@ fn min_into(acc: &mut [f64], xs: &[f64]) {
 
 fn run_job(factory: &ParserFactory, eos: &[u32], replays: usize, popcount: bool, job: &Value) -> Value {
     let id = job["id"].clone();
-    let schema = match job["kind"].as_str().unwrap_or("schema") {
-        "json" => json!({}),
-        "grammar" | "tags" => {
-            return json!({"id": id, "compiled": false, "compile_ms": 0.0,
-                          "error": "grammar jobs (GBNF, structural tags) are not run with llguidance's JSON-Schema driver"})
-        }
-        _ => job["schema"].clone(),
-    };
+    let kind = job["kind"].as_str().unwrap_or("schema");
+    let mut lark = job["lark"].as_str().map(str::to_string);
+    if kind == "grammar" || (kind == "tags" && lark.is_none()) {
+        return json!({"id": id, "compiled": false, "compile_ms": 0.0,
+                      "error": "no llguidance form of this grammar job (GBNF is run with dwac and XGrammar only)"});
+    }
     let traces: Vec<Vec<u32>> = job["traces"]
         .as_array()
         .map(|a| {
             a.iter()
-                .map(|t| t.as_array().map(|x| x.iter().filter_map(|v| v.as_u64().map(|v| v as u32)).collect()).unwrap_or_default())
+                .map(|t| {
+                    t.as_array()
+                        .map(|x| x.iter().filter_map(|v| v.as_u64().map(|v| v as u32)).collect())
+                        .unwrap_or_default()
+                })
                 .collect()
         })
         .unwrap_or_default();
-    reset_peak_rss();
-    let cpu0 = process_cpu_ms();
-    let t0 = Instant::now();
-    let created = catch_unwind(AssertUnwindSafe(|| factory.create_parser(TopLevelGrammar::from_json_schema(schema))));
-    let compile_ms = t0.elapsed().as_secs_f64() * 1e3;
-    let compile_cpu_ms = process_cpu_ms() - cpu0;
+    // A tags job llguidance refuses is compiled again, and the result says how: a tool whose
+    // argument schema it proves unsatisfiable is left out (it adds nothing to the language), and
+    // where it refuses a keyword it does not implement, the job's lenient form is compiled.
+    let (mut refused, mut dropped) = (None, Vec::<String>::new());
+    let (created, compile_ms, compile_cpu_ms) = loop {
+        let grammar = match (kind, &lark) {
+            ("json", _) => TopLevelGrammar::from_json_schema(json!({})),
+            ("tags", Some(l)) => TopLevelGrammar::from_lark(l.clone()),
+            _ => TopLevelGrammar::from_json_schema(job["schema"].clone()),
+        };
+        reset_peak_rss();
+        let cpu0 = process_cpu_ms();
+        let t0 = Instant::now();
+        let created = catch_unwind(AssertUnwindSafe(|| factory.create_parser(grammar)));
+        let (ms, cpu) = (t0.elapsed().as_secs_f64() * 1e3, process_cpu_ms() - cpu0);
+        if let (Ok(Err(e)), Some(l)) = (&created, &lark) {
+            let msg = e.to_string();
+            if let Some(rule) = msg.contains("Unsatisfiable schema").then(|| failing_rule(&msg, l)).flatten() {
+                lark = Some(drop_rule(l, &rule));
+                dropped.push(rule);
+                continue;
+            }
+            if let (None, Some(lenient)) = (&refused, job["lark_lenient"].as_str()) {
+                refused = Some(msg.chars().take(300).collect::<String>());
+                lark = Some(dropped.iter().fold(lenient.to_string(), |l, r| drop_rule(&l, r)));
+                continue;
+            }
+        }
+        break (created, ms, cpu);
+    };
     let parser = match created {
         Ok(Ok(p)) => p,
         Ok(Err(e)) => return json!({"id": id, "compiled": false, "compile_ms": compile_ms, "error": e.to_string()}),
-        Err(p) => return json!({"id": id, "compiled": false, "compile_ms": compile_ms, "error": format!("panic: {}", panic_message(&*p))}),
+        Err(p) => {
+            return json!({"id": id, "compiled": false, "compile_ms": compile_ms, "error": format!("panic: {}", panic_message(&*p))})
+        }
     };
     // Time to first mask: the lazily built lexer's first state, on a throwaway deep clone.
     let t1 = Instant::now();
@@ -290,7 +321,40 @@ fn run_job(factory: &ParserFactory, eos: &[u32], replays: usize, popcount: bool,
     if popcount {
         r["mask_popcount"] = json!(first.popcount);
     }
+    if let Some(e) = refused {
+        r["lenient"] = json!(true);
+        r["exact_form_refused"] = json!(e);
+    }
+    if !dropped.is_empty() {
+        r["unsatisfiable_rules_dropped"] = json!(dropped);
+    }
     r
+}
+
+/// The rule of the Lark grammar `lark` at the line an llguidance error names (`at LINE(COL): …`).
+fn failing_rule(msg: &str, lark: &str) -> Option<String> {
+    let line: usize = msg.split("at ").nth(1)?.split('(').next()?.trim().parse().ok()?;
+    let text = lark.lines().nth(line.checked_sub(1)?)?;
+    let (name, _) = text.split_once(':')?;
+    (name.starts_with("call_") && !name.contains(' ')).then(|| name.to_string())
+}
+
+/// `lark` without rule `name` (one line) and without it among the alternatives of `call`.
+fn drop_rule(lark: &str, name: &str) -> String {
+    let mut out = String::new();
+    for line in lark.lines() {
+        if line.starts_with(&format!("{name}:")) {
+            continue;
+        }
+        if let Some(alts) = line.strip_prefix("call:") {
+            let kept: Vec<&str> = alts.split('|').map(str::trim).filter(|a| *a != name).collect();
+            out.push_str(&format!("call: {}\n", kept.join(" | ")));
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
 }
 
 /// `args` are the command-line arguments after `bench`.
@@ -321,10 +385,13 @@ pub fn main(args: &[String]) -> Result<()> {
                "vocab_size": trie.vocab_size(), "eos": trie.eos_tokens(), "python_overhead_ns": null,
                "setup_ms": setup_ms, "replays": args.replays,
                "language": {"json": "the `{}` schema, flexible whitespace (default JsonCompileOptions)",
-                            "schema": "the schema, flexible whitespace (default JsonCompileOptions)"}})
+                            "schema": "the schema, flexible whitespace (default JsonCompileOptions)",
+                            "tags": "the job's `lark`: the structural tag in llguidance's Lark (`%json` of each tool's strict schema, added tokens as token references), flexible whitespace"}})
     )?;
     out.flush()?;
-    let jobs = std::io::BufReader::new(std::fs::File::open(&args.jobs).with_context(|| format!("opening {}", args.jobs.display()))?);
+    let jobs = std::io::BufReader::new(
+        std::fs::File::open(&args.jobs).with_context(|| format!("opening {}", args.jobs.display()))?,
+    );
     for line in jobs.lines() {
         let line = line?;
         if line.trim().is_empty() {
