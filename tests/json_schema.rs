@@ -141,8 +141,7 @@ fn refusals_name_keyword_and_pointer_and_lenient_lists_drops() {
     for (s, kw) in [
         (json!({"type": "array", "uniqueItems": true}), "uniqueItems"),
         (json!({"$ref": "http://example.com/x.json"}), "$ref"),
-        (json!({"dependentSchemas": {"a": {"properties": {"b": {"type": "string"}}}}}), "dependentSchemas"),
-        (json!({"oneOf": [{"type": "integer"}, {"minimum": 2}]}), "oneOf"),
+        (json!({"oneOf": [{"type": "integer", "multipleOf": 7}, {"minimum": 2}]}), "oneOf"),
         (json!({"type": "string", "pattern": "(?=a)b"}), "pattern"),
     ] {
         let e = compile_schema(&s, &SchemaOptions::default()).unwrap_err();
@@ -392,6 +391,45 @@ fn schema_dependencies_that_only_require_keys_compile() {
     }
 }
 
+/// Any other schema dependency compiles as the cases it allows: a non-object, an object without
+/// its key, or one with the key that satisfies the dependent schema (whose keys come after the
+/// object's own, as `order_instance` lays them out); verdicts by hand.
+#[test]
+fn schema_dependencies_with_schemas_compile() {
+    let schema = json!({"type": "object", "properties": {"a": {"type": "string"}, "z": {"type": "integer"}},
+                        "dependentSchemas": {"a": {"properties": {"m": {"type": "integer"}}, "required": ["m"]}}});
+    let e = engine(&schema, &SchemaOptions::default()).unwrap();
+    for (text, valid) in [
+        (r#"{"a": "x", "z": 1, "m": 2}"#, true),
+        (r#"{"a": "x", "m": 2}"#, true),
+        (r#"{"a": "x", "z": 1}"#, false),
+        (r#"{"a": "x", "m": "2"}"#, false),
+        (r#"{"z": 1, "m": "2"}"#, true),
+        (r#"{"z": 1}"#, true),
+        ("{}", true),
+    ] {
+        assert_eq!(accepts(&e, text), valid, "{text}");
+    }
+    let laid_out = order_instance(&schema, &json!({"m": 2, "z": 1, "a": "x"}));
+    assert_eq!(json_dumps(&laid_out), r#"{"a": "x", "z": 1, "m": 2}"#);
+    assert!(accepts(&e, &json_dumps(&laid_out)));
+    // Draft-07 `dependencies` without `type`: a non-object holds whatever the dependent schema says.
+    let schema = json!({"$schema": "http://json-schema.org/draft-07/schema#",
+                        "dependencies": {"a": {"properties": {"b": {"const": 1}}, "required": ["b"]}}});
+    let e = engine(&schema, &SchemaOptions::default()).unwrap();
+    for (value, valid) in [
+        (json!({"a": 0, "b": 1}), true),
+        (json!({"a": 0, "b": 2}), false),
+        (json!({"a": 0}), false),
+        (json!({"b": 2}), true),
+        (json!([0]), true),
+        (json!("a"), true),
+    ] {
+        let text = json_dumps(&order_instance(&schema, &value));
+        assert_eq!(accepts(&e, &text), valid, "{text}");
+    }
+}
+
 /// `oneOf` of strings whose branches overlap compiles as exactly one branch (each branch minus
 /// the others' languages); verdicts by hand, escaped spellings included.
 #[test]
@@ -426,8 +464,12 @@ fn overlapping_string_one_of_is_exactly_one() {
             assert_eq!(accepts(&e, text), *valid, "{schema}: {text}");
         }
     }
-    // Still refused: a branch that allows non-strings overlaps another.
-    let e = compile_schema(&json!({"oneOf": [{"type": "integer"}, {"minimum": 2}]}), &SchemaOptions::default());
+    // Still refused: a branch that allows non-strings overlaps another, and its complement has
+    // no exact grammar (numbers that are not multiples of 7).
+    let e = compile_schema(
+        &json!({"oneOf": [{"type": "integer", "multipleOf": 7}, {"minimum": 2}]}),
+        &SchemaOptions::default(),
+    );
     assert_eq!(e.unwrap_err().keyword, "oneOf");
 }
 
@@ -514,13 +556,18 @@ fn complements_overlapping_one_of_and_other_nots() {
         valid += usize::from(expected);
     }
     assert!(checked > 1_000 && valid > 300, "{checked} instances, {valid} valid");
-    // A complement with no exact grammar (numbers that are not integers) is refused by name,
-    // saying where it came from; lenient builds the `oneOf` as `anyOf`, as before, with a warning.
-    let schema = json!({"oneOf": [{"properties": {"bar": {"type": "integer"}}, "required": ["bar"]},
+    // A complement with no exact grammar (strings of at most 99,999 characters: over the length
+    // bound) is refused by name, saying where it came from.
+    let schema = json!({"oneOf": [{"properties": {"bar": {"type": "string", "minLength": 100000}}, "required": ["bar"]},
                                   {"properties": {"foo": {"type": "string"}}, "required": ["foo"]}]});
     let err = compile_schema(&schema, &SchemaOptions::default()).unwrap_err();
     assert_eq!(err.keyword, "oneOf");
     assert!(err.message.contains("written with complements, it needs"), "{err}");
+    // Lenient builds a `oneOf` it cannot make exact (integers that are not multiples of 7 have
+    // no complement here) as `anyOf`, as before, with a warning.
+    let schema = json!({"oneOf": [{"properties": {"bar": {"type": "integer", "multipleOf": 7}}, "required": ["bar"]},
+                                  {"properties": {"foo": {"type": "string"}}, "required": ["foo"]}]});
+    assert_eq!(compile_schema(&schema, &SchemaOptions::default()).unwrap_err().keyword, "oneOf");
     let lenient = compile_schema(&schema, &SchemaOptions { lenient: true, ..Default::default() }).unwrap();
     assert!(lenient.warnings.iter().any(|w| w.starts_with("treated as anyOf")), "{:?}", lenient.warnings);
     assert!(wrong.is_empty(), "{} of {checked} judged wrongly:\n{}", wrong.len(), wrong.join("\n"));

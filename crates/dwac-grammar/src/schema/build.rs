@@ -82,6 +82,11 @@ pub fn compile_schema(schema: &Value, opts: &SchemaOptions) -> Result<SchemaGram
         Some(v) => std::borrow::Cow::Owned(v),
         None => std::borrow::Cow::Borrowed(schema),
     };
+    // Schema dependencies, rewritten as a union of the cases they allow (`conditional.rs`).
+    let schema = match super::conditional::rewrite_dependencies(&schema, draft) {
+        Some(v) => std::borrow::Cow::Owned(v),
+        None => schema,
+    };
     let mut rewrites = 0;
     let mut first: Option<SchemaError> = None;
     let mut current = std::borrow::Cow::Borrowed(&*schema);
@@ -499,7 +504,7 @@ impl<'a> Builder<'a> {
                 self.rule(n, vec![Symbol::T(t)]);
             }
         }
-        if s.types & T_INT != 0 {
+        if s.types & T_NUM != 0 {
             if let Some(t) = self.number_terminal(s)? {
                 self.rule(n, vec![Symbol::T(t)]);
             }
@@ -616,8 +621,15 @@ impl<'a> Builder<'a> {
             multiple_of: multiple,
             integer_allows_fraction_zero: self.doc.draft != Draft::Draft4,
         };
+        // Numbers that are not integers (bit 64 without `integer`, as `not: {type: integer}`
+        // leaves them): lexemes of the constraints that are also of a non-integral value.
+        let also = if s.types & T_INT == 0 {
+            vec![numbers::non_integer_regex(c.integer_allows_fraction_zero)]
+        } else {
+            vec![]
+        };
         match numbers::number_regex(&c) {
-            Ok(re) => Ok(Some(self.term(if c.integer { "INTEGER" } else { "NUMBER" }, re, vec![], vec![]))),
+            Ok(re) => Ok(Some(self.term(if c.integer { "INTEGER" } else { "NUMBER" }, re, also, vec![]))),
             Err(NumberError::Unsatisfiable) => Ok(None),
             Err(e) => {
                 let kw = if s.multiples.is_empty() { "minimum" } else { "multipleOf" };

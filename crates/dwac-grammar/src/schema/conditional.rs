@@ -14,7 +14,7 @@
 use serde_json::{json, Map, Value};
 
 use super::doc::Doc;
-use super::flat::is_annotation;
+use super::flat::{dependent_presence, is_annotation};
 use super::Draft;
 
 /// The key `if` is moved to in a rewritten schema.
@@ -51,6 +51,75 @@ pub(crate) fn rewrite(schema: &Value, draft: Draft) -> Option<Value> {
         let cond = o.remove("if").unwrap_or(Value::Bool(true));
         o.insert(MOVED_IF.into(), cond);
         let choice = json!({"anyOf": [{"allOf": [reference(MOVED_IF), then]}, {"allOf": [neg, els]}]});
+        match o.get_mut("allOf") {
+            Some(Value::Array(a)) => a.push(choice),
+            _ => {
+                o.insert("allOf".into(), Value::Array(vec![choice]));
+            }
+        }
+    }
+    Some(out)
+}
+
+/// Keys the schema dependencies of `dependentSchemas` / draft-07 `dependencies` are moved to.
+const MOVED_DEPENDENCIES: [(&str, &str); 2] =
+    [("dependentSchemas", "x-dwac-dependentSchemas"), ("dependencies", "x-dwac-dependencies")];
+
+/// The schema with every schema dependency that is not a presence constraint rewritten, or
+/// `None` if it has none. `dependentSchemas: {k: S}` holds for a non-object, for an object
+/// without `k`, and for an object with `k` that satisfies `S`: the same three cases written as
+/// `anyOf: [{type: object, required: [k], allOf: [S]}, {not: {required: [k]}}, {type: <the other
+/// five>}]` (`not: {required}` holds only for objects), added to the schema's `allOf`. Where the
+/// schema itself says `type: object` and requires `k`, only the first case remains: `allOf: [S]`.
+/// `S` stays where it was, under an annotation key, referred to by `$ref` (its errors keep
+/// their pointers). Array forms and presence-only schemas stay (the builder holds them as
+/// key-presence constraints).
+pub(crate) fn rewrite_dependencies(schema: &Value, draft: Draft) -> Option<Value> {
+    let doc = Doc::new(schema, draft);
+    let mut found: Vec<(String, &str, String)> = Vec::new();
+    for ptr in doc.subschemas_at_root_base() {
+        let Some(Value::Object(o)) = doc.get(ptr) else { continue };
+        for (kw, _) in MOVED_DEPENDENCIES {
+            let Some(Value::Object(m)) = o.get(kw) else { continue };
+            for (k, v) in m {
+                if !v.is_array() && dependent_presence(k, v).is_none() {
+                    found.push((ptr.to_string(), kw, k.clone()));
+                }
+            }
+        }
+    }
+    if found.is_empty() {
+        return None;
+    }
+    // (Deepest first: a rewrite changes keys of its own object only, so no other pointer moves.)
+    found.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then_with(|| a.cmp(b)));
+    let mut out = schema.clone();
+    for (ptr, kw, k) in found {
+        let Some(Value::Object(o)) = out.pointer_mut(&ptr) else { continue };
+        let moved = MOVED_DEPENDENCIES.iter().find(|(w, _)| *w == kw).map(|(_, m)| *m).unwrap_or(kw);
+        let Some(sub) = o.get_mut(kw).and_then(Value::as_object_mut).and_then(|m| m.remove(&k)) else { continue };
+        if o.get(kw).and_then(Value::as_object).is_some_and(Map::is_empty) {
+            o.remove(kw);
+        }
+        match o.entry(moved).or_insert_with(|| Value::Object(Map::new())) {
+            Value::Object(m) => {
+                m.insert(k.clone(), sub);
+            }
+            _ => continue,
+        }
+        let escaped = k.replace('~', "~0").replace('/', "~1");
+        let reference = json!({"$ref": format!("#{}", fragment(&format!("{ptr}/{moved}/{escaped}")))});
+        let required = o.get("required").and_then(Value::as_array).is_some_and(|r| r.iter().any(|x| x == k.as_str()));
+        let object = o.get("type").is_some_and(|t| t == "object");
+        let choice = if required && object {
+            reference
+        } else {
+            json!({"anyOf": [
+                {"type": "object", "required": [k], "allOf": [reference]},
+                {"not": {"required": [k]}},
+                {"type": ["null", "boolean", "number", "string", "array"]}
+            ]})
+        };
         match o.get_mut("allOf") {
             Some(Value::Array(a)) => a.push(choice),
             _ => {

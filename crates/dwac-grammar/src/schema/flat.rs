@@ -744,8 +744,5 @@ pub(crate) fn merge(doc: &Doc, flat: &Flat) -> Result<Shape, SchemaError> {
             s.max_items = Some(s.max_items.map_or(m, |x| x.min(m)));
         }
     }
-    if s.types & 64 != 0 && s.types & T_INT == 0 {
-        return Err(SchemaError::new("not", &s.ptr, "numbers that are not integers cannot be expressed exactly"));
-    }
     Ok(s)
 }

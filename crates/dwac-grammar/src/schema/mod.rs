@@ -19,8 +19,8 @@
 //! terminal's `except` list, every spelling of each string), booleans and `null`, and closed key
 //! sets (`not: {additionalProperties: false, properties}`: some key outside them, presence states).
 //!
-//! `if`/`then`/`else` on a discriminator is rewritten as a union before anything else
-//! (`conditional.rs`).
+//! `if`/`then`/`else` on a discriminator, and every other schema dependency than the
+//! key-presence ones, are rewritten as unions before anything else (`conditional.rs`).
 //!
 //! `uniqueItems: true` compiles over finite item domains (a state per set of values used);
 //! `dependentSchemas` that only require keys are key-presence constraints; a `oneOf` of strings
@@ -30,7 +30,7 @@
 //! `not` none of whose forms above fits, as the union of its subschema's violations.
 //!
 //! Refusals are loud: a keyword we cannot honour exactly (other `not`s, other `if`/`then`/`else`s,
-//! other `uniqueItems`, `maxContains`, other `dependentSchemas`, remote `$ref`, other `oneOf`s
+//! other `uniqueItems`, `maxContains`, remote `$ref`, other `oneOf`s
 //! whose branches may overlap, …) is a [`SchemaError`] naming the keyword and its JSON pointer.
 //! With `lenient`, such keywords are dropped and each drop is listed in the warnings.
 //! Unknown formats are annotations (as the specification says) and produce a warning.

@@ -178,6 +178,10 @@ pub fn order_instance(schema: &Value, instance: &Value) -> Value {
 
 /// [`order_instance`] for a schema whose dialect, when `$schema` names none, is `default_draft`.
 pub fn order_instance_with(schema: &Value, instance: &Value, default_draft: Draft) -> Value {
-    let doc = Doc::new(schema, Draft::detect_or(schema, default_draft));
+    let draft = Draft::detect_or(schema, default_draft);
+    // (Schema dependencies are compiled as a rewrite that merges the dependent schemas' keys into
+    // their object's order: lay out by it too.)
+    let rewritten = super::conditional::rewrite_dependencies(schema, draft);
+    let doc = Doc::new(rewritten.as_ref().unwrap_or(schema), draft);
     reorder(&doc, instance, &[Part::full("")], 0)
 }

@@ -36,6 +36,8 @@
 //!   enumerated (any `m`, e.g. `type: integer, multipleOf: 0.123456789` in `[0, 1e9]`). Anything
 //!   else (`9`, `11`, `13`, `2.25` unbounded, `3` in `[-1e20, 1e20]`) is
 //!   [`NumberError::Unsupported`], never approximated.
+//! * **Numbers that are not integers** ([`non_integer_regex`], draft 6+): exact on exponent-free
+//!   lexemes (`1.5`, `-0.25`; `1.0` is an integer), no exponent lexeme matched (`15e-1` is not).
 //! * **Lexemes with an exponent**: the mantissas allowed with exponent value `e` are the
 //!   exponent-free lexemes of the constraints scaled by `10^-e`. How far this is used is reported
 //!   by [`number_regex_detailed`] as an [`ExponentExactness`]:
@@ -157,6 +159,20 @@ pub struct NumberRegex {
     pub regex: String,
     /// Which exponent lexemes are classified exactly.
     pub exponents: ExponentExactness,
+}
+
+/// The number lexemes of a value that is not an integer (`not: {type: integer}`), to intersect
+/// with [`number_regex`]'s. With `integer_allows_fraction_zero` (draft 6+: `1.0` and `1.5e1` are
+/// integers) the exponent-free lexemes with a nonzero fraction digit: exact on exponent-free
+/// lexemes, and no lexeme with an exponent is matched (stricter, as listed in the module docs:
+/// whether `d.ddde±n` is integral compares a digit count with the exponent's value). Draft 4
+/// (only `-?(0|[1-9][0-9]*)` lexemes are integers): every other lexeme, exactly.
+pub fn non_integer_regex(integer_allows_fraction_zero: bool) -> String {
+    if integer_allows_fraction_zero {
+        r"-?(?:0|[1-9][0-9]*)\.[0-9]*[1-9][0-9]*".to_string()
+    } else {
+        r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+(?:[eE][+-]?[0-9]+)?|[eE][+-]?[0-9]+)".to_string()
+    }
 }
 
 /// The regex (Rust syntax) for JSON number lexemes satisfying `c`. Err(Unsatisfiable) if no number
