@@ -204,10 +204,12 @@ impl<'a> Doc<'a> {
         }
     }
 
-    /// The pointers of every subschema whose base URI is the document's own (no `$id` above
-    /// it changes where a `#/...` reference from it leads), in no particular order.
+    /// The pointers of every subschema whose base URI is the root's (the root's own `$id`, if it
+    /// has one: no `$id` below it changes where a `#/...` reference from it leads), in no
+    /// particular order.
     pub fn subschemas_at_root_base(&self) -> impl Iterator<Item = &str> {
-        self.base.iter().filter(|(_, b)| b.as_str() == DEFAULT_BASE).map(|(p, _)| p.as_str())
+        let root = self.base.get("").cloned().unwrap_or_else(|| DEFAULT_BASE.to_string());
+        self.base.iter().filter(move |(_, b)| **b == root).map(|(p, _)| p.as_str())
     }
 
     /// The subschema at `ptr`.
