@@ -170,12 +170,20 @@ fn smollm2_and_llama3_turns() {
     };
     let (one, time, two) =
         (format!("<|python_tag|>{w}"), format!("<|python_tag|>{t}"), format!("<|python_tag|>{w}; {t}"));
+    let bad = "{\"name\": \"get_weather\", \"parameters\": {\"town\": \"Rome\"}}";
+    let two_plain = format!("{w}; {t}");
     let turns: &[(&str, &str)] = &[
         ("Rome is warm.", "an"),
         (&one, "ar"),
         (&time, "art"),
         (&two, "ar"),
-        (&w, "an"), // without the special token it is text
+        // The Hugging Face template's form: the call alone, no special token.
+        (&w, "ar"),
+        (&t, "art"),
+        (&two_plain, "ar"),
+        // A call with arguments its schema refuses is neither a call nor text.
+        (bad, ""),
+        ("Calling {\"name\": \"get_weather\"} now", ""),
         ("<|python_tag|>", ""),
     ];
     check(ToolFormat::Llama3, &llama, &enc, turns);

@@ -10,7 +10,7 @@
 //! |---|---|---|
 //! | [`ToolFormat::Hermes`] | text, then calls `<tool_call>\n{"name": "N", "arguments": A}\n</tool_call>` separated by `\n` | qwen3's (and Qwen2.5's) chat template |
 //! | [`ToolFormat::DeepSeek`] | text, then `<｜tool▁calls▁begin｜>` calls separated by `\n` `<｜tool▁calls▁end｜>`, a call `<｜tool▁call▁begin｜>function<｜tool▁sep｜>N\n```json\nA\n```<｜tool▁call▁end｜>` | DeepSeek-R1's (V3's) chat template |
-//! | [`ToolFormat::Llama3`] | text, or the special token `<|python_tag|>` then calls `{"name": "N", "parameters": A}` separated by `; ` | Llama 3.1–3.3 JSON tool calling |
+//! | [`ToolFormat::Llama3`] | text, or calls `{"name": "N", "parameters": A}` separated by `; `, after the special token `<|python_tag|>` or not | Llama 3.1–3.3 JSON tool calling: the Hugging Face chat template writes a call as that object alone, Meta's reference code and vLLM's `llama3_json` parser also take it after `<|python_tag|>` |
 //! | [`ToolFormat::SmolLM2`] | text, or `<tool_call>[` calls `{"name": "N", "arguments": A}` separated by `, ` `]</tool_call>` | SmolLM2-Instruct's tool-calling prompt |
 //!
 //! `tool_choice`: `auto` (text and calls as the format allows them), `none` (text only, which
@@ -24,7 +24,8 @@
 //! `<tool_call>`, DeepSeek's `<｜tool▁call▁begin｜>`, …) and its spelling in ordinary tokens, as a
 //! server's tool parser (which reads text) does; Llama 3's `<|python_tag|>` is a special token
 //! with no text, so it is a token reference (the compile fails, naming it, for a tokenizer
-//! without it).
+//! without it), and Llama 3's text never holds `{"name": ` (the start of a call: a call the
+//! grammar did not check would otherwise pass as text).
 
 use serde_json::{json, Value};
 
@@ -37,7 +38,7 @@ pub enum ToolFormat {
     Hermes,
     /// DeepSeek-V3/R1: its `<｜tool▁…｜>` markers, arguments in a json code fence.
     DeepSeek,
-    /// Llama 3.x: `<|python_tag|>` then `{"name", "parameters"}` objects.
+    /// Llama 3.x: `{"name", "parameters"}` objects, after `<|python_tag|>` or not.
     Llama3,
     /// SmolLM2: `<tool_call>[…]</tool_call>`, a JSON list of calls.
     SmolLM2,
@@ -59,12 +60,12 @@ impl ToolFormat {
         })
     }
 
-    /// The text (or, for Llama 3, the special token) that starts the calls.
+    /// The text that starts the calls (which the turn's text never holds).
     pub fn call_marker(self) -> &'static str {
         match self {
             ToolFormat::Hermes | ToolFormat::SmolLM2 => "<tool_call>",
             ToolFormat::DeepSeek => "<｜tool▁calls▁begin｜>",
-            ToolFormat::Llama3 => "<|python_tag|>",
+            ToolFormat::Llama3 => "{\"name\": ",
         }
     }
 }
@@ -198,7 +199,7 @@ impl ToolFormat {
                 begin: |n| format!("{{\"name\": {}, \"parameters\": ", Value::from(n)),
                 end: "}",
                 sep: "; ",
-                open: Some(json!({"type": "token", "token": "<|python_tag|>"})),
+                open: Some(json!({"type": "optional", "content": {"type": "token", "token": "<|python_tag|>"}})),
                 close: None,
             },
             ToolFormat::SmolLM2 => Wire {
@@ -281,8 +282,7 @@ pub fn structural_tag(tools: &[Value], c: &ToolCalling) -> Result<Value, Grammar
         f
     };
     let marker = c.format.call_marker();
-    let text =
-        json!({"type": "any_text", "excludes": if c.format == ToolFormat::Llama3 { vec![] } else { vec![marker] }});
+    let text = json!({"type": "any_text", "excludes": [marker]});
     // The calls (one or more), or None when no call may be made.
     let calls = if chosen.is_empty() {
         None

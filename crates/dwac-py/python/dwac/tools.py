@@ -10,8 +10,8 @@ Formats (``FORMATS``): ``hermes`` (``qwen``, ``qwen2.5``, ``qwen3``): text, then
 chat template writes them; ``deepseek`` (``deepseek-r1``, ``deepseek-v3``): text, then
 ``<｜tool▁calls▁begin｜>`` calls ``<｜tool▁call▁begin｜>function<｜tool▁sep｜>N\\n```json\\nA\\n```<｜tool▁call▁end｜>``
 separated by newlines ``<｜tool▁calls▁end｜>``, as DeepSeek-R1's template writes them; ``llama3``:
-text, or the special token ``<|python_tag|>`` then calls ``{"name": N, "parameters": A}``
-separated by ``; ``; ``smollm2``: text, or ``<tool_call>[`` calls ``{"name": N, "arguments": A}``
+text (never holding ``{"name": ``), or calls ``{"name": N, "parameters": A}`` separated by
+``; ``, as its chat template writes them, after the special token ``<|python_tag|>`` or not; ``smollm2``: text, or ``<tool_call>[`` calls ``{"name": N, "arguments": A}``
 separated by ``, `` ``]</tool_call>``.
 
 ``tool_choice``: ``"auto"`` (text and calls as the format allows), ``"none"`` (text only, never
