@@ -337,6 +337,11 @@ impl<'a> Builder<'a> {
                 if d.kind == "oneOf" && self.string_one_of(n, d, &doc_flat.own)? {
                     return Ok(n);
                 }
+                // A `oneOf` of finitely many values (enums, nested `oneOf`s of enums): those
+                // that satisfy exactly one branch (`one_of.rs`).
+                if d.kind == "oneOf" && self.finite_one_of(n, d, &doc_flat.own)? {
+                    return Ok(n);
+                }
             }
             for d in &doc_flat.disjunctions {
                 if d.kind == "oneOf" {

@@ -9,6 +9,10 @@
 //! format (format regexes may be stricter than the format: subtracting less would be looser)
 //! nor exclusions of its own, and must be one regex (the `except` list holds single regexes).
 //! Otherwise the `oneOf` is left to the disjointness check, which refuses it by name.
+//!
+//! A `oneOf` whose branches each hold for finitely many values (`enum`/`const`, directly or
+//! through a nested `oneOf`/`anyOf` of such branches) is the finite set of the values that
+//! satisfy exactly one branch, each judged by the validator, written out as literals.
 
 use super::*;
 
@@ -20,7 +24,97 @@ struct StringBranch {
     exact: bool,
 }
 
+/// The most values a finite `oneOf` enumerates.
+const MAX_FINITE_VALUES: usize = 4096;
+
 impl Builder<'_> {
+    /// Compile `d` (with the sibling keywords `own`) into `n` as the values that satisfy exactly
+    /// one of its branches, where every branch holds for finitely many values; `false` (nothing
+    /// added) where a branch does not, or no value satisfies any.
+    pub(super) fn finite_one_of(&mut self, n: u32, d: &Disj, own: &[Part]) -> Result<bool, SchemaError> {
+        let with = |b: &Part| -> Vec<Part> { own.iter().cloned().chain(std::iter::once(b.clone())).collect() };
+        // (Provably disjoint branches: the ordinary `anyOf` construction is exact, and kept.)
+        let k = d.branches.len();
+        if k > 64
+            || (0..k).all(|i| {
+                (i + 1..k).all(|j| {
+                    super::super::validate::provably_disjoint(&self.doc, &with(&d.branches[i]), &with(&d.branches[j]))
+                })
+            })
+        {
+            return Ok(false);
+        }
+        let mut candidates: Vec<Value> = Vec::new();
+        for b in &d.branches {
+            let Some(values) = self.finite_values(&with(b), 0)? else { return Ok(false) };
+            for v in values {
+                if !candidates.contains(&v) {
+                    candidates.push(v);
+                }
+            }
+            if candidates.len() > MAX_FINITE_VALUES {
+                return Ok(false);
+            }
+        }
+        if candidates.is_empty() {
+            return Ok(false);
+        }
+        for v in candidates {
+            let mut matched = 0;
+            for b in &d.branches {
+                matched += usize::from(validate(&self.doc, &v, &with(b))?);
+            }
+            if matched == 1 {
+                let sym = self.literal(&v)?;
+                self.rule(n, vec![sym]);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Every value that satisfies all of `parts`, if they are finitely many and this can tell
+    /// (an `enum`/`const` in the conjunction, or one `oneOf`/`anyOf` whose branches are such);
+    /// `None` otherwise.
+    fn finite_values(&self, parts: &[Part], depth: usize) -> Result<Option<Vec<Value>>, SchemaError> {
+        let Ok(flat) = flatten(&self.doc, parts) else { return Ok(None) };
+        if flat.is_false {
+            return Ok(Some(Vec::new()));
+        }
+        let candidates = match &flat.disjunctions[..] {
+            [] => match merge(&self.doc, &flat) {
+                Ok(shape) => match shape.enums {
+                    Some(values) => values,
+                    None => return Ok(None),
+                },
+                Err(_) => return Ok(None),
+            },
+            [d] if depth < 8 => {
+                let mut out: Vec<Value> = Vec::new();
+                for b in &d.branches {
+                    let p: Vec<Part> = flat.own.iter().cloned().chain(std::iter::once(b.clone())).collect();
+                    let Some(values) = self.finite_values(&p, depth + 1)? else { return Ok(None) };
+                    for v in values {
+                        if !out.contains(&v) {
+                            out.push(v);
+                        }
+                    }
+                    if out.len() > MAX_FINITE_VALUES {
+                        return Ok(None);
+                    }
+                }
+                out
+            }
+            _ => return Ok(None),
+        };
+        let mut out = Vec::new();
+        for v in candidates {
+            if validate(&self.doc, &v, parts)? {
+                out.push(v);
+            }
+        }
+        Ok(Some(out))
+    }
+
     /// Compile `d` (with the sibling keywords `own`) into `n` as exactly one of its string
     /// branches; `false` (nothing added) where that does not apply: the branches are provably
     /// disjoint already (the ordinary `anyOf` construction is exact), some branch allows
