@@ -141,12 +141,8 @@ pub fn build(runs: &[WorkloadRun], unavailable: &[(String, String)], replays: us
             let mut zstd_without_vocab = Vec::new();
             let (mut compiled, mut rejected, mut not_in_mask, mut eos_missing) = (0, 0, 0, 0);
             let mut undecided: Option<u64> = None;
-            let mut failures = Vec::new();
-            let mut errors = Vec::new();
-            let mut per_job = Vec::new();
-            let mut own_jobs = Vec::new();
-            let mut lenient = Vec::new();
-            let mut dropped = Vec::new();
+            let (mut failures, mut errors, mut job_notes) = (Vec::new(), Vec::new(), Vec::<String>::new());
+            let (mut per_job, mut own_jobs) = (Vec::new(), Vec::new());
             for (j, r) in res.iter().enumerate() {
                 let before = lat.mask_min.len();
                 if let Some(x) = r["peak_rss_mb"].as_f64() {
@@ -159,11 +155,8 @@ pub fn build(runs: &[WorkloadRun], unavailable: &[(String, String)], replays: us
                     continue;
                 }
                 compiled += 1;
-                if r["lenient"] == true {
-                    lenient.push(r["id"].clone());
-                }
-                if let Some(d) = r["unsatisfiable_rules_dropped"].as_array() {
-                    dropped.push(format!("{} ({})", r["id"].as_str().unwrap_or(""), d.len()));
+                if let Some(note) = r["note"].as_str() {
+                    job_notes.push(format!("{}: {note}", r["id"].as_str().unwrap_or("")));
                 }
                 let ms = r["compile_ms"].as_f64().unwrap_or(f64::NAN);
                 compile_ms_own.push(ms);
@@ -276,8 +269,7 @@ pub fn build(runs: &[WorkloadRun], unavailable: &[(String, String)], replays: us
                 "eos_not_in_mask": eos_missing,
                 "undecided_tokens_committed": undecided,
                 "compile_failures": failures,
-                "lenient_jobs": lenient,
-                "unsatisfiable_dropped": dropped,
+                "notes": job_notes,
                 "errors": errors,
                 "mask_us": stats(lat.mask.clone()),
                 "mask_us_min": stats(lat.mask_min.clone()),
@@ -494,26 +486,10 @@ pub fn markdown(rep: &Report) -> String {
                 ));
             }
             if e["ttfm_ms"]["max"].is_number() {
-                notes.push(format!(
-                    "compiles lazily: time to first mask p50 {} ms, max {} ms",
-                    cell(&e["ttfm_ms"]["p50"]),
-                    cell(&e["ttfm_ms"]["max"])
-                ));
+                let (p50, max) = (cell(&e["ttfm_ms"]["p50"]), cell(&e["ttfm_ms"]["max"]));
+                notes.push(format!("compiles lazily: time to first mask p50 {p50} ms, max {max} ms"));
             }
-            if let Some(ids) = e["unsatisfiable_dropped"].as_array().filter(|a| !a.is_empty()) {
-                let ids: Vec<&str> = ids.iter().filter_map(Value::as_str).collect();
-                notes.push(format!(
-                    "refuses a grammar with an unsatisfiable tool schema; run without those tools (the same language): {}",
-                    ids.join(", ")
-                ));
-            }
-            if let Some(ids) = e["lenient_jobs"].as_array().filter(|a| !a.is_empty()) {
-                let ids: Vec<&str> = ids.iter().filter_map(Value::as_str).collect();
-                notes.push(format!(
-                    "its exact form refused (a keyword it does not implement), run in its lenient form (that keyword ignored: a looser mask): {}",
-                    ids.join(", ")
-                ));
-            }
+            notes.extend(e["notes"].as_array().into_iter().flatten().filter_map(Value::as_str).map(String::from));
             let _ = writeln!(
                 s,
                 "| {n} | {}/{} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",

@@ -21,7 +21,8 @@
 //!   `TopLevelGrammar::from_lark(job.lark)` (the structural tag in llguidance's Lark, made by
 //!   xtask); if refused, a tool whose schema it calls unsatisfiable is left out and it is compiled
 //!   again, and a keyword it does not implement switches to `job.lark_lenient` (both reported:
-//!   `unsatisfiable_rules_dropped`, `lenient` + `exact_form_refused`). Kind "grammar" is not run.
+//!   `unsatisfiable_rules_dropped`, `lenient` + `exact_form_refused`, and in words in `note`,
+//!   which the report lists). Kind "grammar" is not run.
 //! - compile: `factory.create_parser(grammar)`, timed as `compile_ms` (`compile_cpu_ms`: the
 //!   process's CPU time over it, `getrusage`, every thread). The lexer is built
 //!   lazily, so `ttfm_ms` = `compile_ms` + the first `compute_mask` on a throwaway
@@ -321,12 +322,18 @@ fn run_job(factory: &ParserFactory, eos: &[u32], replays: usize, popcount: bool,
     if popcount {
         r["mask_popcount"] = json!(first.popcount);
     }
+    let mut note = Vec::new();
+    if !dropped.is_empty() {
+        r["unsatisfiable_rules_dropped"] = json!(dropped);
+        note.push(format!("{} tool(s) it calls unsatisfiable left out (the same language)", dropped.len()));
+    }
     if let Some(e) = refused {
         r["lenient"] = json!(true);
         r["exact_form_refused"] = json!(e);
+        note.push("its exact form refused, run lenient (a keyword it does not implement ignored)".to_string());
     }
-    if !dropped.is_empty() {
-        r["unsatisfiable_rules_dropped"] = json!(dropped);
+    if !note.is_empty() {
+        r["note"] = json!(note.join("; "));
     }
     r
 }
