@@ -28,20 +28,24 @@ struct StringBranch {
 const MAX_FINITE_VALUES: usize = 4096;
 
 impl Builder<'_> {
+    /// Are the branches of `d`, each with the sibling keywords `own`, pairwise provably disjoint?
+    fn branches_disjoint(&self, d: &Disj, own: &[Part]) -> bool {
+        let with = |b: &Part| -> Vec<Part> { own.iter().cloned().chain(std::iter::once(b.clone())).collect() };
+        let k = d.branches.len();
+        (0..k).all(|i| {
+            (i + 1..k).all(|j| {
+                super::super::validate::provably_disjoint(&self.doc, &with(&d.branches[i]), &with(&d.branches[j]))
+            })
+        })
+    }
+
     /// Compile `d` (with the sibling keywords `own`) into `n` as the values that satisfy exactly
     /// one of its branches, where every branch holds for finitely many values; `false` (nothing
     /// added) where a branch does not, or no value satisfies any.
     pub(super) fn finite_one_of(&mut self, n: u32, d: &Disj, own: &[Part]) -> Result<bool, SchemaError> {
         let with = |b: &Part| -> Vec<Part> { own.iter().cloned().chain(std::iter::once(b.clone())).collect() };
         // (Provably disjoint branches: the ordinary `anyOf` construction is exact, and kept.)
-        let k = d.branches.len();
-        if k > 64
-            || (0..k).all(|i| {
-                (i + 1..k).all(|j| {
-                    super::super::validate::provably_disjoint(&self.doc, &with(&d.branches[i]), &with(&d.branches[j]))
-                })
-            })
-        {
+        if d.branches.len() > 64 || self.branches_disjoint(d, own) {
             return Ok(false);
         }
         let mut candidates: Vec<Value> = Vec::new();
@@ -125,11 +129,7 @@ impl Builder<'_> {
         if k > 16 {
             return Ok(false);
         }
-        let disjoint = (0..k).all(|i| {
-            (i + 1..k).all(|j| {
-                super::super::validate::provably_disjoint(&self.doc, &with(&d.branches[i]), &with(&d.branches[j]))
-            })
-        });
+        let disjoint = self.branches_disjoint(d, own);
         if disjoint {
             return Ok(false);
         }
