@@ -219,6 +219,10 @@ def test_bad_schemas_and_grammars_raise_with_location(tok):
         dwac.Grammar.from_json_schema({"type": "object", "properties": {"b": {"type": "array", "uniqueItems": True}}}, tok)
     g = dwac.Grammar.from_json_schema({"type": "object", "properties": {"b": {"type": "array", "uniqueItems": True}}}, tok, lenient=True)
     assert any("uniqueItems" in w for w in g.warnings), g.warnings
+    with pytest.raises(dwac.DwacError, match=r'type.*/properties/a.*unknown type name "strin"'):
+        dwac.Grammar.from_json_schema({"type": "object", "properties": {"a": {"type": "strin"}}}, tok)
+    g = dwac.Grammar.from_json_schema({"type": "object", "propertie": {"a": {"type": "string"}}}, tok)
+    assert [w for w in g.warnings if "unknown keyword `propertie` at #" in w and "`properties`?" in w], g.warnings
     with pytest.raises(dwac.DwacError, match=r"grammar:2:"):
         dwac.Grammar.from_lark('start: "a"\nb: (\n', tok)
     with pytest.raises(dwac.DwacError):

@@ -163,6 +163,27 @@ fn longest_match_dead_ends_warn_and_an_empty_language_is_refused() {
     assert!(!err.contains("error: error"), "one error prefix: {err}");
 }
 
+/// A misspelled type is an error naming it and its pointer; a misspelled keyword compiles (an
+/// annotation) with a warning, in the text output and listed in `--json`.
+#[test]
+fn unknown_type_names_are_refused_and_unknown_keywords_listed() {
+    let s = tmp("typo-type.json", r#"{"type": "object", "properties": {"a": {"type": ["string", "nul"]}}}"#);
+    let o = dwac(&["compile", &s, "-o", &tmp("typo-type.dwa", "")]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("`type` at /properties/a: unknown type name \"nul\" (did you mean \"null\"?)"), "{err}");
+
+    let s = tmp("typo-kw.json", r#"{"type": "object", "propertie": {"a": {"type": "string"}}}"#);
+    let o = dwac(&["compile", &s, "-o", &tmp("typo-kw.dwa", ""), "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("warning: ") && err.contains("unknown keyword `propertie` at #"), "{err}");
+    let v = json(&o);
+    let w = v["warnings"].as_array().expect("warnings listed");
+    assert_eq!(w.len(), 1, "{v}");
+    assert!(w[0].as_str().unwrap().contains("did you mean `properties`?"), "{v}");
+}
+
 #[test]
 fn an_unsatisfiable_schema_is_refused_in_schema_terms() {
     let s = tmp(

@@ -74,6 +74,8 @@ const MAX_REWRITES: usize = 16;
 pub fn compile_schema(schema: &Value, opts: &SchemaOptions) -> Result<SchemaGrammar, SchemaError> {
     opts.whitespace.check()?;
     let draft = Draft::detect_or(schema, opts.default_draft.unwrap_or(Draft::Draft2020));
+    // Invalid type names refused, unknown keywords listed, on the schema as written (`lint.rs`).
+    let lint = super::lint::lint(schema)?;
     // Strict mode written into the schema (`strict.rs`).
     let closed = if opts.strict { super::strict::rewrite(schema, draft) } else { None };
     let schema = closed.as_ref().unwrap_or(schema);
@@ -92,7 +94,10 @@ pub fn compile_schema(schema: &Value, opts: &SchemaOptions) -> Result<SchemaGram
     let mut current = std::borrow::Cow::Borrowed(&*schema);
     loop {
         match build(&current, draft, opts, true) {
-            Ok(g) => return Ok(g),
+            Ok(mut g) => {
+                g.warnings.splice(0..0, lint);
+                return Ok(g);
+            }
             // A `oneOf` whose branches overlap, or a `not`, rewritten with complements: again.
             Err((e, Some(next))) if rewrites < MAX_REWRITES => {
                 rewrites += 1;
@@ -106,7 +111,9 @@ pub fn compile_schema(schema: &Value, opts: &SchemaOptions) -> Result<SchemaGram
                 // built as before (such a `oneOf` taken as `anyOf`, with its warning); strict, the
                 // first refusal is reported, with what its rewrite still needed.
                 if opts.lenient {
-                    return build(&schema, draft, opts, false).map_err(|(e, _)| e);
+                    let mut g = build(&schema, draft, opts, false).map_err(|(e, _)| e)?;
+                    g.warnings.splice(0..0, lint);
+                    return Ok(g);
                 }
                 first.message.push_str(&format!(" (written with complements, it needs what is refused here: {e})"));
                 return Err(first);

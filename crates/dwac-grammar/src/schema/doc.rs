@@ -122,7 +122,7 @@ pub(crate) struct Doc<'a> {
 const DEFAULT_BASE: &str = "dwac:/root.json";
 
 /// Keywords whose values are subschemas (single), maps of subschemas, or arrays of subschemas.
-const SUB_ONE: &[&str] = &[
+pub(crate) const SUB_ONE: &[&str] = &[
     "additionalProperties",
     "additionalItems",
     "items",
@@ -136,9 +136,9 @@ const SUB_ONE: &[&str] = &[
     "unevaluatedProperties",
     "contentSchema",
 ];
-const SUB_MAP: &[&str] =
+pub(crate) const SUB_MAP: &[&str] =
     &["properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"];
-const SUB_ARR: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems", "items"];
+pub(crate) const SUB_ARR: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems", "items"];
 
 impl<'a> Doc<'a> {
     pub fn new(root: &'a Value, draft: Draft) -> Doc<'a> {

@@ -40,6 +40,7 @@ mod complement;
 mod conditional;
 mod doc;
 mod flat;
+mod lint;
 pub mod numbers;
 mod order;
 mod strict;

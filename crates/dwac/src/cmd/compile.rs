@@ -95,7 +95,7 @@ pub(crate) fn compile_one(
         "lexer_states": s.lexer_states,
         "lr_states": s.lr_states,
         "lr_conflicts": s.lr_conflicts,
-        "warnings": built.warnings.len(),
+        "warnings": built.warnings,
     });
     if let (Some(o), serde_json::Value::Object(m)) = (rec.as_object_mut(), mask_stats_json(s)) {
         o.extend(m);
