@@ -20,7 +20,7 @@
 //! `stack.rs` the other two, `sharing.rs` the checks that what one grammar's build shares with
 //! another (walking thread, closure walks, prewalks, `KILL` sets) changes nothing.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use dwac_compile::dwa::compose::{Step, ANY};
 use dwac_compile::dwa::sets::SetPool;

@@ -245,6 +245,28 @@ fn json_schema_components() {
     assert!(n > 600, "{n}");
 }
 
+/// Strings with different length bounds each have a lexer component of their own, so an empty
+/// string ends a lexeme in each of them at the same byte: `","","` had a lexing per pair of
+/// string terminals (past `MAX_LEXINGS`: UNDECIDED, decided at run time by committing; o56027 of
+/// MaskBench left 7,585 such pairs) until same-length ends with the same future became one fork
+/// (`merge_forks`). Decided at compile time now, and the masks equal the reference.
+#[test]
+fn empty_strings_under_many_length_bounds_are_one_fork() {
+    use dwac_compile::dwa::{build_mask_tables, MaskOptions};
+    let props: serde_json::Map<String, serde_json::Value> =
+        (0..9).map(|i| (format!("s{i}"), json!({"type": ["string", "null"], "maxLength": 3 + i}))).collect();
+    let sg = dwac_grammar::schema::compile_schema(&json!({"type": "object", "properties": props}), &Default::default())
+        .unwrap();
+    let runs = ["\",\"\",\"", "\":\"\",\"", "\"\",\"\",\"\",\"", "\",\"\",\"s", "\"\"}"];
+    let vocab = vocab_over(b"{}:,\"s0123456789ab ", 2, &runs);
+    let c = dwac_compile::compile_grammar(&sg.grammar).unwrap();
+    let (mask, stats) = build_mask_tables(&c.tables, &vocab, &MaskOptions::default()).unwrap();
+    assert_eq!(stats.undecided_tokens, 0, "{stats:?}");
+    let engine = Arc::new(Engine::with_mask(c.tables, vocab, Some(mask)).unwrap());
+    let n = differential(&engine, 40, 30, 29);
+    assert!(n > 600, "{n} masks compared");
+}
+
 /// A schema of nine objects, each with its own property names (so its own `KEY_ADDITIONAL`, any
 /// key but those), extra keys allowed: names that are prefixes of each other and of extra keys,
 /// and enum values that are property names too.

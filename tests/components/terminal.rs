@@ -66,6 +66,30 @@ fn direct_lexings(lex: &LexerTables, q: u32, bytes: &[u8]) -> Option<BTreeSet<Le
                 }
             }
         }
+        // The same future (lexer state, inhibitors) and lexings equal up to the terminals of a
+        // last shift with the same guard: one branch shifting their union (the compiler's
+        // `merge_forks`; a shift of a set is a fork over its terminals).
+        let mut shifts: BTreeMap<Branch, BTreeSet<u32>> = BTreeMap::new();
+        let mut kept: Vec<Branch> = Vec::new();
+        for (q, h, mut steps) in next {
+            match steps.pop() {
+                Some((false, ts, guard)) => {
+                    steps.push((false, Vec::new(), guard));
+                    shifts.entry((q, h, steps)).or_default().extend(ts);
+                }
+                last => {
+                    steps.extend(last);
+                    kept.push((q, h, steps));
+                }
+            }
+        }
+        for ((q, h, mut steps), ts) in shifts {
+            if let Some(last) = steps.last_mut() {
+                last.1 = ts.into_iter().collect();
+            }
+            kept.push((q, h, steps));
+        }
+        let mut next = kept;
         next.sort();
         next.dedup();
         if next.len() > MAX_LEXINGS || next.iter().any(|b| b.2.len() > MAX_STEPS as usize) {

@@ -242,7 +242,66 @@ impl<'a> Walker<'a> {
             }
             sc.arena.truncate(w);
             n = w - start;
+            n = self.merge_forks(start, n, sc, terms);
         }
         (start, n)
+    }
+
+    /// Merge branches with the same future whose lexings differ only in their last shift: among
+    /// the sorted, distinct branches `arena[start..start + n]`, those with the same lexer state and
+    /// inhibitors whose steps are the same up to a last `Shift` with the same guard become one
+    /// branch shifting the union of those terminal sets. Returns the new count (sorted and
+    /// distinct again).
+    ///
+    /// Exact: a `Shift` of a set is a GLR fork over its terminals, so `[P, {a}]` and `[P, {b}]`
+    /// followed by the same lexer state and inhibitors are the terminal sequences of
+    /// `[P, {a, b}]` followed by it. It matters where several lexer components end a lexeme at
+    /// the same byte (a JSON Schema's bounded strings each have a component of their own: without
+    /// it, `"","","` under eight string terminals is 72 lexings, past [`MAX_LEXINGS`], and its
+    /// tokens were left UNDECIDED).
+    fn merge_forks(&mut self, start: usize, n: usize, sc: &mut Scratch, terms: &mut SetPool) -> usize {
+        let end = start + n;
+        let same_future = |a: &Branch, b: &Branch| (a.q, a.inh) == (b.q, b.inh);
+        if !(start + 1..end).any(|k| same_future(&sc.arena[k - 1], &sc.arena[k])) {
+            return n;
+        }
+        let mut out: Vec<Branch> = Vec::with_capacity(n);
+        let mut shifts: BTreeMap<(u32, u32), Vec<u32>> = BTreeMap::new();
+        let mut i = start;
+        while i < end {
+            let mut j = i + 1;
+            while j < end && same_future(&sc.arena[i], &sc.arena[j]) {
+                j += 1;
+            }
+            if j - i == 1 {
+                out.push(sc.arena[i]);
+                i = j;
+                continue;
+            }
+            shifts.clear();
+            for k in i..j {
+                let br = sc.arena[k];
+                match self.prefixes[br.prefix as usize] {
+                    (parent, Step::Shift { terms: ts, guard }) if br.prefix != 0 => {
+                        shifts.entry((parent, guard)).or_default().push(ts);
+                    }
+                    _ => out.push(br),
+                }
+            }
+            let (q, inh) = (sc.arena[i].q, sc.arena[i].inh);
+            for (&(parent, guard), sets) in &shifts {
+                let ts = match sets.as_slice() {
+                    [one] => *one,
+                    _ => terms.intern(sets.iter().flat_map(|&s| terms.get(s).iter().copied()).collect()),
+                };
+                out.push(Branch { q, inh, prefix: self.extend(parent, Step::Shift { terms: ts, guard }) });
+            }
+            i = j;
+        }
+        out.sort_unstable();
+        out.dedup();
+        sc.arena.truncate(start);
+        sc.arena.extend_from_slice(&out);
+        out.len()
     }
 }
