@@ -161,7 +161,7 @@ fn load(rel: &str, src: &str, start: Option<&str>) -> Result<(Arc<Engine>, Vec<S
     let g = if rel.ends_with(".gbnf") {
         dwac_grammar::gbnf::parse(src)?
     } else {
-        let opts = LarkOptions { start: start.map(str::to_string) };
+        let opts = LarkOptions { start: start.map(str::to_string), ..Default::default() };
         dwac_grammar::lark::parse_with_options(src, &opts)?
     };
     let (engine, stats) = compile_engine(&g, synthetic_vocab(&[b"x"]))?;
@@ -225,7 +225,7 @@ fn dwa_differential(
     let g = if f.ends_with(".gbnf") {
         dwac_grammar::gbnf::parse(src).map_err(|e| e.to_string())
     } else {
-        let opts = LarkOptions { start: case.start.map(str::to_string) };
+        let opts = LarkOptions { start: case.start.map(str::to_string), ..Default::default() };
         dwac_grammar::lark::parse_with_options(src, &opts).map_err(|e| e.to_string())
     };
     let engine = match g.and_then(|g| compile_engine(&g, tok.vocab().clone()).map_err(|e| e.to_string())) {

@@ -52,7 +52,10 @@ pub fn parse_source_with(
     opts: &SchemaOptions,
 ) -> Result<(Grammar, Vec<String>), CompileError> {
     Ok(match kind {
-        SourceKind::Lark => (dwac_grammar::lark::parse(text)?, Vec::new()),
+        SourceKind::Lark => {
+            let lark = dwac_grammar::LarkOptions { strict: opts.strict, ..Default::default() };
+            (dwac_grammar::lark::parse_with_options(text, &lark)?, Vec::new())
+        }
         SourceKind::Gbnf => {
             let (g, w) = dwac_grammar::gbnf::parse_with_warnings(text)?;
             (g, w.into_iter().map(|w| format!("{}:{}: {}", w.0.line, w.0.column, w.0.message)).collect())

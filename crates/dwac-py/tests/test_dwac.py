@@ -619,6 +619,12 @@ def test_a_structural_tag_of_tool_calls(tok):
     g = compiler.json_schema(schema, strict=True)
     assert accepts('{"a": 1}') and not accepts('{"a": 1, "b": 2}')
     assert dwac.Grammar.from_json_schema(schema, tok, strict=True).metadata["options"]["schema.strict"] is True
+    # ... and Lark's `%json` takes it too.
+    lark = 'start: %json {"type": "object", "properties": {"a": {"type": "integer"}}}\n'
+    g = dwac.Grammar.from_lark(lark, tok, strict=True)
+    assert accepts('{"a": 1}') and not accepts('{"a": 1, "b": 2}')
+    g = compiler.lark(lark)
+    assert accepts('{"a": 1, "b": 2}')
 
 
 def test_max_whitespace_bounds_the_json_whitespace(tok):

@@ -91,7 +91,7 @@ pub(crate) struct CompileOpts {
     /// and no other whitespace, e.g. `--separators ', ' ': '` (Python `json.dumps`'s layout).
     #[arg(long, num_args = 2, value_names = ["ITEM", "KEY"])]
     pub(crate) separators: Option<Vec<String>>,
-    /// JSON Schema (and the schemas of structural tags and tools): keys and items a schema does
+    /// JSON Schema (and the schemas of structural tags, tools and Lark's `%json`): keys and items a schema does
     /// not name are not allowed (an object with `properties` and no `additionalProperties`
     /// takes `additionalProperties: false`), as XGrammar's `strict_mode` and OpenAI's strict
     /// function calling.

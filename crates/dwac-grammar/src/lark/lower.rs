@@ -130,6 +130,8 @@ pub(super) struct Ctx<'s> {
     pub(super) munch: Vec<(Munch, Atom, Span)>,
     pub(super) compiled: HashMap<TKey, Compiled>,
     pub(super) stack: Vec<(TKey, String)>,
+    /// `%json` schemas in strict mode ([`super::LarkOptions::strict`]).
+    pub(super) strict: bool,
 }
 
 pub(super) struct Lowering {
@@ -162,6 +164,7 @@ impl<'s> Ctx<'s> {
             munch: Vec::new(),
             compiled: HashMap::new(),
             stack: Vec::new(),
+            strict: false,
         }
     }
 

@@ -87,6 +87,9 @@ const MAX_NESTING: usize = 200;
 pub struct LarkOptions {
     /// The start rule; `start` if `None`.
     pub start: Option<String>,
+    /// `%json` schemas in strict mode ([`crate::schema::SchemaOptions::strict`]: keys and items a
+    /// schema does not name are not allowed).
+    pub strict: bool,
 }
 
 /// Parse a Lark grammar whose start rule is `start`.
@@ -99,6 +102,7 @@ pub fn parse_with_options(source: &str, options: &LarkOptions) -> Result<Grammar
     let items = Parser::new(source)?.parse_file()?;
     let common = load_common()?;
     let mut ctx = Ctx::new(source, common);
+    ctx.strict = options.strict;
     ctx.collect(items)?;
     let start = options.start.clone().unwrap_or_else(|| "start".to_string());
     ctx.lower(&start)

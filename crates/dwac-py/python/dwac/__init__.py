@@ -154,7 +154,13 @@ class Grammar:
 
     @classmethod
     def _compile(
-        cls, kind: str, source: str, tokenizer: Any, *, _mask_work_per_lexer_state: Optional[int] = None
+        cls,
+        kind: str,
+        source: str,
+        tokenizer: Any,
+        *,
+        _mask_work_per_lexer_state: Optional[int] = None,
+        strict: bool = False,
     ) -> "Grammar":
         """``_mask_work_per_lexer_state`` is a diagnostic/test option (not for serving): the
         compiler's work budget per lexer state; a lexer state over it leaves all its tokens
@@ -162,13 +168,17 @@ class Grammar:
         ``Matcher.counters()``). Recorded in the artifact's options."""
         tok = _tokenizer(tokenizer)
         return cls(
-            _dwac.Grammar.compile(kind, source, tok, _mask_work_per_lexer_state=_mask_work_per_lexer_state), tok
+            _dwac.Grammar.compile(
+                kind, source, tok, _mask_work_per_lexer_state=_mask_work_per_lexer_state, strict=strict
+            ),
+            tok,
         )
 
     @classmethod
-    def from_lark(cls, source: str, tokenizer: Any = None) -> "Grammar":
-        """Compile a Lark grammar (text). Errors carry line:column."""
-        return cls._compile("lark", source, tokenizer)
+    def from_lark(cls, source: str, tokenizer: Any = None, *, strict: bool = False) -> "Grammar":
+        """Compile a Lark grammar (text). Errors carry line:column. ``strict``: its ``%json``
+        schemas in strict mode (as ``from_json_schema``'s)."""
+        return cls._compile("lark", source, tokenizer, strict=strict)
 
     @classmethod
     def from_gbnf(cls, source: str, tokenizer: Any = None) -> "Grammar":
@@ -285,8 +295,8 @@ class Compiler:
         as ``dwac.tools.structural_tag``)."""
         return self.structural_tag(_tools_module.structural_tag(tools, format, **options))
 
-    def lark(self, source: str) -> Grammar:
-        return self._compile("lark", source)
+    def lark(self, source: str, *, strict: bool = False) -> Grammar:
+        return self._compile("lark", source, strict=strict)
 
     def gbnf(self, source: str) -> Grammar:
         return self._compile("gbnf", source)
