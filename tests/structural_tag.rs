@@ -233,9 +233,10 @@ fn strict_tags_refuse_keys_their_schemas_do_not_name() {
     // The same schema as Lark's `%json` takes the option too.
     let lark = "start: \"<tool_call>\\n{\\\"name\\\": \\\"f\\\", \\\"arguments\\\": \"                 args \"}\\n</tool_call>\"\nargs: %json {\"type\": \"object\", \"properties\": {\"q\": {\"type\": \"string\"}}}\n";
     let compile = |strict: bool| {
-        let g = dwac_compile::parse_source_with(SourceKind::Lark, lark, &SchemaOptions { strict, ..Default::default() })
-            .unwrap_or_else(|e| panic!("{e}"))
-            .0;
+        let g =
+            dwac_compile::parse_source_with(SourceKind::Lark, lark, &SchemaOptions { strict, ..Default::default() })
+                .unwrap_or_else(|e| panic!("{e}"))
+                .0;
         Arc::new(compile_engine(&g, tok.vocab().clone()).unwrap_or_else(|e| panic!("{e}")).0)
     };
     let (strict, open) = (compile(true), compile(false));

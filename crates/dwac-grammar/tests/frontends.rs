@@ -251,7 +251,8 @@ fn lark_start_option_and_missing_start() {
     let e = lark_err(src);
     assert_eq!(e.line, 0);
     assert!(e.message.contains("no `start` rule"));
-    let g = lark::parse_with_options(src, &LarkOptions { start: Some("expr".into()), ..Default::default() }).expect("loads");
+    let g = lark::parse_with_options(src, &LarkOptions { start: Some("expr".into()), ..Default::default() })
+        .expect("loads");
     assert_eq!(g.nonterminals[g.start as usize].name, "expr");
 }
 

@@ -49,7 +49,10 @@ fn load(path: &Path, src: &str) -> Outcome {
         Err(e) if !is_gbnf && e.message.contains("no `start` rule") => {
             // Like Lark, fall back to the first rule when asked for it explicitly.
             match first_rule(src) {
-                Some(start) => match lark::parse_with_options(src, &LarkOptions { start: Some(start.clone()), ..Default::default() }) {
+                Some(start) => match lark::parse_with_options(
+                    src,
+                    &LarkOptions { start: Some(start.clone()), ..Default::default() },
+                ) {
                     Ok(g) => Outcome::Loaded { note: format!("start = `{start}`; {}", summary(&g)) },
                     Err(e) => Outcome::Failed(e),
                 },

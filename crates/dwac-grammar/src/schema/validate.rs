@@ -377,6 +377,23 @@ fn obj_specs(ptr: &str, o: &Map<String, Value>) -> Vec<ObjSpec> {
     vec![ObjSpec { ptr: ptr.to_string(), props, patterns, additional }]
 }
 
+/// Lexeme regexes whose intersection holds every string `s` allows (`None` when unsure): its
+/// patterns, the shape of each format ([`strings::format_superset`]; a format's own regex may be
+/// stricter than the format), and short length bounds (longer ones are left out: a larger
+/// language is still a superset).
+fn string_superset(s: &Shape) -> Option<Vec<String>> {
+    let mut out = Vec::new();
+    for (p, _) in &s.patterns {
+        out.push(strings::pattern_regex(p).ok()?);
+    }
+    out.extend(s.formats.iter().filter_map(|(f, _)| strings::format_superset(f)));
+    if s.str_max.is_some_and(|m| m <= 64) || (s.str_max.is_none() && s.str_min > 0 && s.str_min <= 64) {
+        let c = strings::StringConstraints { min_length: Some(s.str_min), max_length: s.str_max, ..Default::default() };
+        out.extend(strings::string_regexes(&c).ok()?);
+    }
+    Some(out)
+}
+
 /// Can no value satisfy both `a` and `b`? (`false` when unsure.)
 pub(crate) fn provably_disjoint(doc: &Doc, a: &[Part], b: &[Part]) -> bool {
     provably_disjoint_depth(doc, a, b, 0)
@@ -410,6 +427,15 @@ fn provably_disjoint_depth(doc: &Doc, a: &[Part], b: &[Part], depth: usize) -> b
     for (e, other) in [(&sa.enums, &fb), (&sb.enums, &fa)] {
         if let Some(values) = e {
             if values.iter().all(|v| validate(doc, v, &other.own).ok() == Some(false)) {
+                return true;
+            }
+        }
+    }
+    // Strings only: languages that share no string (patterns, and the shapes formats have).
+    if types(&sa) & types(&sb) == T_STR && sa.enums.is_none() && sb.enums.is_none() {
+        if let (Some(mut ra), Some(rb)) = (string_superset(&sa), string_superset(&sb)) {
+            ra.extend(rb);
+            if strings::regexes_disjoint(&ra) {
                 return true;
             }
         }

@@ -34,7 +34,11 @@ impl Ctx<'_> {
         })?;
         let sg = compile_schema(
             &value,
-            &SchemaOptions { whitespace: Whitespace::Around { max: None }, strict: self.strict, ..SchemaOptions::default() },
+            &SchemaOptions {
+                whitespace: Whitespace::Around { max: None },
+                strict: self.strict,
+                ..SchemaOptions::default()
+            },
         )
         .map_err(|e| self.err(span, format!("`%json`: {e}")))?;
         let k = lw.json_starts.len() + 1;

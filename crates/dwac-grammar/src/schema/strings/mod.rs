@@ -99,11 +99,13 @@ use std::sync::OnceLock;
 use regex_syntax::hir::{Class, Hir, HirKind, Look};
 
 mod anchors;
+mod disjoint;
 mod ecma;
 mod encode;
 mod formats;
 
 use anchors::*;
+pub use disjoint::{format_superset, regexes_disjoint};
 use ecma::*;
 use encode::*;
 use formats::*;
