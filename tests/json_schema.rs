@@ -485,6 +485,39 @@ fn overlapping_string_one_of_is_exactly_one() {
             assert_eq!(accepts(&e, text), *valid, "{schema}: {text}");
         }
     }
+    // Disjoint by sizes and ranges, and by a key one branch requires that the other constrains
+    // to another type where present (MaskBench's o89710: `rawContent` or `bodyParts`).
+    let apart: Vec<(Value, Vec<(&str, bool)>)> = vec![
+        (
+            json!({"oneOf": [{"type": "array", "maxItems": 1}, {"type": "array", "minItems": 2}]}),
+            vec![("[]", true), ("[1, 2]", true), ("\"x\"", false)],
+        ),
+        (
+            json!({"oneOf": [{"type": "integer", "maximum": 5}, {"type": "integer", "exclusiveMinimum": 5}]}),
+            vec![("5", true), ("6", true), ("5.5", false)],
+        ),
+        (
+            json!({"type": "object", "oneOf": [
+                {"required": ["raw"], "properties": {"raw": {"type": "string"}, "parts": {"type": "null"}}},
+                {"required": ["parts"], "properties": {"raw": {"type": "null"}, "parts": {"type": "array", "minItems": 1}}}
+            ]}),
+            vec![
+                (r#"{"raw": "a"}"#, true),
+                (r#"{"raw": "a", "parts": null}"#, true),
+                (r#"{"parts": [1]}"#, true),
+                (r#"{"raw": null, "parts": [1]}"#, true),
+                (r#"{"raw": "a", "parts": [1]}"#, false),
+                (r#"{"raw": null}"#, false),
+                ("{}", false),
+            ],
+        ),
+    ];
+    for (schema, texts) in &apart {
+        let e = engine(schema, &SchemaOptions::default()).unwrap_or_else(|err| panic!("{schema}: {err}"));
+        for (text, valid) in texts {
+            assert_eq!(accepts(&e, text), *valid, "{schema}: {text}");
+        }
+    }
     // Refused: a URI may start with `a` (`a:b`), so these may overlap.
     let e = compile_schema(
         &json!({"oneOf": [{"type": "string", "format": "uri"}, {"type": "string", "pattern": "^a"}]}),

@@ -377,6 +377,16 @@ fn obj_specs(ptr: &str, o: &Map<String, Value>) -> Vec<ObjSpec> {
     vec![ObjSpec { ptr: ptr.to_string(), props, patterns, additional }]
 }
 
+/// Do the numeric ranges of `a` and `b` not meet (one's maximum below the other's minimum, or
+/// equal with either bound exclusive)?
+fn numbers_apart(a: &Shape, b: &Shape) -> bool {
+    let below = |max: &Option<(Decimal, bool)>, min: &Option<(Decimal, bool)>| match (max, min) {
+        (Some((hi, ex_hi)), Some((lo, ex_lo))) => hi < lo || (hi == lo && (*ex_hi || *ex_lo)),
+        _ => false,
+    };
+    below(&a.num_max, &b.num_min) || below(&b.num_max, &a.num_min)
+}
+
 /// Lexeme regexes whose intersection holds every string `s` allows (`None` when unsure): its
 /// patterns, the shape of each format ([`strings::format_superset`]; a format's own regex may be
 /// stricter than the format), and short length bounds (longer ones are left out: a larger
@@ -431,6 +441,17 @@ fn provably_disjoint_depth(doc: &Doc, a: &[Part], b: &[Part], depth: usize) -> b
             }
         }
     }
+    // Strings, arrays or numbers only: length, size or value ranges that do not meet.
+    let common = types(&sa) & types(&sb);
+    let counts_apart = |(lo_a, hi_a): (u64, Option<u64>), (lo_b, hi_b): (u64, Option<u64>)| {
+        hi_a.is_some_and(|h| h < lo_b) || hi_b.is_some_and(|h| h < lo_a)
+    };
+    if (common == T_STR && counts_apart((sa.str_min, sa.str_max), (sb.str_min, sb.str_max)))
+        || (common == T_ARR && counts_apart((sa.min_items, sa.max_items), (sb.min_items, sb.max_items)))
+        || (common & !T_NUM == 0 && numbers_apart(&sa, &sb))
+    {
+        return true;
+    }
     // Strings only: languages that share no string (patterns, and the shapes formats have).
     if types(&sa) & types(&sb) == T_STR && sa.enums.is_none() && sb.enums.is_none() {
         if let (Some(mut ra), Some(rb)) = (string_superset(&sa), string_superset(&sb)) {
@@ -441,7 +462,7 @@ fn provably_disjoint_depth(doc: &Doc, a: &[Part], b: &[Part], depth: usize) -> b
         }
     }
     // Objects only: a key required on one side that the other side forbids, or whose values
-    // the two sides constrain to disjoint constants.
+    // the two sides constrain to disjoint languages.
     if types(&sa) & types(&sb) == T_OBJ {
         for (x, y) in [(&sa, &sb), (&sb, &sa)] {
             for k in &x.required {
@@ -451,11 +472,10 @@ fn provably_disjoint_depth(doc: &Doc, a: &[Part], b: &[Part], depth: usize) -> b
                 if forbidden {
                     return true;
                 }
-                if y.required.contains(k) {
-                    if let (Ok(pa), Ok(pb)) = (key_parts(doc, &x.objs, k), key_parts(doc, &y.objs, k)) {
-                        if !pa.is_empty() && !pb.is_empty() && provably_disjoint_depth(doc, &pa, &pb, depth + 1) {
-                            return true;
-                        }
+                // (Whether or not `y` requires the key: where it is present, `y` constrains it.)
+                if let (Ok(pa), Ok(pb)) = (key_parts(doc, &x.objs, k), key_parts(doc, &y.objs, k)) {
+                    if !pa.is_empty() && !pb.is_empty() && provably_disjoint_depth(doc, &pa, &pb, depth + 1) {
+                        return true;
                     }
                 }
             }
