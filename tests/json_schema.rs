@@ -518,6 +518,29 @@ fn overlapping_string_one_of_is_exactly_one() {
             assert_eq!(accepts(&e, text), *valid, "{schema}: {text}");
         }
     }
+    // Disjoint by keys each branch requires that a shared `not: {required}` forbids together
+    // (MaskBench's o90953, a JSON-RPC response: `result` or `error`, never both).
+    let schema = json!({
+        "oneOf": [{"$ref": "#/$defs/success"}, {"$ref": "#/$defs/error"}],
+        "$defs": {
+            "common": {"type": "object", "required": ["id"], "properties": {"id": {"type": "integer"}},
+                       "not": {"required": ["result", "error"]}},
+            "success": {"allOf": [{"$ref": "#/$defs/common"}, {"required": ["result"]}]},
+            "error": {"allOf": [{"$ref": "#/$defs/common"}, {"required": ["error"],
+                      "properties": {"error": {"type": "object", "required": ["code"]}}}]}
+        }
+    });
+    let e = engine(&schema, &SchemaOptions::default()).unwrap_or_else(|err| panic!("{err}"));
+    for (value, valid) in [
+        (json!({"id": 1, "result": [1]}), true),
+        (json!({"id": 1, "error": {"code": 2}}), true),
+        (json!({"id": 1, "result": 1, "error": {"code": 2}}), false),
+        (json!({"id": 1, "error": 2}), false),
+        (json!({"id": 1}), false),
+    ] {
+        let text = json_dumps(&order_instance(&schema, &value));
+        assert_eq!(accepts(&e, &text), valid, "{text}");
+    }
     // Refused: a URI may start with `a` (`a:b`), so these may overlap.
     let e = compile_schema(
         &json!({"oneOf": [{"type": "string", "format": "uri"}, {"type": "string", "pattern": "^a"}]}),

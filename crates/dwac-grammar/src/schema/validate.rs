@@ -464,6 +464,16 @@ fn provably_disjoint_depth(doc: &Doc, a: &[Part], b: &[Part], depth: usize) -> b
     // Objects only: a key required on one side that the other side forbids, or whose values
     // the two sides constrain to disjoint languages.
     if types(&sa) & types(&sb) == T_OBJ {
+        // Keys the two sides require together that one of them forbids having all at once
+        // (`not: {required: [...]}`: a JSON-RPC response's `result` and `error`).
+        let required: Vec<&String> = sa.required.iter().chain(&sb.required).collect();
+        let forbidden_together = sa.presence.iter().chain(&sb.presence).any(|p| match p {
+            Presence::NoneOf(sets) => sets.iter().any(|set| set.iter().all(|k| required.contains(&k))),
+            _ => false,
+        });
+        if forbidden_together {
+            return true;
+        }
         for (x, y) in [(&sa, &sb), (&sb, &sa)] {
             for k in &x.required {
                 let forbidden = key_parts(doc, &y.objs, k)
