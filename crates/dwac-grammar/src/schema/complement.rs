@@ -110,7 +110,7 @@ pub(crate) const MAX_CELL_COMBINATIONS: usize = 64;
 
 /// The keywords of drafts 4 to 2020-12 that can make a value invalid (any other word in a schema
 /// is an annotation or unknown, and constrains nothing).
-const ASSERTIONS: &[&str] = &[
+pub(crate) const ASSERTIONS: &[&str] = &[
     "type",
     "enum",
     "const",

@@ -18,69 +18,28 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
+use super::complement::ASSERTIONS;
 use super::doc::{ptr_token, SUB_ARR, SUB_MAP, SUB_ONE};
 use super::flat::type_bits;
 use super::SchemaError;
 
-/// Every keyword of drafts 4, 6, 7, 2019-09 and 2020-12 (core, applicators, validation, format,
-/// content, meta-data). dwac reads some of them in dialects that do not define them (`const` in
-/// draft 4, say), so one list serves all.
-const KNOWN: &[&str] = &[
+/// The keywords of drafts 4 to 2020-12 that are not assertions ([`ASSERTIONS`] are the others):
+/// core keywords, the applicators' parts that assert nothing alone, content and meta-data. dwac
+/// reads some keywords in dialects that do not define them (`const` in draft 4, say), so one list
+/// serves all.
+const NOT_ASSERTIONS: &[&str] = &[
     "$schema",
     "$id",
     "id",
-    "$ref",
     "$anchor",
     "$dynamicAnchor",
-    "$dynamicRef",
     "$recursiveAnchor",
-    "$recursiveRef",
     "$vocabulary",
     "$comment",
     "$defs",
     "definitions",
-    "allOf",
-    "anyOf",
-    "oneOf",
-    "not",
-    "if",
     "then",
     "else",
-    "dependentSchemas",
-    "dependencies",
-    "prefixItems",
-    "items",
-    "additionalItems",
-    "contains",
-    "properties",
-    "patternProperties",
-    "additionalProperties",
-    "propertyNames",
-    "unevaluatedItems",
-    "unevaluatedProperties",
-    "type",
-    "enum",
-    "const",
-    "multipleOf",
-    "maximum",
-    "exclusiveMaximum",
-    "minimum",
-    "exclusiveMinimum",
-    "maxLength",
-    "minLength",
-    "pattern",
-    "maxItems",
-    "minItems",
-    "uniqueItems",
-    "maxContains",
-    "minContains",
-    "maxProperties",
-    "minProperties",
-    "required",
-    "dependentRequired",
-    "format",
-    "contentEncoding",
-    "contentMediaType",
     "contentSchema",
     "title",
     "description",
@@ -90,6 +49,10 @@ const KNOWN: &[&str] = &[
     "writeOnly",
     "examples",
 ];
+
+fn known(k: &str) -> bool {
+    ASSERTIONS.contains(&k) || NOT_ASSERTIONS.contains(&k)
+}
 
 const TYPES: [&str; 7] = ["null", "boolean", "object", "array", "string", "number", "integer"];
 
@@ -108,7 +71,7 @@ fn walk(v: &Value, ptr: String, unknown: &mut BTreeMap<String, Vec<String>>) -> 
     let Value::Object(o) = v else { return Ok(()) };
     check_type(o, &ptr)?;
     for (k, sub) in o {
-        if !KNOWN.contains(&k.as_str()) && !k.starts_with("x-") {
+        if !known(k) && !k.starts_with("x-") {
             unknown.entry(k.clone()).or_default().push(ptr.clone());
             continue;
         }
@@ -169,7 +132,8 @@ fn warning(keyword: &str, ptrs: &[String]) -> String {
         0 => String::new(),
         n => format!(" and {n} more"),
     };
-    let hint = match closest(keyword, KNOWN) {
+    let all: Vec<&str> = ASSERTIONS.iter().chain(NOT_ASSERTIONS).copied().collect();
+    let hint = match closest(keyword, &all) {
         Some(c) => format!(" (did you mean `{c}`?)"),
         None => String::new(),
     };
