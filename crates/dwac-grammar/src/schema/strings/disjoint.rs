@@ -50,7 +50,7 @@ pub fn format_superset(name: &str) -> Option<String> {
 }
 
 /// Does no lexeme match every one of `regexes`? `false` when some does, and when unsure (a
-/// regex the DFA builder refuses or too large, or more than [`MAX_PRODUCT_STATES`] product
+/// regex the DFA builder refuses or too large, or more than `MAX_PRODUCT_STATES` product
 /// states).
 pub fn regexes_disjoint(regexes: &[String]) -> bool {
     if regexes.is_empty() {
