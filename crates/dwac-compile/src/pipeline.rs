@@ -44,7 +44,8 @@ pub fn parse_source(kind: SourceKind, text: &str) -> Result<Grammar, CompileErro
 }
 
 /// Parse a grammar source; for JSON Schemas with `opts`, also returning the schema compiler's
-/// warnings (dropped keywords in lenient mode, unenforced formats), for GBNF the front-end's
+/// warnings (dropped keywords in lenient mode, unenforced formats, unknown keywords; for Lark,
+/// those of its `%json` schemas), for GBNF the front-end's
 /// (`line:column: message`: what llama.cpp makes of a construct that may not mean what it says).
 pub fn parse_source_with(
     kind: SourceKind,
@@ -54,7 +55,8 @@ pub fn parse_source_with(
     Ok(match kind {
         SourceKind::Lark => {
             let lark = dwac_grammar::LarkOptions { strict: opts.strict, ..Default::default() };
-            (dwac_grammar::lark::parse_with_options(text, &lark)?, Vec::new())
+            let (g, w) = dwac_grammar::lark::parse_with_warnings(text, &lark)?;
+            (g, w.into_iter().map(|w| format!("{}:{}: {}", w.0.line, w.0.column, w.0.message)).collect())
         }
         SourceKind::Gbnf => {
             let (g, w) = dwac_grammar::gbnf::parse_with_warnings(text)?;

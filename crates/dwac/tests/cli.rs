@@ -182,6 +182,13 @@ fn unknown_type_names_are_refused_and_unknown_keywords_listed() {
     let w = v["warnings"].as_array().expect("warnings listed");
     assert_eq!(w.len(), 1, "{v}");
     assert!(w[0].as_str().unwrap().contains("did you mean `properties`?"), "{v}");
+    // The same in a Lark grammar's `%json`, located at it.
+    let g = tmp("typo-kw.lark", "start: \"x\" %json {\"type\": \"object\", \"propertie\": {}}\n");
+    let o = dwac(&["compile", &g, "-o", &tmp("typo-kw-lark.dwa", ""), "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let v = json(&o);
+    assert_eq!(v["warnings"].as_array().map(Vec::len), Some(1), "{v}");
+    assert!(v["warnings"][0].as_str().unwrap().contains("1:12: `%json`: unknown keyword `propertie`"), "{v}");
 }
 
 #[test]

@@ -146,6 +146,8 @@ pub(super) struct Lowering {
     pub(super) token_terms: HashMap<crate::TokenSet, u32>,
     /// Embedded schemas by their text: the start nonterminal each became.
     pub(super) json_starts: HashMap<String, u32>,
+    /// What the schema compiler said of embedded schemas (unknown keywords, formats), located.
+    pub(super) warnings: Vec<Warning>,
     pub(super) depth: usize,
 }
 
@@ -326,7 +328,7 @@ impl<'s> Ctx<'s> {
 
     // --- rules -------------------------------------------------------------------------------
 
-    pub(super) fn lower(mut self, start: &str) -> Result<Grammar, GrammarError> {
+    pub(super) fn lower(mut self, start: &str) -> Result<(Grammar, Vec<Warning>), GrammarError> {
         // Validate every local terminal definition (also unused ones), in source order.
         for name in self.term_order.clone() {
             if let Some(TermSrc::Local(d)) = self.terms.get(&name) {
@@ -356,6 +358,7 @@ impl<'s> Ctx<'s> {
             instances: HashMap::new(),
             token_terms: HashMap::new(),
             json_starts: HashMap::new(),
+            warnings: Vec::new(),
             depth: 0,
         };
         for r in &self.rules {
@@ -414,7 +417,7 @@ impl<'s> Ctx<'s> {
             }
         }
         lw.g.source = Some(self.src.into());
-        Ok(lw.g)
+        Ok((lw.g, lw.warnings))
     }
 
     pub(super) fn intern_named(&mut self, lw: &mut Lowering, name: &str, use_span: Span) -> Result<u32, GrammarError> {

@@ -62,7 +62,7 @@
 //! `own` is per-terminal longest match (`K_t = {t}`), `none` lets the parser decide every
 //! segmentation (`K_t = ∅`). Grammars without `%munch` mean exactly what they mean in Lark.
 
-use crate::{Grammar, GrammarError, Munch, Span, Symbol, Terminal};
+use crate::{Grammar, GrammarError, Munch, Span, Symbol, Terminal, Warning};
 use std::collections::HashMap;
 
 mod ast;
@@ -99,6 +99,12 @@ pub fn parse(source: &str) -> Result<Grammar, GrammarError> {
 
 /// Parse a Lark grammar.
 pub fn parse_with_options(source: &str, options: &LarkOptions) -> Result<Grammar, GrammarError> {
+    Ok(parse_with_warnings(source, options)?.0)
+}
+
+/// Parse a Lark grammar, also returning the warnings of the JSON Schemas it embeds (`%json`:
+/// unknown keywords, unenforced formats), located at each `%json`.
+pub fn parse_with_warnings(source: &str, options: &LarkOptions) -> Result<(Grammar, Vec<Warning>), GrammarError> {
     let items = Parser::new(source)?.parse_file()?;
     let common = load_common()?;
     let mut ctx = Ctx::new(source, common);

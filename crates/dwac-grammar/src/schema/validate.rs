@@ -453,7 +453,7 @@ fn provably_disjoint_depth(doc: &Doc, a: &[Part], b: &[Part], depth: usize) -> b
         return true;
     }
     // Strings only: languages that share no string (patterns, and the shapes formats have).
-    if types(&sa) & types(&sb) == T_STR && sa.enums.is_none() && sb.enums.is_none() {
+    if common == T_STR && sa.enums.is_none() && sb.enums.is_none() {
         if let (Some(mut ra), Some(rb)) = (string_superset(&sa), string_superset(&sb)) {
             ra.extend(rb);
             if strings::regexes_disjoint(&ra) {
@@ -463,7 +463,7 @@ fn provably_disjoint_depth(doc: &Doc, a: &[Part], b: &[Part], depth: usize) -> b
     }
     // Objects only: a key required on one side that the other side forbids, or whose values
     // the two sides constrain to disjoint languages.
-    if types(&sa) & types(&sb) == T_OBJ {
+    if common == T_OBJ {
         // Keys the two sides require together that one of them forbids having all at once
         // (`not: {required: [...]}`: a JSON-RPC response's `result` and `error`).
         let required: Vec<&String> = sa.required.iter().chain(&sb.required).collect();

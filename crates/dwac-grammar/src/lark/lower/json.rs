@@ -41,6 +41,8 @@ impl Ctx<'_> {
             },
         )
         .map_err(|e| self.err(span, format!("`%json`: {e}")))?;
+        lw.warnings
+            .extend(sg.warnings.iter().map(|w| Warning(GrammarError::at(self.src, span, format!("`%json`: {w}")))));
         let k = lw.json_starts.len() + 1;
         let first = lw.g.nonterminals.len();
         let nt = lw.g.splice(sg.grammar, &format!("json{k}:"), Some(span), true);
