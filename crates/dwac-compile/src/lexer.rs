@@ -16,6 +16,8 @@ use regex_automata::util::syntax;
 use crate::dwa::FastMap;
 use crate::CompileError;
 
+mod length;
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Role {
     Main,
@@ -205,14 +207,20 @@ fn build_component(terminals: &[Terminal], active: &[bool]) -> Result<ComponentD
         }
     }
     // Patterns: each active terminal's main regex, plus its `also` (must match too) and
-    // `except` (must not match) regexes as hidden patterns.
+    // `except` (must not match) regexes as hidden patterns. A JSON string length bound among
+    // them is a counter instead ([`length`]); when it is all the terminal has, its main
+    // pattern is any JSON string (the bound's own pattern without its count).
+    let any_string = dwac_grammar::schema::strings::json_string_any();
     let mut pats: Vec<&str> = Vec::new();
     let mut pat_role: Vec<(u32, Role)> = Vec::new();
+    let mut counters: Vec<length::Counter> = Vec::new();
     for (i, t) in terminals.iter().enumerate() {
         if active.get(i).copied().unwrap_or(true) {
-            pats.push(&t.regex);
+            let (musts, counter) = length::split_bounds(t, i as u32, &any_string, pats.len() as u32);
+            counters.extend(counter);
+            pats.push(musts[0]);
             pat_role.push((i as u32, Role::Main));
-            for a in &t.also {
+            for a in &musts[1..] {
                 pats.push(a);
                 pat_role.push((i as u32, Role::Also));
             }
@@ -281,6 +289,7 @@ fn build_component(terminals: &[Terminal], active: &[bool]) -> Result<ComponentD
         }
     }
     groups.retain(|g| !g.1.is_empty());
+    let lengths = length::Lengths::new(counters, &nfa, pats.len());
 
     // Subset construction. The closure's buffers and marks are reused from call to call.
     struct Scratch {
@@ -425,28 +434,28 @@ fn build_component(terminals: &[Terminal], active: &[bool]) -> Result<ComponentD
     if let Some(&t) = finalize(&acc).first() {
         return Err(CompileError::EmptyMatch { terminal: terminals[t as usize].name.clone() });
     }
+    // Beside each subset, the length counters' state (empty without bounded terminals).
+    let mut start_aux = lengths.start();
+    lengths.settle(&mut start_aux, &mut start_set, &mut acc, &owner, &pat_term);
+    let aux_len = start_aux.len();
+    let mut auxs: Vec<u32> = start_aux;
     let mut sets: Vec<Vec<StateID>> = vec![start_set];
     let mut accs: Vec<Vec<u32>> = vec![Vec::new()];
     // Keyed by (byte-consuming NFA states, matched terminals): two sets of consuming states can
     // agree while only one of them has just passed a Match state. q0 is never a target.
-    // The key: the states' ids, `u32::MAX`, the matched patterns (one vector, looked up by slice).
+    // The key: the states' ids, `u32::MAX`, the matched patterns (and counters; one vector).
     let mut index: FastMap<Vec<u32>, u32> = FastMap::default();
     let mut key: Vec<u32> = Vec::new();
     // Bytes of one NFA byte class have the same transitions from every NFA state: the DFA is
     // built, and minimized, over the `k` classes (`trans[q*k+c]`), and widened to bytes at the
     // end (about 8 to 30 times less table to fill, copy and refine than byte rows).
+    // (With length counters, refined by the bytes their decoder tells apart.)
     let byte_classes = nfa.byte_classes();
-    let k = byte_classes.alphabet_len();
-    let mut class_of = [0u16; 256];
+    let (class_of, first_of_class) = lengths.classes(|b| byte_classes.get(b));
+    let k = first_of_class.len();
     let mut is_rep = [false; 256];
-    let mut first_of_class = vec![u16::MAX; k];
-    for b in 0..=255u8 {
-        let c = byte_classes.get(b) as usize;
-        class_of[b as usize] = c as u16;
-        if first_of_class[c] == u16::MAX {
-            first_of_class[c] = b as u16;
-            is_rep[b as usize] = true;
-        }
+    for &b in &first_of_class {
+        is_rep[b as usize] = true;
     }
     let mut trans: Vec<u32> = Vec::new();
     let mut queue: VecDeque<u32> = VecDeque::from([0]);
@@ -454,8 +463,10 @@ fn build_component(terminals: &[Terminal], active: &[bool]) -> Result<ComponentD
     // Marks for order-preserving deduplication of buckets.
     let mut seen_mark: Vec<u32> = vec![0; nstates];
     let mut seen_gen = 0u32;
-    let mut memo: FastMap<Vec<StateID>, u32> = FastMap::default();
+    let mut memo: FastMap<Vec<u32>, u32> = FastMap::default();
+    let mut memo_key: Vec<u32> = Vec::new();
     let mut set: Vec<StateID> = Vec::new();
+    let mut aux: Vec<u32> = Vec::new();
     while let Some(d) = queue.pop_front() {
         for b in buckets.iter_mut() {
             b.clear();
@@ -500,15 +511,25 @@ fn build_component(terminals: &[Terminal], active: &[bool]) -> Result<ComponentD
             // patterns), duplicates dropped after their first occurrence.
             seen_gen += 1;
             bucket.retain(|st| std::mem::replace(&mut seen_mark[st.as_usize()], seen_gen) != seen_gen);
-            if let Some(&id) = memo.get(bucket.as_slice()) {
+            lengths.step(&auxs[d as usize * aux_len..][..aux_len], first_of_class[b] as u8, &mut aux);
+            memo_key.clear();
+            memo_key.extend(bucket.iter().map(|st| st.as_u32()));
+            memo_key.push(u32::MAX);
+            memo_key.extend_from_slice(&aux);
+            if let Some(&id) = memo.get(memo_key.as_slice()) {
                 trans[at + b] = id;
                 continue;
             }
             closure(bucket, &mut acc, &mut set).map_err(|e| name_look_error(e, terminals, &pat_term, &nfa))?;
+            lengths.settle(&mut aux, &mut set, &mut acc, &owner, &pat_term);
             key.clear();
             key.extend(set.iter().map(|st| st.as_u32()));
             key.push(u32::MAX);
             key.extend_from_slice(&acc);
+            if aux_len > 0 {
+                key.push(u32::MAX);
+                key.extend_from_slice(&aux);
+            }
             let id = if set.is_empty() && acc.is_empty() {
                 DEAD
             } else if let Some(&id) = index.get(key.as_slice()) {
@@ -523,17 +544,24 @@ fn build_component(terminals: &[Terminal], active: &[bool]) -> Result<ComponentD
                 }
                 index.insert(key.clone(), id);
                 sets.push(set.clone());
-                accs.push(finalize(&acc));
+                let mut accepted = finalize(&acc);
+                accepted.retain(|&t| lengths.allows(&aux, t));
+                accs.push(accepted);
+                auxs.extend_from_slice(&aux);
                 queue.push_back(id);
                 id
             };
-            memo.insert(bucket.clone(), id);
+            memo.insert(memo_key.clone(), id);
             trans[at + b] = id;
         }
     }
     let n = sets.len();
     debug_assert_eq!(trans.len(), n * k);
     drop(sets);
+
+    // States from which no lexeme can be accepted are DEAD before minimizing: Hopcroft keeps
+    // the sink apart, so such states would stay as rows of their own.
+    let doomed = crate::minimize::doomed_states(n, k, &mut trans, &accs);
 
     // Minimize (Hopcroft); q0 stays alone in its block.
     let initial: Vec<u32> = {
@@ -553,7 +581,7 @@ fn build_component(terminals: &[Terminal], active: &[bool]) -> Result<ComponentD
     let mut reps: Vec<usize> = Vec::new();
     for (q, &bq) in block.iter().enumerate() {
         let b = bq as usize;
-        if order[b] == DEAD {
+        if order[b] == DEAD && !doomed[q] {
             order[b] = reps.len() as u32;
             reps.push(q);
         }
@@ -749,37 +777,4 @@ fn name_look_error(e: CompileError, terminals: &[Terminal], pat_term: &[u32], _n
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A component past the DFA budget is refused with an error naming its terminal and pattern
-    /// (`[ab]*a[ab]{18}`: the subset construction needs 2^19 states).
-    #[test]
-    fn budget_error_names_the_component() {
-        let ts = [Terminal::new("X", "x"), Terminal { component: 1, ..Terminal::new("BIG", "[ab]*a[ab]{18}") }];
-        let e = build_lexer(&ts, &[true, true]).err().map(|e| e.to_string()).unwrap_or_default();
-        assert!(e.contains(&format!("exceeds {MAX_DFA_STATES} states")), "{e}");
-        assert!(e.contains("terminal BIG /[ab]*a[ab]{18}/"), "{e}");
-    }
-
-    /// A component taken from the process's cache is the one the build gives, with this
-    /// grammar's terminal ids in its accept sets.
-    #[test]
-    fn a_cached_component_is_the_built_one_with_this_grammars_ids() {
-        // (A pattern no other test uses, so the first build below is a miss.)
-        let date = Terminal { component: 1, ..Terminal::new("DATE", "[0-9]{4}-(?:0[1-9]|1[0-2])-cache-test") };
-        let word = Terminal::new("WORD", "[a-z]+");
-        let first = build_lexer(&[word.clone(), date.clone()], &[true, true]).unwrap();
-        let again = build_lexer(&[word.clone(), date.clone()], &[true, true]).unwrap();
-        assert_eq!(first, again, "a hit must give the tables a build gives");
-        // The same terminals at other ids: an inactive terminal in front shifts them by one.
-        let shifted = build_lexer(&[Terminal::new("X", "x"), word, date], &[false, true, true]).unwrap();
-        assert_eq!(shifted.num_states, first.num_states);
-        let accepted =
-            |l: &LexerTables| -> Vec<Vec<u32>> { (0..l.num_states).map(|q| l.accepts(q).to_vec()).collect() };
-        let want: Vec<Vec<u32>> =
-            accepted(&first).into_iter().map(|a| a.into_iter().map(|t| t + 1).collect()).collect();
-        assert_eq!(accepted(&shifted), want);
-        assert!(want.iter().any(|a| a == &[2]), "DATE (id 2) is accepted somewhere");
-    }
-}
+mod tests;

@@ -49,6 +49,38 @@ pub(crate) fn column_classes(n: usize, k: usize, trans: &[u32]) -> (Vec<u16>, us
     (class, k.max(1))
 }
 
+/// The states other than `q0` from which no accepting state is reachable, with every
+/// transition into them made [`DEAD`] (`trans[q·k+c]`, `n` states).
+pub(crate) fn doomed_states(n: usize, k: usize, trans: &mut [u32], accs: &[Vec<u32>]) -> Vec<bool> {
+    let mut preds: Vec<Vec<u32>> = vec![Vec::new(); n];
+    for q in 0..n {
+        for &t in &trans[q * k..q * k + k] {
+            if t != DEAD && preds[t as usize].last() != Some(&(q as u32)) {
+                preds[t as usize].push(q as u32);
+            }
+        }
+    }
+    let mut live: Vec<bool> = accs.iter().map(|a| !a.is_empty()).collect();
+    let mut stack: Vec<u32> = (0..n as u32).filter(|&q| live[q as usize]).collect();
+    while let Some(q) = stack.pop() {
+        for &p in &preds[q as usize] {
+            if !live[p as usize] {
+                live[p as usize] = true;
+                stack.push(p);
+            }
+        }
+    }
+    if let Some(q0) = live.first_mut() {
+        *q0 = true;
+    }
+    for t in trans.iter_mut() {
+        if *t != DEAD && !live[*t as usize] {
+            *t = DEAD;
+        }
+    }
+    live.iter().map(|&l| !l).collect()
+}
+
 /// Coarsest partition of the states `0..n` (transitions `trans[q*256+b]`, [`DEAD`] = none)
 /// refining `initial` (block ids) and compatible with the transitions. Returns each state's block.
 pub fn minimize(n: usize, trans: &[u32], initial: &[u32]) -> Vec<u32> {

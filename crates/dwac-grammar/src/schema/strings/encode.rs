@@ -303,9 +303,47 @@ pub(super) fn length_regex(min: u64, max: Option<u64>) -> Result<String, StringE
     })
 }
 
+/// The bounds `(min, max)` of a regex that [`length_regex`] wrote, `None` for any other regex.
+///
+/// A length regex is `"` and between `min` and `max` JSON string characters (any character, in
+/// any of its encodings) and `"`; the lexer keeps such a bound as a counter beside the other
+/// patterns of its terminal rather than as an automaton of its own (`dwac-compile`'s
+/// `lexer::length`). The answer is checked by writing the regex again from the bounds found.
+pub fn length_bounds(regex: &str) -> Option<(u64, Option<u64>)> {
+    let any = any_char_group();
+    let body = regex.strip_prefix('"')?.strip_prefix(any)?.strip_prefix('{')?.strip_suffix("}\"")?;
+    let (min, max) = match body.split_once(',') {
+        None => {
+            let n = body.parse().ok()?;
+            (n, Some(n))
+        }
+        Some((a, "")) => (a.parse().ok()?, None),
+        Some((a, b)) => (a.parse().ok()?, Some(b.parse().ok()?)),
+    };
+    (length_regex(min, max).ok()? == regex).then_some((min, max))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn length_bounds_read_back_what_length_regex_wrote() {
+        for (min, max) in [(0, Some(5)), (3, Some(3)), (2, None), (0, Some(1024)), (7, Some(250))] {
+            let re = length_regex(min, max).unwrap();
+            assert_eq!(length_bounds(&re), Some((min, max)), "{re}");
+        }
+        let any = any_char_group();
+        for other in [
+            format!("\"{any}*\""),
+            format!("\"{any}{{1,2}}x\""),
+            format!("\"{any}{{01,2}}\""),
+            format!("\"{any}{{2,x}}\""),
+            "\"a{1,2}\"".to_string(),
+        ] {
+            assert_eq!(length_bounds(&other), None, "{other}");
+        }
+    }
 
     #[test]
     fn hex_set_shapes() {

@@ -107,6 +107,7 @@ mod formats;
 use anchors::*;
 pub use disjoint::{format_superset, regexes_disjoint};
 use ecma::*;
+pub use encode::length_bounds;
 use encode::*;
 use formats::*;
 

@@ -1,0 +1,32 @@
+//! Tests of the lexer construction that need its private parts.
+
+use super::*;
+
+/// A component past the DFA budget is refused with an error naming its terminal and pattern
+/// (`[ab]*a[ab]{18}`: the subset construction needs 2^19 states).
+#[test]
+fn budget_error_names_the_component() {
+    let ts = [Terminal::new("X", "x"), Terminal { component: 1, ..Terminal::new("BIG", "[ab]*a[ab]{18}") }];
+    let e = build_lexer(&ts, &[true, true]).err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(e.contains(&format!("exceeds {MAX_DFA_STATES} states")), "{e}");
+    assert!(e.contains("terminal BIG /[ab]*a[ab]{18}/"), "{e}");
+}
+
+/// A component taken from the process's cache is the one the build gives, with this
+/// grammar's terminal ids in its accept sets.
+#[test]
+fn a_cached_component_is_the_built_one_with_this_grammars_ids() {
+    // (A pattern no other test uses, so the first build below is a miss.)
+    let date = Terminal { component: 1, ..Terminal::new("DATE", "[0-9]{4}-(?:0[1-9]|1[0-2])-cache-test") };
+    let word = Terminal::new("WORD", "[a-z]+");
+    let first = build_lexer(&[word.clone(), date.clone()], &[true, true]).unwrap();
+    let again = build_lexer(&[word.clone(), date.clone()], &[true, true]).unwrap();
+    assert_eq!(first, again, "a hit must give the tables a build gives");
+    // The same terminals at other ids: an inactive terminal in front shifts them by one.
+    let shifted = build_lexer(&[Terminal::new("X", "x"), word, date], &[false, true, true]).unwrap();
+    assert_eq!(shifted.num_states, first.num_states);
+    let accepted = |l: &LexerTables| -> Vec<Vec<u32>> { (0..l.num_states).map(|q| l.accepts(q).to_vec()).collect() };
+    let want: Vec<Vec<u32>> = accepted(&first).into_iter().map(|a| a.into_iter().map(|t| t + 1).collect()).collect();
+    assert_eq!(accepted(&shifted), want);
+    assert!(want.iter().any(|a| a == &[2]), "DATE (id 2) is accepted somewhere");
+}
