@@ -10,6 +10,8 @@ use dwac_runtime::{Engine, Matcher};
 use dwac_tests::*;
 use serde_json::{json, Value};
 
+mod one_of;
+
 fn engine(schema: &Value, opts: &SchemaOptions) -> Result<Arc<Engine>, String> {
     let sg = compile_schema(schema, opts).map_err(|e| e.to_string())?;
     let (e, _) = compile_engine(&sg.grammar, synthetic_vocab(&[b"x"])).map_err(|e| e.to_string())?;
@@ -430,130 +432,6 @@ fn schema_dependencies_with_schemas_compile() {
         let text = json_dumps(&order_instance(&schema, &value));
         assert_eq!(accepts(&e, &text), valid, "{text}");
     }
-}
-
-/// `oneOf` of strings whose branches overlap compiles as exactly one branch (each branch minus
-/// the others' languages); verdicts by hand, escaped spellings included.
-#[test]
-fn overlapping_string_one_of_is_exactly_one() {
-    let cases: Vec<(Value, Vec<(&str, bool)>)> = vec![
-        (
-            json!({"type": "string", "oneOf": [{"pattern": "customer"}, {"pattern": "maker"}]}),
-            vec![(r#""customer""#, true), (r#""a maker""#, true), (r#""customermaker""#, false), (r#""x""#, false)],
-        ),
-        (
-            json!({"oneOf": [{"type": "string", "pattern": "^[a-f0-9]{4}$"}, {"type": "string"}]}),
-            vec![
-                (r#""abcd""#, false),
-                (r#""\u0061bcd""#, false),
-                (r#""xyz""#, true),
-                (r#""abcde""#, true),
-                ("1", false),
-            ],
-        ),
-        (
-            json!({"oneOf": [{"type": "string", "enum": ["a", "b"]}, {"type": "string", "maxLength": 1}]}),
-            vec![(r#""a""#, false), (r#""c""#, true), (r#""""#, true), (r#""ab""#, false)],
-        ),
-        (
-            json!({"oneOf": [{"type": "string", "pattern": "^https?://.+$"}, {"type": "string", "pattern": "^\\./.+$"}]}),
-            vec![(r#""http://x""#, true), (r#""./a""#, true), (r#""ftp://x""#, false)],
-        ),
-    ];
-    for (schema, texts) in &cases {
-        let e = engine(schema, &SchemaOptions::default()).unwrap_or_else(|err| panic!("{schema}: {err}"));
-        for (text, valid) in texts {
-            assert_eq!(accepts(&e, text), *valid, "{schema}: {text}");
-        }
-    }
-    // Branches with formats are never subtracted (a format's regex may be stricter than the
-    // format), but told apart by the shape every string of the format has: an absolute URI
-    // starts with a scheme and a colon, a date is not a date-time (MaskBench's o90313 first).
-    let disjoint: Vec<(Value, Vec<(&str, bool)>)> = vec![
-        (
-            json!({"oneOf": [{"type": "string", "format": "uri"}, {"type": "string", "pattern": "^\\./.+$"}]}),
-            vec![(r#""https://x.org/a""#, true), (r#""./a/b""#, true), (r#""\u002e/a""#, true), (r#""a/b""#, false)],
-        ),
-        (
-            json!({"oneOf": [{"type": "string", "format": "date"}, {"type": "string", "format": "date-time"}]}),
-            vec![(r#""2024-02-29""#, true), (r#""2024-02-29T10:00:00Z""#, true), (r#""2024-02-29T""#, false)],
-        ),
-    ];
-    for (schema, texts) in &disjoint {
-        let e = engine(schema, &SchemaOptions::default()).unwrap_or_else(|err| panic!("{schema}: {err}"));
-        for (text, valid) in texts {
-            assert_eq!(accepts(&e, text), *valid, "{schema}: {text}");
-        }
-    }
-    // Disjoint by sizes and ranges, and by a key one branch requires that the other constrains
-    // to another type where present (MaskBench's o89710: `rawContent` or `bodyParts`).
-    let apart: Vec<(Value, Vec<(&str, bool)>)> = vec![
-        (
-            json!({"oneOf": [{"type": "array", "maxItems": 1}, {"type": "array", "minItems": 2}]}),
-            vec![("[]", true), ("[1, 2]", true), ("\"x\"", false)],
-        ),
-        (
-            json!({"oneOf": [{"type": "integer", "maximum": 5}, {"type": "integer", "exclusiveMinimum": 5}]}),
-            vec![("5", true), ("6", true), ("5.5", false)],
-        ),
-        (
-            json!({"type": "object", "oneOf": [
-                {"required": ["raw"], "properties": {"raw": {"type": "string"}, "parts": {"type": "null"}}},
-                {"required": ["parts"], "properties": {"raw": {"type": "null"}, "parts": {"type": "array", "minItems": 1}}}
-            ]}),
-            vec![
-                (r#"{"raw": "a"}"#, true),
-                (r#"{"raw": "a", "parts": null}"#, true),
-                (r#"{"parts": [1]}"#, true),
-                (r#"{"raw": null, "parts": [1]}"#, true),
-                (r#"{"raw": "a", "parts": [1]}"#, false),
-                (r#"{"raw": null}"#, false),
-                ("{}", false),
-            ],
-        ),
-    ];
-    for (schema, texts) in &apart {
-        let e = engine(schema, &SchemaOptions::default()).unwrap_or_else(|err| panic!("{schema}: {err}"));
-        for (text, valid) in texts {
-            assert_eq!(accepts(&e, text), *valid, "{schema}: {text}");
-        }
-    }
-    // Disjoint by keys each branch requires that a shared `not: {required}` forbids together
-    // (MaskBench's o90953, a JSON-RPC response: `result` or `error`, never both).
-    let schema = json!({
-        "oneOf": [{"$ref": "#/$defs/success"}, {"$ref": "#/$defs/error"}],
-        "$defs": {
-            "common": {"type": "object", "required": ["id"], "properties": {"id": {"type": "integer"}},
-                       "not": {"required": ["result", "error"]}},
-            "success": {"allOf": [{"$ref": "#/$defs/common"}, {"required": ["result"]}]},
-            "error": {"allOf": [{"$ref": "#/$defs/common"}, {"required": ["error"],
-                      "properties": {"error": {"type": "object", "required": ["code"]}}}]}
-        }
-    });
-    let e = engine(&schema, &SchemaOptions::default()).unwrap_or_else(|err| panic!("{err}"));
-    for (value, valid) in [
-        (json!({"id": 1, "result": [1]}), true),
-        (json!({"id": 1, "error": {"code": 2}}), true),
-        (json!({"id": 1, "result": 1, "error": {"code": 2}}), false),
-        (json!({"id": 1, "error": 2}), false),
-        (json!({"id": 1}), false),
-    ] {
-        let text = json_dumps(&order_instance(&schema, &value));
-        assert_eq!(accepts(&e, &text), valid, "{text}");
-    }
-    // Refused: a URI may start with `a` (`a:b`), so these may overlap.
-    let e = compile_schema(
-        &json!({"oneOf": [{"type": "string", "format": "uri"}, {"type": "string", "pattern": "^a"}]}),
-        &SchemaOptions::default(),
-    );
-    assert_eq!(e.unwrap_err().keyword, "oneOf");
-    // Still refused: a branch that allows non-strings overlaps another, and its complement has
-    // no exact grammar (numbers that are not multiples of 7).
-    let e = compile_schema(
-        &json!({"oneOf": [{"type": "integer", "multipleOf": 7}, {"minimum": 2}]}),
-        &SchemaOptions::default(),
-    );
-    assert_eq!(e.unwrap_err().keyword, "oneOf");
 }
 
 /// `if`/`then`/`else` on a discriminator (a property's `const`/`enum`, or `required` keys)

@@ -104,9 +104,10 @@ pub(crate) fn rewrite_not(doc: &Doc, ptr: &str) -> Option<Value> {
 
 /// The most alternatives the cells of one `oneOf` may expand to (per cell, the product over the
 /// other branches of how many ways each can be violated): every alternative is an object grammar
-/// of its own, parsed beside the others, and its string terminals fork the lexer (a `oneOf` of
-/// four address formats made 108, 4,965 UNDECIDED pairs and a 10 s compile).
-pub(crate) const MAX_CELL_COMBINATIONS: usize = 64;
+/// of its own, parsed beside the others, and its string terminals fork the lexer, so compile time
+/// grows with them (a `oneOf` of four address formats, each violated by any of three
+/// properties, expands to 108 and compiles in a few seconds).
+pub(crate) const MAX_CELL_COMBINATIONS: usize = 128;
 
 /// The keywords of drafts 4 to 2020-12 that can make a value invalid (any other word in a schema
 /// is an annotation or unknown, and constrains nothing).

@@ -406,13 +406,34 @@ fn string_superset(s: &Shape) -> Option<Vec<String>> {
 
 /// Can no value satisfy both `a` and `b`? (`false` when unsure.)
 pub(crate) fn provably_disjoint(doc: &Doc, a: &[Part], b: &[Part]) -> bool {
-    provably_disjoint_depth(doc, a, b, 0)
+    let mut budget = DISJOINTNESS_BUDGET;
+    provably_disjoint_depth(doc, a, b, 0, &mut budget)
 }
 
-/// Can no value satisfy both conjunctions `a` and `b`? (`false` when unsure.)
-fn provably_disjoint_depth(doc: &Doc, a: &[Part], b: &[Part], depth: usize) -> bool {
-    if depth > 8 {
+/// The most comparisons one [`provably_disjoint`] question may take (each side's `anyOf`/`oneOf`
+/// branches are compared one by one: a product over nested disjunctions).
+const DISJOINTNESS_BUDGET: usize = 4096;
+
+/// Can no value satisfy both conjunctions `a` and `b`? (`false` when unsure, or past `budget`.)
+///
+/// A side with a disjunction (`anyOf` or `oneOf`: either way every value of the side satisfies
+/// some branch) is disjoint from the other when each branch, with the side's own keywords, is.
+fn provably_disjoint_depth(doc: &Doc, a: &[Part], b: &[Part], depth: usize, budget: &mut usize) -> bool {
+    if depth > 8 || *budget == 0 {
         return false;
+    }
+    *budget -= 1;
+    for (x, y) in [(a, b), (b, a)] {
+        let Ok(f) = flatten(doc, x) else { return false };
+        if f.is_false {
+            return true;
+        }
+        if let Some(d) = f.disjunctions.first() {
+            return d.branches.iter().all(|branch| {
+                let parts: Vec<Part> = f.own.iter().cloned().chain(std::iter::once(branch.clone())).collect();
+                provably_disjoint_depth(doc, &parts, y, depth + 1, budget)
+            });
+        }
     }
     let shape = |p: &[Part]| -> Option<(Flat, Shape)> {
         let f = flatten(doc, p).ok()?;
@@ -484,7 +505,7 @@ fn provably_disjoint_depth(doc: &Doc, a: &[Part], b: &[Part], depth: usize) -> b
                 }
                 // (Whether or not `y` requires the key: where it is present, `y` constrains it.)
                 if let (Ok(pa), Ok(pb)) = (key_parts(doc, &x.objs, k), key_parts(doc, &y.objs, k)) {
-                    if !pa.is_empty() && !pb.is_empty() && provably_disjoint_depth(doc, &pa, &pb, depth + 1) {
+                    if !pa.is_empty() && !pb.is_empty() && provably_disjoint_depth(doc, &pa, &pb, depth + 1, budget) {
                         return true;
                     }
                 }
