@@ -19,6 +19,9 @@
 //! - `min/maxProperties`, `min/maxItems` → the other side of the bound; `items: S` (one schema)
 //!   → an array that `contains` a violation of `S`;
 //! - `minLength: n` → a string of at most `n − 1` characters; `maxLength: n` → at least `n + 1`;
+//! - `allOf: [B…]` → the violations of every branch; `anyOf: [B…]` → one conjunction,
+//!   `allOf` of each branch's violations (as an `anyOf`); `oneOf: [B…]` → that conjunction, and
+//!   per pair of branches both of them (`allOf` of the two, by reference);
 //! - annotations and words no draft defines violate nothing; a `$ref` is followed.
 //!
 //! Any other keyword leaves the schema's complement unwritten, and the keyword that needed it is
@@ -258,6 +261,16 @@ fn violations(doc: &Doc, moved: (&str, &str), ptr: &str, v: &Value, depth: usize
         return None; // (a base of its own: its references would move)
     }
     let mut out = Vec::new();
+    // A reference to the subschema at `ptr` + `suffix`, where it is now (a branch of the `oneOf`
+    // being rewritten has moved).
+    let here = |suffix: &str| {
+        let at = format!("{ptr}{suffix}");
+        let at = match at.strip_prefix(moved.0) {
+            Some(rest) if rest.starts_with('/') => format!("{}{rest}", moved.1),
+            _ => at,
+        };
+        json!({"$ref": format!("#{}", fragment(&at))})
+    };
     if let Some(r) = o.get("$ref") {
         let target = doc.resolve_ref(ptr, r.as_str()?).ok()?;
         out.extend(violations(doc, moved, &target, doc.get(&target)?, depth + 1)?);
@@ -295,13 +308,36 @@ fn violations(doc: &Doc, moved: (&str, &str), ptr: &str, v: &Value, depth: usize
             k if is_annotation(k) || !ASSERTIONS.contains(&k) => {}
             "type" | "pattern" => out.push(json!({ "not": { k: x } })),
             // (`not: S` is violated by exactly the values of `S`, referred to where it is.)
-            "not" => {
-                let at = format!("{ptr}/not");
-                let at = match at.strip_prefix(moved.0) {
-                    Some(rest) if rest.starts_with('/') => format!("{}{rest}", moved.1),
-                    _ => at,
-                };
-                out.push(json!({"$ref": format!("#{}", fragment(&at))}));
+            "not" => out.push(here("/not")),
+            // Some branch violated.
+            "allOf" => {
+                for (i, b) in x.as_array()?.iter().enumerate() {
+                    out.extend(violations(doc, moved, &format!("{ptr}/allOf/{i}"), b, depth + 1)?);
+                }
+            }
+            // Every branch violated (one alternative: a conjunction of the branches' unions);
+            // for `oneOf`, also any two branches that hold together, referred to where they are.
+            "anyOf" | "oneOf" => {
+                let branches = x.as_array()?;
+                let mut every = Vec::with_capacity(branches.len());
+                for (i, b) in branches.iter().enumerate() {
+                    let w = violations(doc, moved, &format!("{ptr}/{k}/{i}"), b, depth + 1)?;
+                    if w.is_empty() {
+                        every.clear();
+                        break;
+                    }
+                    every.push(json!({ "anyOf": w }));
+                }
+                if !every.is_empty() {
+                    out.push(json!({ "allOf": every }));
+                }
+                if k == "oneOf" {
+                    for i in 0..branches.len() {
+                        for j in i + 1..branches.len() {
+                            out.push(json!({"allOf": [here(&format!("/oneOf/{i}")), here(&format!("/oneOf/{j}"))]}));
+                        }
+                    }
+                }
             }
             "required" => {
                 for r in x.as_array()? {
