@@ -47,17 +47,11 @@
 use serde_json::{json, Map, Value};
 
 use super::conditional::fragment;
-use super::doc::Doc;
+use super::doc::{Doc, MOVED_NOT, MOVED_ONE_OF};
 use super::flat::Part;
 use super::flat::{is_annotation, negation};
 use super::validate::validate;
 use super::Draft;
-
-/// The key a rewritten `oneOf` is moved to.
-const MOVED_ONE_OF: &str = "x-dwac-oneOf";
-
-/// The key the subschema of a rewritten `not` is moved to.
-const MOVED_NOT: &str = "x-dwac-not";
 
 /// Whether a rewrite may change the schema's meaning beyond the value it accepts: the rewritten
 /// forms evaluate properties and items (annotations) that the original did not (`not` evaluates

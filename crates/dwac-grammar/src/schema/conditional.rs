@@ -13,12 +13,9 @@
 
 use serde_json::{json, Map, Value};
 
-use super::doc::Doc;
+use super::doc::{Doc, MOVED_DEPENDENCIES, MOVED_IF};
 use super::flat::{dependent_presence, is_annotation};
 use super::Draft;
-
-/// The key `if` is moved to in a rewritten schema.
-const MOVED_IF: &str = "x-dwac-if";
 
 /// The schema with every supported `if`/`then`/`else` rewritten, or `None` if it has none.
 pub(crate) fn rewrite(schema: &Value, draft: Draft) -> Option<Value> {
@@ -60,10 +57,6 @@ pub(crate) fn rewrite(schema: &Value, draft: Draft) -> Option<Value> {
     }
     Some(out)
 }
-
-/// Keys the schema dependencies of `dependentSchemas` / draft-07 `dependencies` are moved to.
-const MOVED_DEPENDENCIES: [(&str, &str); 2] =
-    [("dependentSchemas", "x-dwac-dependentSchemas"), ("dependencies", "x-dwac-dependencies")];
 
 /// The schema with every schema dependency that is not a presence constraint rewritten, or
 /// `None` if it has none. `dependentSchemas: {k: S}` holds for a non-object, for an object

@@ -140,6 +140,17 @@ pub(crate) const SUB_MAP: &[&str] =
     &["properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"];
 pub(crate) const SUB_ARR: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems", "items"];
 
+/// The keys where the rewrites before building (`complement.rs`, `conditional.rs`) keep the
+/// subschemas they replace: each is still reached by `$ref` from the rewritten schema, so it is
+/// walked as a subschema (and rewritten in turn). The branches of a rewritten `oneOf`:
+pub(crate) const MOVED_ONE_OF: &str = "x-dwac-oneOf";
+/// The subschema of a rewritten `not`, and the condition of a rewritten `if`:
+pub(crate) const MOVED_NOT: &str = "x-dwac-not";
+pub(crate) const MOVED_IF: &str = "x-dwac-if";
+/// The schemas of rewritten `dependentSchemas` / draft-07 `dependencies` (keyword, moved key):
+pub(crate) const MOVED_DEPENDENCIES: [(&str, &str); 2] =
+    [("dependentSchemas", "x-dwac-dependentSchemas"), ("dependencies", "x-dwac-dependencies")];
+
 impl<'a> Doc<'a> {
     pub fn new(root: &'a Value, draft: Draft) -> Doc<'a> {
         let mut d = Doc { root, draft, base: HashMap::new(), ids: HashMap::new(), anchors: HashMap::new() };
@@ -184,17 +195,19 @@ impl<'a> Doc<'a> {
         self.base.insert(ptr.clone(), base.clone());
         for (k, sub) in o {
             let kp = format!("{ptr}/{}", ptr_token(k));
-            if SUB_ONE.contains(&k.as_str()) && !(k == "items" && sub.is_array()) {
+            let (one, map, arr) =
+                (k == MOVED_NOT || k == MOVED_IF, MOVED_DEPENDENCIES.iter().any(|(_, m)| m == k), k == MOVED_ONE_OF);
+            if one || SUB_ONE.contains(&k.as_str()) && !(k == "items" && sub.is_array()) {
                 self.walk(sub, kp.clone(), base.clone());
             }
-            if SUB_MAP.contains(&k.as_str()) {
+            if map || SUB_MAP.contains(&k.as_str()) {
                 if let Value::Object(m) = sub {
                     for (name, s) in m {
                         self.walk(s, format!("{kp}/{}", ptr_token(name)), base.clone());
                     }
                 }
             }
-            if SUB_ARR.contains(&k.as_str()) {
+            if arr || SUB_ARR.contains(&k.as_str()) {
                 if let Value::Array(a) = sub {
                     for (i, s) in a.iter().enumerate() {
                         self.walk(s, format!("{kp}/{i}"), base.clone());
