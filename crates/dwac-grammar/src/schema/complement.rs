@@ -22,7 +22,9 @@
 //! - `allOf: [B…]` → the violations of every branch; `anyOf: [B…]` → one conjunction,
 //!   `allOf` of each branch's violations (as an `anyOf`); `oneOf: [B…]` → that conjunction, and
 //!   per pair of branches both of them (`allOf` of the two, by reference);
-//! - annotations and words no draft defines violate nothing; a `$ref` is followed.
+//! - annotations and words no draft defines violate nothing; a `$ref` is followed, and where it
+//!   is met again while its own violations are written (a recursive schema), its complement is
+//!   written once as a definition of the document and referred to ([`Recursion`]).
 //!
 //! Any other keyword leaves the schema's complement unwritten, and the keyword that needed it is
 //! refused by name as before. Each written form is one the compiler already holds exactly
@@ -47,7 +49,7 @@
 use serde_json::{json, Map, Value};
 
 use super::conditional::fragment;
-use super::doc::{Doc, MOVED_NOT, MOVED_ONE_OF};
+use super::doc::{Doc, COMPLEMENTS, MOVED_NOT, MOVED_ONE_OF};
 use super::flat::Part;
 use super::flat::{is_annotation, negation};
 use super::validate::validate;
@@ -80,7 +82,8 @@ pub(crate) fn rewrite_not(doc: &Doc, ptr: &str) -> Option<Value> {
         return None;
     }
     let moved = format!("{ptr}/{MOVED_NOT}");
-    let w = violations(doc, (&format!("{ptr}/not"), &moved), &format!("{ptr}/not"), inner, 0)?;
+    let mut cx = Recursion::default();
+    let w = violations(doc, (&format!("{ptr}/not"), &moved), &mut cx, &format!("{ptr}/not"), inner, 0)?;
     let union = match w.len() {
         0 => Value::Bool(false),
         1 => w.into_iter().next()?,
@@ -96,6 +99,7 @@ pub(crate) fn rewrite_not(doc: &Doc, ptr: &str) -> Option<Value> {
             o.insert("allOf".into(), Value::Array(vec![union]));
         }
     }
+    cx.write_into(&mut out)?;
     Some(out)
 }
 
@@ -154,8 +158,9 @@ pub(crate) const ASSERTIONS: &[&str] = &[
     "contentMediaType",
 ];
 
-/// How deep `$ref`s and nested `properties` are followed when writing violations.
-const MAX_DEPTH: usize = 8;
+/// How deep `$ref`s and nested `properties` are followed when writing violations (a `$ref` met
+/// again on the way is not followed: [`Recursion`]).
+const MAX_DEPTH: usize = 12;
 
 /// The schema with the `oneOf` of the subschema at `ptr` rewritten as a union of cells, or `None`
 /// where some branch's complement cannot be written exactly (or the rewrite does not apply).
@@ -171,9 +176,11 @@ pub(crate) fn rewrite_one_of(doc: &Doc, ptr: &str) -> Option<Value> {
     let moved = format!("{ptr}/{MOVED_ONE_OF}");
     let mut viols: Vec<Vec<Value>> = Vec::with_capacity(branches.len());
     let mut names: Vec<String> = Vec::new();
+    let mut cx = Recursion::default();
     for (i, b) in branches.iter().enumerate() {
         // (Violations are written from the branch where it is now, so its `$ref`s resolve as they did.)
-        viols.push(violations(doc, (&format!("{ptr}/oneOf"), &moved), &format!("{ptr}/oneOf/{i}"), b, 0)?);
+        let at = format!("{ptr}/oneOf/{i}");
+        viols.push(violations(doc, (&format!("{ptr}/oneOf"), &moved), &mut cx, &at, b, 0)?);
         collect_names(doc, &format!("{ptr}/oneOf/{i}"), b, &mut names, 0);
     }
     let mut cells = Vec::new();
@@ -210,6 +217,7 @@ pub(crate) fn rewrite_one_of(doc: &Doc, ptr: &str) -> Option<Value> {
             o.insert("allOf".into(), Value::Array(vec![union]));
         }
     }
+    cx.write_into(&mut out)?;
     Some(out)
 }
 
@@ -236,12 +244,59 @@ fn collect_names(doc: &Doc, ptr: &str, v: &Value, names: &mut Vec<String>, depth
     }
 }
 
+/// The complements of `$ref` targets met again while their own violations are being written
+/// (recursive schemas: a list of lists of itself). Each such complement is written once, as a
+/// definition of the rewritten document under [`COMPLEMENTS`] (keyed by the target's pointer),
+/// and referred to wherever it is needed, itself included: the grammar is then recursive where
+/// the schema is.
+#[derive(Default)]
+struct Recursion {
+    /// Targets whose violations are being written (the `$ref`s followed so far).
+    open: Vec<String>,
+    /// Targets met again while open: they get a definition.
+    recursive: Vec<String>,
+    /// (target, its complement) for every definition written.
+    defined: Vec<(String, Value)>,
+}
+
+impl Recursion {
+    /// Add the definitions to the rewritten document `out` (an object: a document with a
+    /// `$ref` is one). A complement already there from an earlier rewrite is kept: it is the
+    /// same language.
+    fn write_into(self, out: &mut Value) -> Option<()> {
+        if self.defined.is_empty() {
+            return Some(());
+        }
+        let root = out.as_object_mut()?;
+        let Value::Object(defs) = root.entry(COMPLEMENTS).or_insert_with(|| Value::Object(Map::new())) else {
+            return None;
+        };
+        for (target, union) in self.defined {
+            defs.entry(target).or_insert(union);
+        }
+        Some(())
+    }
+}
+
+/// A reference to the complement of the subschema at `target` (see [`Recursion`]).
+fn complement_ref(target: &str) -> Value {
+    let at = format!("/{COMPLEMENTS}/{}", super::doc::ptr_token(target));
+    json!({"$ref": format!("#{}", fragment(&at))})
+}
+
 /// Schemas whose union is exactly the values that do not satisfy `v` (at `ptr`), or `None` if
 /// some keyword's violation cannot be written exactly. Empty: `v` holds for every value.
 ///
 /// References written into them name the subschemas where a rewrite moves them: `moved` is
 /// (`…/oneOf`, `…/x-dwac-oneOf`) or (`…/not`, `…/x-dwac-not`).
-fn violations(doc: &Doc, moved: (&str, &str), ptr: &str, v: &Value, depth: usize) -> Option<Vec<Value>> {
+fn violations(
+    doc: &Doc,
+    moved: (&str, &str),
+    cx: &mut Recursion,
+    ptr: &str,
+    v: &Value,
+    depth: usize,
+) -> Option<Vec<Value>> {
     if depth > MAX_DEPTH {
         return None;
     }
@@ -267,7 +322,25 @@ fn violations(doc: &Doc, moved: (&str, &str), ptr: &str, v: &Value, depth: usize
     };
     if let Some(r) = o.get("$ref") {
         let target = doc.resolve_ref(ptr, r.as_str()?).ok()?;
-        out.extend(violations(doc, moved, &target, doc.get(&target)?, depth + 1)?);
+        if cx.defined.iter().any(|(t, _)| *t == target) || cx.open.contains(&target) {
+            // (Met again while its own violations are written: a recursive schema.)
+            if !cx.recursive.contains(&target) {
+                cx.recursive.push(target.clone());
+            }
+            out.push(complement_ref(&target));
+        } else {
+            cx.open.push(target.clone());
+            let w = violations(doc, moved, cx, &target, doc.get(&target)?, depth + 1);
+            cx.open.pop();
+            let w = w?;
+            if cx.recursive.contains(&target) {
+                let union = if w.is_empty() { Value::Bool(false) } else { json!({ "anyOf": w }) };
+                cx.defined.push((target.clone(), union));
+                out.push(complement_ref(&target));
+            } else {
+                out.extend(w);
+            }
+        }
         if doc.draft.ref_overrides_siblings() {
             return Some(out);
         }
@@ -306,7 +379,7 @@ fn violations(doc: &Doc, moved: (&str, &str), ptr: &str, v: &Value, depth: usize
             // Some branch violated.
             "allOf" => {
                 for (i, b) in x.as_array()?.iter().enumerate() {
-                    out.extend(violations(doc, moved, &format!("{ptr}/allOf/{i}"), b, depth + 1)?);
+                    out.extend(violations(doc, moved, cx, &format!("{ptr}/allOf/{i}"), b, depth + 1)?);
                 }
             }
             // Every branch violated (one alternative: a conjunction of the branches' unions);
@@ -315,7 +388,7 @@ fn violations(doc: &Doc, moved: (&str, &str), ptr: &str, v: &Value, depth: usize
                 let branches = x.as_array()?;
                 let mut every = Vec::with_capacity(branches.len());
                 for (i, b) in branches.iter().enumerate() {
-                    let w = violations(doc, moved, &format!("{ptr}/{k}/{i}"), b, depth + 1)?;
+                    let w = violations(doc, moved, cx, &format!("{ptr}/{k}/{i}"), b, depth + 1)?;
                     if w.is_empty() {
                         every.clear();
                         break;
@@ -373,7 +446,7 @@ fn violations(doc: &Doc, moved: (&str, &str), ptr: &str, v: &Value, depth: usize
                 if o.contains_key("contains") || o.contains_key("prefixItems") {
                     return None;
                 }
-                let w = violations(doc, moved, &format!("{ptr}/items"), x, depth + 1)?;
+                let w = violations(doc, moved, cx, &format!("{ptr}/items"), x, depth + 1)?;
                 if !w.is_empty() {
                     out.push(json!({"type": "array", "contains": { "anyOf": w }}));
                 }
@@ -388,7 +461,7 @@ fn violations(doc: &Doc, moved: (&str, &str), ptr: &str, v: &Value, depth: usize
             "properties" => {
                 for (p, s) in x.as_object()? {
                     let sub = format!("{ptr}/properties/{}", super::doc::ptr_token(p));
-                    let w = violations(doc, moved, &sub, s, depth + 1)?;
+                    let w = violations(doc, moved, cx, &sub, s, depth + 1)?;
                     let value = match w.len() {
                         0 => continue,
                         1 => w.into_iter().next()?,

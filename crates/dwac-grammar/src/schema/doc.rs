@@ -147,6 +147,9 @@ pub(crate) const MOVED_ONE_OF: &str = "x-dwac-oneOf";
 /// The subschema of a rewritten `not`, and the condition of a rewritten `if`:
 pub(crate) const MOVED_NOT: &str = "x-dwac-not";
 pub(crate) const MOVED_IF: &str = "x-dwac-if";
+/// The complements of recursive subschemas that rewritten `oneOf`s and `not`s need, at the root
+/// (keyed by the subschema's pointer):
+pub(crate) const COMPLEMENTS: &str = "x-dwac-complements";
 /// The schemas of rewritten `dependentSchemas` / draft-07 `dependencies` (keyword, moved key):
 pub(crate) const MOVED_DEPENDENCIES: [(&str, &str); 2] =
     [("dependentSchemas", "x-dwac-dependentSchemas"), ("dependencies", "x-dwac-dependencies")];
@@ -195,8 +198,11 @@ impl<'a> Doc<'a> {
         self.base.insert(ptr.clone(), base.clone());
         for (k, sub) in o {
             let kp = format!("{ptr}/{}", ptr_token(k));
-            let (one, map, arr) =
-                (k == MOVED_NOT || k == MOVED_IF, MOVED_DEPENDENCIES.iter().any(|(_, m)| m == k), k == MOVED_ONE_OF);
+            let (one, map, arr) = (
+                k == MOVED_NOT || k == MOVED_IF,
+                MOVED_DEPENDENCIES.iter().any(|(_, m)| m == k) || k == COMPLEMENTS,
+                k == MOVED_ONE_OF,
+            );
             if one || SUB_ONE.contains(&k.as_str()) && !(k == "items" && sub.is_array()) {
                 self.walk(sub, kp.clone(), base.clone());
             }
