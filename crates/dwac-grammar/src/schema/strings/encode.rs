@@ -303,7 +303,8 @@ pub(super) fn length_regex(min: u64, max: Option<u64>) -> Result<String, StringE
     })
 }
 
-/// The bounds `(min, max)` of a regex that [`length_regex`] wrote, `None` for any other regex.
+/// The bounds `(min, max)` of a length regex (what `minLength`/`maxLength` compile to), `None`
+/// for any other regex.
 ///
 /// A length regex is `"` and between `min` and `max` JSON string characters (any character, in
 /// any of its encodings) and `"`; the lexer keeps such a bound as a counter beside the other
