@@ -267,15 +267,7 @@ fn build_component(terminals: &[Terminal], active: &[bool]) -> Result<ComponentD
                 continue;
             }
             owner[st.as_usize()] = pid as u32;
-            match nfa.state(st) {
-                State::ByteRange { trans } => stack.push(trans.next),
-                State::Sparse(sp) => stack.extend(sp.transitions.iter().map(|t| t.next)),
-                State::Dense(de) => stack.extend(de.transitions.iter().copied().filter(|&n| n != StateID::ZERO)),
-                State::Union { alternates } => stack.extend(alternates.iter().copied()),
-                State::BinaryUnion { alt1, alt2 } => stack.extend([*alt1, *alt2]),
-                State::Capture { next, .. } | State::Look { next, .. } => stack.push(*next),
-                State::Fail | State::Match { .. } => {}
-            }
+            successors(nfa.state(st), |next, _| stack.push(next));
         }
     }
     // Terminals made of several patterns: (main pattern, other patterns with their roles).
@@ -289,7 +281,7 @@ fn build_component(terminals: &[Terminal], active: &[bool]) -> Result<ComponentD
         }
     }
     groups.retain(|g| !g.1.is_empty());
-    let lengths = length::Lengths::new(counters, &nfa, pats.len());
+    let mut lengths = length::Lengths::new(counters, &nfa, pats.len());
 
     // Subset construction. The closure's buffers and marks are reused from call to call.
     struct Scratch {
@@ -595,6 +587,22 @@ fn build_component(terminals: &[Terminal], active: &[bool]) -> Result<ComponentD
         maccs.push(accs[q].clone());
     }
     Ok(ComponentDfa { n: m, class: class_of.to_vec(), k, trans: mtrans, accs: maccs })
+}
+
+/// Each successor of an NFA state, with the bytes the edge reads (1, or 0 for an ε-edge).
+fn successors(state: &State, mut f: impl FnMut(StateID, u32)) {
+    match state {
+        State::ByteRange { trans } => f(trans.next, 1),
+        State::Sparse(sp) => sp.transitions.iter().for_each(|t| f(t.next, 1)),
+        State::Dense(de) => de.transitions.iter().filter(|&&n| n != StateID::ZERO).for_each(|&n| f(n, 1)),
+        State::Union { alternates } => alternates.iter().for_each(|&a| f(a, 0)),
+        State::BinaryUnion { alt1, alt2 } => {
+            f(*alt1, 0);
+            f(*alt2, 0);
+        }
+        State::Capture { next, .. } | State::Look { next, .. } => f(*next, 0),
+        State::Fail | State::Match { .. } => {}
+    }
 }
 
 /// Next⁺, dead-state pruning and the table layout over the merged components.

@@ -125,15 +125,17 @@ pub(super) struct Lengths {
     counters: Vec<Counter>,
     /// Per NFA state: the longest path to a match, in bytes (`u32::MAX`: unbounded).
     longest: Vec<u32>,
-    /// Per pattern: the largest `longest` among its states in the subset being settled, marked
-    /// by generation.
-    reach: std::cell::RefCell<(Vec<u32>, Vec<u32>, u32)>,
+    /// Per pattern: the largest `longest` among its states in the subset being settled (valid
+    /// where `seen` holds the current generation `gen`).
+    most: Vec<u32>,
+    seen: Vec<u32>,
+    gen: u32,
 }
 
 impl Lengths {
     pub fn new(counters: Vec<Counter>, nfa: &NFA, patterns: usize) -> Lengths {
         let longest = if counters.is_empty() { Vec::new() } else { longest_to_match(nfa) };
-        Lengths { counters, longest, reach: std::cell::RefCell::new((vec![0; patterns], vec![0; patterns], 0)) }
+        Lengths { counters, longest, most: vec![0; patterns], seen: vec![0; patterns], gen: 0 }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -176,19 +178,18 @@ impl Lengths {
     /// pattern's terminal) but keeps its matches in `acc`, as the construction keeps those of
     /// a terminal whose `also` part died ([`Counter::bound_only`] aside); a counter that can
     /// no longer fail saturates; the decoder is forgotten once no counter needs it.
-    pub fn settle(&self, aux: &mut [u32], set: &mut Vec<StateID>, acc: &mut Vec<u32>, owner: &[u32], term: &[u32]) {
+    pub fn settle(&mut self, aux: &mut [u32], set: &mut Vec<StateID>, acc: &mut Vec<u32>, owner: &[u32], term: &[u32]) {
         if self.is_empty() {
             return;
         }
         let decoder = aux[0] as u8;
-        let mut reach = self.reach.borrow_mut();
-        let (seen, most, gen) = &mut *reach;
-        *gen += 1;
+        self.gen += 1;
+        let (seen, most, gen) = (&mut self.seen, &mut self.most, self.gen);
         for st in set.iter() {
             let p = owner[st.as_usize()] as usize;
             let l = self.longest[st.as_usize()];
-            if seen[p] != *gen {
-                seen[p] = *gen;
+            if seen[p] != gen {
+                seen[p] = gen;
                 most[p] = l;
             } else {
                 most[p] = most[p].max(l);
@@ -220,7 +221,7 @@ impl Lengths {
             let left = c
                 .patterns
                 .iter()
-                .map(|&p| if seen[p as usize] == *gen { most[p as usize] } else { 0 })
+                .map(|&p| if seen[p as usize] == gen { most[p as usize] } else { 0 })
                 .min()
                 .unwrap_or(u32::MAX);
             let fits = match c.max {
@@ -326,17 +327,9 @@ pub(super) fn split_bounds<'a>(
 fn longest_to_match(nfa: &NFA) -> Vec<u32> {
     let n = nfa.states().len();
     let edges = |s: usize| -> Vec<(usize, u32)> {
-        match nfa.state(StateID::new_unchecked(s)) {
-            State::ByteRange { trans } => vec![(trans.next.as_usize(), 1)],
-            State::Sparse(sp) => sp.transitions.iter().map(|t| (t.next.as_usize(), 1)).collect(),
-            State::Dense(de) => {
-                de.transitions.iter().filter(|&&t| t != StateID::ZERO).map(|t| (t.as_usize(), 1)).collect()
-            }
-            State::Union { alternates } => alternates.iter().map(|a| (a.as_usize(), 0)).collect(),
-            State::BinaryUnion { alt1, alt2 } => vec![(alt1.as_usize(), 0), (alt2.as_usize(), 0)],
-            State::Capture { next, .. } | State::Look { next, .. } => vec![(next.as_usize(), 0)],
-            State::Fail | State::Match { .. } => Vec::new(),
-        }
+        let mut out = Vec::new();
+        super::successors(nfa.state(StateID::new_unchecked(s)), |t, w| out.push((t.as_usize(), w)));
+        out
     };
     let mut preds: Vec<Vec<(u32, u32)>> = vec![Vec::new(); n];
     let mut out_edges: Vec<Vec<(usize, u32)>> = Vec::with_capacity(n);
