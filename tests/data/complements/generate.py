@@ -6,7 +6,7 @@ accepts exactly the valid ones.
     target/e2e/venv/bin/python tests/data/complements/generate.py
 
 reads `schemas.json` (MaskBench schemas copied from ../shared/data, with their valid instances as
-`seeds` to mutate, and hand-written ones) and writes `instances.jsonl`. Deterministic (seeded)."""
+`seeds` to mutate and, for some, hand-picked `cases` taken as they are; and hand-written ones) and writes `instances.jsonl`. Deterministic (seeded)."""
 
 import json
 import random
@@ -106,6 +106,12 @@ def main():
         validator = jsonschema.validators.validator_for(s)(s)
         names, strings = names_in(s, []), strings_in(s, [])
         seen = set()
+        # (Hand-picked values, judged like the rest: those an entry lists under `cases`.)
+        for data in entry.get("cases", []):
+            key = json.dumps(data, sort_keys=True)
+            if key not in seen:
+                seen.add(key)
+                lines.append({"schema": entry["name"], "data": data, "valid": validator.is_valid(data)})
         for _ in range(PER_SCHEMA * 4):
             seeds = entry.get("seeds", [])
             if seeds and rng.random() < 0.7:
@@ -119,7 +125,7 @@ def main():
                 continue
             seen.add(key)
             lines.append({"schema": entry["name"], "data": data, "valid": validator.is_valid(data)})
-            if len(seen) == PER_SCHEMA:
+            if len(seen) == PER_SCHEMA + len(entry.get("cases", [])):
                 break
     with open(HERE / "instances.jsonl", "w") as f:
         for line in lines:

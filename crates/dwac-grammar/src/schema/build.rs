@@ -57,6 +57,8 @@ struct Builder<'a> {
     opts: SchemaOptions,
     g: Grammar,
     memo: HashMap<Vec<Part>, u32>,
+    /// [`Builder::type_bound`]'s answers.
+    type_bounds: HashMap<Vec<Part>, u8>,
     terms: HashMap<(String, Vec<String>, Vec<String>), u32>,
     warnings: Vec<String>,
     components: u32,
@@ -137,6 +139,7 @@ fn build(
         opts: opts.clone(),
         g: Grammar::default(),
         memo: HashMap::new(),
+        type_bounds: HashMap::new(),
         terms: HashMap::new(),
         warnings: Vec::new(),
         components: 0,
@@ -337,7 +340,9 @@ impl<'a> Builder<'a> {
                 .schemas
                 .iter()
                 .any(|(_, o)| o.contains_key("unevaluatedProperties") || o.contains_key("unevaluatedItems"));
-            let mut combos: Vec<Vec<Part>> = vec![doc_flat.own.clone()];
+            // (Each combination with the types its parts allow at most: one that allows none is
+            // empty and is left out, so only combinations that may hold count against the bound.)
+            let mut combos: Vec<(Vec<Part>, u8)> = vec![(doc_flat.own.clone(), self.type_bound(&doc_flat.own))];
             // A `oneOf` of strings whose branches overlap: exactly one, by differences of the
             // branches' string languages (`one_of.rs`).
             if let [d] = &doc_flat.disjunctions[..] {
@@ -365,12 +370,16 @@ impl<'a> Builder<'a> {
                 } else {
                     d.branches.iter().map(|b| vec![b.clone()]).collect()
                 };
+                let bounds: Vec<u8> = choices.iter().map(|b| self.type_bound(b)).collect();
                 let mut next = Vec::new();
-                for c in &combos {
-                    for b in &choices {
+                for (c, t) in &combos {
+                    for (b, u) in choices.iter().zip(&bounds) {
+                        if t & u == 0 {
+                            continue;
+                        }
                         let mut c2 = c.clone();
                         c2.extend(b.iter().cloned());
-                        next.push(c2);
+                        next.push((c2, t & u));
                     }
                 }
                 // (Only a product of disjunctions is bounded: one disjunction's branches are as
@@ -384,7 +393,7 @@ impl<'a> Builder<'a> {
                 }
                 combos = next;
             }
-            for c in combos {
+            for (c, _) in combos {
                 let sub = self.conj(c)?;
                 self.rule(n, vec![Symbol::N(sub)]);
             }
@@ -409,6 +418,21 @@ impl<'a> Builder<'a> {
         }
         self.build_shape(n, &shape)?;
         Ok(n)
+    }
+
+    /// The JSON types (`flat::T_*` bits) the conjunction of `parts` may have at most: those its
+    /// own keywords allow (its disjunctions only narrow them further).
+    fn type_bound(&mut self, parts: &[Part]) -> u8 {
+        if let Some(&t) = self.type_bounds.get(parts) {
+            return t;
+        }
+        let t = match flatten(&self.doc, parts) {
+            Ok(f) if f.is_false => 0,
+            Ok(f) => merge(&self.doc, &f).map_or(T_ALL, |s| s.types),
+            Err(_) => T_ALL,
+        };
+        self.type_bounds.insert(parts.to_vec(), t);
+        t
     }
 
     /// `oneOf` is compiled as `anyOf` only when its branches are provably disjoint.

@@ -14,6 +14,13 @@
 //! - `pattern` → `not: {pattern}`; `not: S` → `S` (by reference);
 //! - `additionalProperties: false` (no `patternProperties`) → an object with a key the schema does
 //!   not name (`not: {additionalProperties: false, properties: {…: {}}}`, key-presence states);
+//!   beside `patternProperties`, or a schema `S` → an object with a member whose key the schema
+//!   neither names nor matches by a pattern and whose value breaks `S` (`false`: any value);
+//! - `patternProperties: {P: S}` → an object with a member whose key matches `P` and whose value
+//!   breaks `S`. Both are written with the one internal keyword that constrains a value,
+//!   [`SOME_MEMBER`] ("some member is one of these"): the object builder gives it a bit of the
+//!   key-presence states, set by a member laid out as such (its key terminal also in the key
+//!   language, its value also in the value schema), and required at the object's end;
 //! - numeric bounds → the other side (`maximum: x` → `exclusiveMinimum: x`; draft 4's boolean
 //!   `exclusive*` modifiers too), through the number regexes every bound uses;
 //! - `min/maxProperties`, `min/maxItems` → the other side of the bound; `items: S` (one schema)
@@ -34,7 +41,9 @@
 //!
 //! **`oneOf`** ([`rewrite_one_of`]): a value satisfies `oneOf: [B₀ … Bₖ₋₁]` when it satisfies
 //! exactly one branch, so the `oneOf` is the disjoint union of the cells `Bᵢ ∧ ⋀_{j≠i} ¬Bⱼ` (at
-//! most [`MAX_CELL_COMBINATIONS`] alternatives in all). The branches stay where they were,
+//! most [`MAX_CELL_COMBINATIONS`] alternatives in all). Where `Bᵢ` and `Bⱼ` are provably disjoint
+//! (beside the holder's own keywords), `Bᵢ` implies `¬Bⱼ` and cell `i` leaves `¬Bⱼ` out; a branch
+//! disjoint from every other needs no complement at all. The branches stay where they were,
 //! moved to `x-dwac-oneOf` (an unknown word: not evaluated), and each cell refers to its branch by
 //! `$ref`, so errors inside a branch keep its pointer. A first part lists every key some branch
 //! names, in the branches' order, so every cell lays out an object's keys in one order.
@@ -49,10 +58,10 @@
 use serde_json::{json, Map, Value};
 
 use super::conditional::fragment;
-use super::doc::{Doc, COMPLEMENTS, MOVED_NOT, MOVED_ONE_OF};
+use super::doc::{Doc, COMPLEMENTS, MOVED_NOT, MOVED_ONE_OF, SOME_MEMBER};
 use super::flat::Part;
 use super::flat::{is_annotation, negation};
-use super::validate::validate;
+use super::validate::{provably_disjoint, validate};
 use super::Draft;
 
 /// Whether a rewrite may change the schema's meaning beyond the value it accepts: the rewritten
@@ -174,19 +183,33 @@ pub(crate) fn rewrite_one_of(doc: &Doc, ptr: &str) -> Option<Value> {
         return None;
     }
     let moved = format!("{ptr}/{MOVED_ONE_OF}");
-    let mut viols: Vec<Vec<Value>> = Vec::with_capacity(branches.len());
+    let n = branches.len();
+    // Branches provably disjoint (beside the holder's own keywords) need no complement in each
+    // other's cells: `Bᵢ` implies `¬Bⱼ` there.
+    let context = Part { ptr: ptr.to_string(), own_only: true };
+    let with = |i: usize| [context.clone(), Part::full(format!("{ptr}/oneOf/{i}"))];
+    let mut overlap = vec![vec![false; n]; n];
+    for (i, j) in (0..n).flat_map(|i| (i + 1..n).map(move |j| (i, j))) {
+        let o = !provably_disjoint(doc, &with(i), &with(j));
+        overlap[i][j] = o;
+        overlap[j][i] = o;
+    }
+    let mut viols: Vec<Option<Vec<Value>>> = Vec::with_capacity(n);
     let mut names: Vec<String> = Vec::new();
     let mut cx = Recursion::default();
     for (i, b) in branches.iter().enumerate() {
         // (Violations are written from the branch where it is now, so its `$ref`s resolve as they did.)
         let at = format!("{ptr}/oneOf/{i}");
-        viols.push(violations(doc, (&format!("{ptr}/oneOf"), &moved), &mut cx, &at, b, 0)?);
+        viols.push(match overlap[i].contains(&true) {
+            true => Some(violations(doc, (&format!("{ptr}/oneOf"), &moved), &mut cx, &at, b, 0)?),
+            false => None,
+        });
         collect_names(doc, &format!("{ptr}/oneOf/{i}"), b, &mut names, 0);
     }
     let mut cells = Vec::new();
     let mut total = 0usize;
-    for i in 0..branches.len() {
-        let others: Vec<&Vec<Value>> = (0..branches.len()).filter(|&j| j != i).map(|j| &viols[j]).collect();
+    for (i, row) in overlap.iter().enumerate() {
+        let others: Vec<&Vec<Value>> = (0..n).filter(|&j| row[j]).filter_map(|j| viols[j].as_ref()).collect();
         // A branch that nothing violates holds for every value: no value is in cell `i`.
         if others.iter().any(|v| v.is_empty()) {
             continue;
@@ -421,8 +444,31 @@ fn violations(
                     };
                     out.push(json!({"not": {"additionalProperties": false, "properties": named}}));
                 }
-                _ => return None,
+                // A member the schema neither names nor matches by pattern whose value breaks it.
+                _ => {
+                    let w = violations(doc, moved, cx, &format!("{ptr}/additionalProperties"), x, depth + 1)?;
+                    if let Some(value) = union_of(w) {
+                        let names: Vec<&String> =
+                            o.get("properties").and_then(Value::as_object).into_iter().flat_map(|m| m.keys()).collect();
+                        let pats: Vec<&String> = o
+                            .get("patternProperties")
+                            .and_then(Value::as_object)
+                            .into_iter()
+                            .flat_map(|m| m.keys())
+                            .collect();
+                        out.push(json!({"type": "object", SOME_MEMBER: {"except": pats, "exceptNames": names, "value": value}}));
+                    }
+                }
             },
+            // A member whose key matches the pattern and whose value breaks its schema.
+            "patternProperties" => {
+                for (p, s) in x.as_object()? {
+                    let sub = format!("{ptr}/patternProperties/{}", super::doc::ptr_token(p));
+                    if let Some(value) = union_of(violations(doc, moved, cx, &sub, s, depth + 1)?) {
+                        out.push(json!({"type": "object", SOME_MEMBER: {"match": [p], "value": value}}));
+                    }
+                }
+            }
             // The other side of a numeric bound (through the same number regexes as any bound:
             // exact without an exponent, sound with one; numbers/mod.rs).
             "maximum" | "minimum" | "exclusiveMaximum" | "exclusiveMinimum" => {
@@ -474,6 +520,15 @@ fn violations(
         }
     }
     Some(out)
+}
+
+/// One schema for the union of `w` (`None` if empty: nothing violates).
+fn union_of(w: Vec<Value>) -> Option<Value> {
+    match w.len() {
+        0 => None,
+        1 => w.into_iter().next(),
+        _ => Some(json!({ "anyOf": w })),
+    }
 }
 
 /// The violation of numeric bound `k: x` of schema `o`: `Some(None)` where the keyword is a

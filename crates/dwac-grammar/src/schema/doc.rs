@@ -154,6 +154,13 @@ pub(crate) const COMPLEMENTS: &str = "x-dwac-complements";
 pub(crate) const MOVED_DEPENDENCIES: [(&str, &str); 2] =
     [("dependentSchemas", "x-dwac-dependentSchemas"), ("dependencies", "x-dwac-dependencies")];
 
+/// The one keyword the rewrites add that constrains a value: "some member of the object has a
+/// key matching every `match` pattern, none of the `except` patterns and none of the
+/// `exceptNames`, and a value satisfying the schema `value`" (the violations of
+/// `patternProperties` and of `additionalProperties` beside patterns, `complement.rs`). It holds
+/// for non-objects, as every object keyword does; `merge` and `validate` evaluate it.
+pub(crate) const SOME_MEMBER: &str = "x-dwac-someMember";
+
 impl<'a> Doc<'a> {
     pub fn new(root: &'a Value, draft: Draft) -> Doc<'a> {
         let mut d = Doc { root, draft, base: HashMap::new(), ids: HashMap::new(), anchors: HashMap::new() };
@@ -211,6 +218,11 @@ impl<'a> Doc<'a> {
                     for (name, s) in m {
                         self.walk(s, format!("{kp}/{}", ptr_token(name)), base.clone());
                     }
+                }
+            }
+            if k == SOME_MEMBER {
+                if let Some(value) = sub.get("value") {
+                    self.walk(value, format!("{kp}/value"), base.clone());
                 }
             }
             if arr || SUB_ARR.contains(&k.as_str()) {

@@ -9,7 +9,9 @@ use super::doc::{ptr_token, Doc};
 use super::numbers::Decimal;
 use super::{Draft, SchemaError};
 
+mod members;
 mod negation;
+pub(crate) use members::SomeMember;
 pub(crate) use negation::{negation, Negation};
 
 /// A subschema in a conjunction: its JSON pointer, and whether only its own keywords count
@@ -244,6 +246,8 @@ pub(crate) struct Shape {
     pub bool_not: u8,
     /// `uniqueItems: true`: the pointer of the (first) schema that says so.
     pub unique: Option<String>,
+    /// Members some member must be (the internal keyword of `complement.rs`).
+    pub some_members: Vec<SomeMember>,
 }
 
 /// A constraint on which object keys are present.
@@ -490,6 +494,7 @@ pub(crate) fn merge(doc: &Doc, flat: &Flat) -> Result<Shape, SchemaError> {
         str_not: Vec::new(),
         bool_not: 0,
         unique: None,
+        some_members: Vec::new(),
     };
     let present: HashSet<String> = flat.schemas.iter().map(|x| x.0.clone()).collect();
     let tighten_min = |cur: &mut Option<(Decimal, bool)>, new: (Decimal, bool)| match cur {
@@ -644,6 +649,7 @@ pub(crate) fn merge(doc: &Doc, flat: &Flat) -> Result<Shape, SchemaError> {
         if o.contains_key("propertyNames") {
             s.prop_names.push(Part::full(format!("{ptr}/propertyNames")));
         }
+        s.some_members.extend(SomeMember::of(ptr, o)?);
         // Arrays.
         let (prefix_kw, prefix_len) = if draft.items_array_is_tuple() {
             ("items", o.get("items").and_then(Value::as_array).map(Vec::len))

@@ -8,13 +8,53 @@ use super::flat::*;
 use super::validate::{key_parts, provably_disjoint, validate};
 use super::Draft;
 
-/// The own parts of the first combination of `anyOf`/`oneOf` branches that `v` satisfies.
-fn chosen_conj(doc: &Doc, v: &Value, parts: &[Part], depth: usize) -> Option<Vec<Part>> {
+/// What a value is laid out by: the own parts of the first combination of `anyOf`/`oneOf`
+/// branches it satisfies, or, where the way there meets a `oneOf` or `not` the compiler rewrites
+/// with complements (`complement.rs`), the rewritten schema (its keys are laid out as that says).
+enum Chosen {
+    Own(Vec<Part>),
+    Rewritten(Value),
+}
+
+/// The schema rewritten for a `not` or an overlapping `oneOf` of the conjunction `flat`, if it
+/// has one the compiler rewrites.
+fn rewritten(doc: &Doc, flat: &Flat) -> Option<Value> {
+    for (ptr, o) in &flat.schemas {
+        if let Some(n) = o.get("not") {
+            if refusal("not", n, o, doc.draft).is_some() {
+                if let Some(r) = super::complement::rewrite_not(doc, ptr) {
+                    return Some(r);
+                }
+            }
+        }
+    }
+    for d in &flat.disjunctions {
+        if d.kind != "oneOf" || presence_branches(doc, d).is_some() {
+            continue;
+        }
+        let with = |b: &Part| -> Vec<Part> { flat.own.iter().cloned().chain(std::iter::once(b.clone())).collect() };
+        let n = d.branches.len();
+        let overlapping =
+            (0..n).any(|i| (i + 1..n).any(|j| !provably_disjoint(doc, &with(&d.branches[i]), &with(&d.branches[j]))));
+        if overlapping {
+            if let Some(r) = super::complement::rewrite_one_of(doc, &d.ptr) {
+                return Some(r);
+            }
+        }
+    }
+    None
+}
+
+/// [`Chosen`] for `v` under the conjunction of `parts`.
+fn chosen_conj(doc: &Doc, v: &Value, parts: &[Part], depth: usize) -> Option<Chosen> {
     let mut flat = flatten(doc, parts).ok()?;
+    if let Some(r) = rewritten(doc, &flat) {
+        return Some(Chosen::Rewritten(r));
+    }
     // `oneOf`s of `required` sets are compiled as presence constraints, not branches.
     flat.disjunctions.retain(|d| !(d.kind == "oneOf" && presence_branches(doc, d).is_some()));
     if flat.disjunctions.is_empty() || depth > 8 {
-        return Some(flat.own);
+        return Some(Chosen::Own(flat.own));
     }
     let mut combos: Vec<Vec<Part>> = vec![flat.own.clone()];
     for d in &flat.disjunctions {
@@ -27,7 +67,7 @@ fn chosen_conj(doc: &Doc, v: &Value, parts: &[Part], depth: usize) -> Option<Vec
             }
         }
         if next.len() > 256 {
-            return Some(flat.own);
+            return Some(Chosen::Own(flat.own));
         }
         combos = next;
     }
@@ -36,41 +76,18 @@ fn chosen_conj(doc: &Doc, v: &Value, parts: &[Part], depth: usize) -> Option<Vec
             return chosen_conj(doc, v, &c, depth + 1);
         }
     }
-    Some(flat.own)
+    Some(Chosen::Own(flat.own))
 }
 
 fn reorder(doc: &Doc, v: &Value, parts: &[Part], depth: usize) -> Value {
     if depth > 256 {
         return v.clone();
     }
-    // A `oneOf` or `not` the compiler rewrites with complements (`complement.rs`) lays out its
-    // keys as the rewritten schema says: reorder by that.
-    if let Ok(flat) = flatten(doc, parts) {
-        for (ptr, o) in &flat.schemas {
-            if let Some(n) = o.get("not") {
-                if refusal("not", n, o, doc.draft).is_some() {
-                    if let Some(rewritten) = super::complement::rewrite_not(doc, ptr) {
-                        return reorder(&Doc::new(&rewritten, doc.draft), v, parts, depth + 1);
-                    }
-                }
-            }
-        }
-        for d in &flat.disjunctions {
-            if d.kind != "oneOf" || presence_branches(doc, d).is_some() {
-                continue;
-            }
-            let with = |b: &Part| -> Vec<Part> { flat.own.iter().cloned().chain(std::iter::once(b.clone())).collect() };
-            let n = d.branches.len();
-            let overlapping = (0..n)
-                .any(|i| (i + 1..n).any(|j| !provably_disjoint(doc, &with(&d.branches[i]), &with(&d.branches[j]))));
-            if overlapping {
-                if let Some(rewritten) = super::complement::rewrite_one_of(doc, &d.ptr) {
-                    return reorder(&Doc::new(&rewritten, doc.draft), v, parts, depth + 1);
-                }
-            }
-        }
-    }
-    let Some(own) = chosen_conj(doc, v, parts, 0) else { return v.clone() };
+    let own = match chosen_conj(doc, v, parts, 0) {
+        None => return v.clone(),
+        Some(Chosen::Rewritten(r)) => return reorder(&Doc::new(&r, doc.draft), v, parts, depth + 1),
+        Some(Chosen::Own(own)) => own,
+    };
     let Ok(flat) = flatten(doc, &own) else { return v.clone() };
     let Ok(shape) = merge(doc, &flat) else { return v.clone() };
     // A constant: serialize it in the key order of the listed value it equals.

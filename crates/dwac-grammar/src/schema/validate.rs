@@ -279,6 +279,18 @@ fn validate_keywords(doc: &Doc, v: &Value, ptr: &str, o: &Map<String, Value>) ->
                     return Ok(false);
                 }
             }
+            if let Some(w) = SomeMember::of(ptr, o)? {
+                let mut found = false;
+                for (k, x) in m {
+                    if w.key_fits(k)? && validate(doc, x, std::slice::from_ref(&w.value))? {
+                        found = true;
+                        break;
+                    }
+                }
+                if !found {
+                    return Ok(false);
+                }
+            }
             if let Some(Value::Array(r)) = o.get("required") {
                 if r.iter().any(|k| k.as_str().is_some_and(|k| !m.contains_key(k))) {
                     return Ok(false);

@@ -4,6 +4,24 @@
 
 use super::*;
 
+/// The most "some member" constraints one object may carry (each doubles the kinds of members).
+const MAX_SOME_MEMBERS: usize = 4;
+
+/// An extra member's kind: its key terminal (name, main regex, also, except) and value parts.
+type ExtraMember = (&'static str, String, Vec<String>, Vec<String>, Vec<Part>);
+
+/// Every subset of `items` (indices below 32), as bit sets, the empty set first.
+fn subsets_of(items: &[usize]) -> Vec<u32> {
+    (0..1u32 << items.len())
+        .map(|m| (0..items.len()).filter(|i| m >> i & 1 == 1).fold(0u32, |acc, i| acc | 1 << items[i]))
+        .collect()
+}
+
+/// The indices of the set bits of `bits`.
+fn bits_of(bits: u32) -> impl Iterator<Item = usize> {
+    (0..32).filter(move |i| bits >> i & 1 == 1)
+}
+
 impl Builder<'_> {
     /// String constraints from `propertyNames`: regexes every key must also match, and regexes
     /// no key may match (`not: {const/enum/pattern}`: the key terminals' `except` lists).
@@ -55,7 +73,7 @@ impl Builder<'_> {
     pub(super) fn build_object(&mut self, n: u32, s: &Shape) -> Result<(), SchemaError> {
         let Some((name_regexes, names_not)) = self.property_name_regexes(s)? else {
             // No key can satisfy propertyNames: only the empty object.
-            if s.min_props == 0 && s.required.is_empty() {
+            if s.min_props == 0 && s.required.is_empty() && s.some_members.is_empty() {
                 let (l, r) = (self.punct("{"), self.punct("}"));
                 self.rule(n, vec![l, r]);
             }
@@ -83,8 +101,22 @@ impl Builder<'_> {
             }
         }
         let colon = self.punct(":");
-        // Members for named keys.
-        let mut members: Vec<(Option<Symbol>, bool)> = Vec::new();
+        // "Some member" constraints (`SomeMember`): a bit each, set by a member that is one.
+        let witnesses = &s.some_members;
+        if witnesses.len() > MAX_SOME_MEMBERS {
+            return Err(SchemaError::new(
+                "patternProperties",
+                &s.ptr,
+                format!(
+                    "more than {MAX_SOME_MEMBERS} complements of patternProperties/additionalProperties in one object"
+                ),
+            ));
+        }
+        let witness_shift = 17; // (above the presence bits: at most 16 keys and `other_bit`)
+        let witness_all: u32 = ((1u32 << witnesses.len()) - 1) << witness_shift;
+        // Members for named keys: (presence-free variants: the witness bits a variant sets, its
+        // symbol), and whether the key is required.
+        let mut members: Vec<(Vec<(u32, Symbol)>, bool)> = Vec::new();
         for name in &names {
             let required = s.required.contains(name);
             let mut ok = true;
@@ -104,19 +136,28 @@ impl Builder<'_> {
             if parts.iter().any(|p| self.doc.get(&p.ptr) == Some(&Value::Bool(false))) {
                 ok = false;
             }
-            let sym = if ok {
-                let v = self.conj(parts)?;
-                let key = self.term("KEY", strings::json_string_literal(name), vec![], vec![]);
-                let m = self.nt(format!("member {name}"))?;
-                self.rule(m, vec![Symbol::T(key), colon, Symbol::N(v)]);
-                Some(Symbol::N(m))
-            } else {
-                None
-            };
-            if sym.is_none() && required {
+            let mut variants = Vec::new();
+            if ok {
+                let mut fits = Vec::new();
+                for (wi, w) in witnesses.iter().enumerate() {
+                    if w.key_fits(name)? {
+                        fits.push(wi);
+                    }
+                }
+                for wbits in subsets_of(&fits) {
+                    let mut parts = parts.clone();
+                    parts.extend(bits_of(wbits).map(|wi| witnesses[wi].value.clone()));
+                    let v = self.conj(parts)?;
+                    let key = self.term("KEY", strings::json_string_literal(name), vec![], vec![]);
+                    let m = self.nt(format!("member {name}"))?;
+                    self.rule(m, vec![Symbol::T(key), colon, Symbol::N(v)]);
+                    variants.push((wbits << witness_shift, Symbol::N(m)));
+                }
+            }
+            if variants.is_empty() && required {
                 return Ok(()); // a required key can never appear: no object
             }
-            members.push((sym, required));
+            members.push((variants, required));
         }
         // Extra members: keys the schema does not name.
         let named_literals: Vec<String> = names.iter().map(|k| strings::json_string_literal(k)).collect();
@@ -131,7 +172,8 @@ impl Builder<'_> {
             let ptr = format!("{}/patternProperties/{}", s.objs[*si].ptr, ptr_token(p));
             pattern_res.push(strings::pattern_regex(p).map_err(|e| self.string_error("patternProperties", &ptr, e))?);
         }
-        let mut extra_alts: Vec<Symbol> = Vec::new();
+        // (key terminal name, main regex, also, except, value parts) of each kind of extra member.
+        let mut extra_alts: Vec<ExtraMember> = Vec::new();
         // Keys matching no pattern.
         {
             let mut parts = Vec::new();
@@ -156,11 +198,7 @@ impl Builder<'_> {
                 except.extend(names_not.iter().cloned());
                 let mut also = name_regexes.clone();
                 let main = if also.is_empty() { strings::json_string_any() } else { also.remove(0) };
-                let key = self.term("KEY_ADDITIONAL", main, also, except);
-                let v = self.conj(parts)?;
-                let m = self.nt("member additional".into())?;
-                self.rule(m, vec![Symbol::T(key), colon, Symbol::N(v)]);
-                extra_alts.push(Symbol::N(m));
+                extra_alts.push(("KEY_ADDITIONAL", main, also, except, parts));
             }
         }
         // Keys matching a set of patterns (all subsets for up to 4 patterns, else single patterns;
@@ -203,27 +241,59 @@ impl Builder<'_> {
             let mut except = named_literals.clone();
             except.extend((0..k).filter(|i| !subset.contains(i)).map(|i| pattern_res[i].clone()));
             except.extend(names_not.iter().cloned());
-            let key = self.term("KEY_PATTERN", main, also, except);
-            let v = self.conj(parts)?;
-            let m = self.nt("member pattern".into())?;
-            self.rule(m, vec![Symbol::T(key), colon, Symbol::N(v)]);
-            extra_alts.push(Symbol::N(m));
+            extra_alts.push(("KEY_PATTERN", main, also, except, parts));
         }
-        let extra = if extra_alts.is_empty() {
-            None
-        } else {
-            let x = self.nt("member extra".into())?;
-            for a in extra_alts {
-                self.rule(x, vec![a]);
+        // Each kind of extra member, and as each set of "some member" constraints it may meet
+        // (its key in their languages too, its value in their schemas too): an alternative of
+        // the extra members that set those bits.
+        let mut kinds: Vec<(u32, u32)> = Vec::new();
+        let everyone: Vec<usize> = (0..witnesses.len()).collect();
+        for (name, main, also, except, parts) in extra_alts {
+            for wbits in subsets_of(&everyone) {
+                let (mut also, mut except, mut parts) = (also.clone(), except.clone(), parts.clone());
+                for wi in bits_of(wbits) {
+                    let w = &witnesses[wi];
+                    for p in &w.matches {
+                        also.push(
+                            strings::pattern_regex(p).map_err(|e| self.string_error("patternProperties", &w.ptr, e))?,
+                        );
+                    }
+                    for p in &w.excepts {
+                        except.push(
+                            strings::pattern_regex(p).map_err(|e| self.string_error("patternProperties", &w.ptr, e))?,
+                        );
+                    }
+                    except.extend(w.names.iter().map(|k| strings::json_string_literal(k)));
+                    parts.push(w.value.clone());
+                }
+                // (A key no string can be: no such member, and no value to build.)
+                if wbits != 0 && strings::regexes_disjoint(&[vec![main.clone()], also.clone()].concat()) {
+                    continue;
+                }
+                let key = self.term(name, main.clone(), also, except);
+                let v = self.conj(parts)?;
+                let m = self.nt(if name == "KEY_PATTERN" { "member pattern" } else { "member additional" }.into())?;
+                self.rule(m, vec![Symbol::T(key), colon, Symbol::N(v)]);
+                kinds.push((wbits << witness_shift, m));
             }
-            Some(Symbol::N(x))
-        };
+        }
+        let mut extra: Vec<(u32, Symbol)> = Vec::new();
+        for (bits, _) in &kinds {
+            if extra.iter().any(|(b, _)| b == bits) {
+                continue;
+            }
+            let x = self.nt("member extra".into())?;
+            for (_, m) in kinds.iter().filter(|(b, _)| b == bits) {
+                self.rule(x, vec![Symbol::N(*m)]);
+            }
+            extra.push((*bits, Symbol::N(x)));
+        }
         // The member sequence with counts (min/maxProperties).
         let (min, max) = (s.min_props, s.max_props);
         if max.is_some_and(|m| m < min) {
             return Ok(());
         }
-        if max.is_some_and(|m| m > names.len() as u64 + MAX_UNROLL) && extra.is_some() {
+        if max.is_some_and(|m| m > names.len() as u64 + MAX_UNROLL) && !extra.is_empty() {
             return Err(SchemaError::new("maxProperties", &s.ptr, "too large to unroll"));
         }
         // Presence constraints (dependentRequired, oneOf of `required` sets) track which
@@ -255,7 +325,9 @@ impl Builder<'_> {
             }
             names.iter().position(|n| n == k).and_then(bit_of).is_some_and(|b| bits & b != 0)
         };
-        let satisfied = |bits: u32| s.presence.iter().all(|p| p.holds(&names, &|k: &str| present(bits, k)));
+        let satisfied = |bits: u32| {
+            bits & witness_all == witness_all && s.presence.iter().all(|p| p.holds(&names, &|k: &str| present(bits, k)))
+        };
         let sat = |c: u64| if max.is_none() { c.min(min) } else { c };
         let fits = |c: u64| max.is_none_or(|m| c <= m);
         let comma = self.punct(",");
@@ -279,8 +351,8 @@ impl Builder<'_> {
             let a = state(self, (i, c, bits, first), &mut work)?;
             let lead = |rhs: Vec<Symbol>| if first { rhs } else { [vec![comma], rhs].concat() };
             if i < nm {
-                if let (Some(sym), true) = (members[i].0, fits(c + 1)) {
-                    let nbits = bits | bit_of(i).unwrap_or(0);
+                for &(wbits, sym) in members[i].0.iter().filter(|_| fits(c + 1)) {
+                    let nbits = bits | bit_of(i).unwrap_or(0) | wbits;
                     let next = state(self, (i + 1, sat(c + 1), nbits, false), &mut work)?;
                     self.rule(a, lead(vec![sym, Symbol::N(next)]));
                 }
@@ -292,8 +364,8 @@ impl Builder<'_> {
                 if c >= min && satisfied(bits) {
                     self.rule(a, vec![]);
                 }
-                if let (Some(x), true) = (extra, fits(c + 1)) {
-                    let next = state(self, (nm, sat(c + 1), bits | other_bit, false), &mut work)?;
+                for &(wbits, x) in extra.iter().filter(|_| fits(c + 1)) {
+                    let next = state(self, (nm, sat(c + 1), bits | other_bit | wbits, false), &mut work)?;
                     self.rule(a, lead(vec![x, Symbol::N(next)]));
                 }
             }
