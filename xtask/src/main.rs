@@ -308,6 +308,12 @@ fn main() -> Result<()> {
     // times what the CLI does.
     // SAFETY: sets an integer option of the allocator before any other thread exists.
     unsafe { libmimalloc_sys::mi_option_set(15, -1) }
+    // And, as it does (`no_transparent_huge_pages`), no transparent huge pages.
+    #[cfg(target_os = "linux")]
+    // SAFETY: `prctl` with constant arguments; it sets one flag of this process.
+    unsafe {
+        libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
+    }
     match Cli::parse().cmd {
         Cmd::Bench {
             grammar,
