@@ -96,7 +96,7 @@ enum Cmd {
         #[arg(long, default_value = "grammars/json.lark")]
         grammar: String,
         /// Tokenizers of the JSON-grammar workloads (names under ../shared/data/tokenizers or
-        /// paths); repeat the flag.
+        /// paths); repeat the flag; `none` skips them (and the large-schema workloads).
         #[arg(long = "tokenizer", default_values_t = ["qwen3".to_string(), "deepseek-r1".to_string()])]
         tokenizers: Vec<String>,
         /// Tokenizer of the MaskBench-schema workload (`none` skips it).

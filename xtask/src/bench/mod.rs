@@ -605,10 +605,12 @@ pub fn run(a: Args) -> Result<()> {
         }
     }
     let mut workloads = Vec::new();
-    for t in &a.tokenizers {
+    // (`--tokenizer none`: no JSON-grammar workloads, e.g. to run only the tags or GBNF ones.)
+    let json_tokenizers: Vec<&String> = a.tokenizers.iter().filter(|t| *t != "none").collect();
+    for t in &json_tokenizers {
         workloads.push(json_workload(&a, t)?);
     }
-    if let Some(t) = a.tokenizers.first() {
+    if let Some(t) = json_tokenizers.first() {
         workloads.push(deep_workload(&a, t)?);
     }
     if a.schema_tokenizer != "none" {
@@ -625,7 +627,7 @@ pub fn run(a: Args) -> Result<()> {
     }
     if a.large != "none" {
         let dir = repo_root().join(&a.large);
-        for t in &a.tokenizers {
+        for t in &json_tokenizers {
             workloads.push(large_workload(&a, &dir, t)?);
         }
     }
