@@ -109,6 +109,7 @@ pub(crate) fn rewrite_not(doc: &Doc, ptr: &str) -> Option<Value> {
         }
     }
     cx.write_into(&mut out)?;
+    retarget_refs(&mut out, &format!("{ptr}/not"), &format!("{ptr}/{MOVED_NOT}"));
     Some(out)
 }
 
@@ -241,6 +242,7 @@ pub(crate) fn rewrite_one_of(doc: &Doc, ptr: &str) -> Option<Value> {
         }
     }
     cx.write_into(&mut out)?;
+    retarget_refs(&mut out, &format!("{ptr}/oneOf"), &moved);
     Some(out)
 }
 
@@ -520,6 +522,26 @@ fn violations(
         }
     }
     Some(out)
+}
+
+/// Point the document's references into the subschema moved from `from` to `to` where it is now
+/// (a complement written by an earlier rewrite may refer into a `not` or `oneOf` this one moves,
+/// and so may the schema's own `$ref`s).
+fn retarget_refs(v: &mut Value, from: &str, to: &str) {
+    let (old, new) = (format!("#{}", fragment(from)), format!("#{}", fragment(to)));
+    match v {
+        Value::Object(o) => {
+            if let Some(Value::String(r)) = o.get_mut("$ref") {
+                if let Some(rest) = r.strip_prefix(old.as_str()).filter(|rest| rest.is_empty() || rest.starts_with('/'))
+                {
+                    *r = format!("{new}{rest}");
+                }
+            }
+            o.values_mut().for_each(|x| retarget_refs(x, from, to));
+        }
+        Value::Array(a) => a.iter_mut().for_each(|x| retarget_refs(x, from, to)),
+        _ => {}
+    }
 }
 
 /// One schema for the union of `w` (`None` if empty: nothing violates).
