@@ -491,8 +491,9 @@ fn if_then_else_on_a_discriminator_compiles() {
 /// `oneOf` of branches that may overlap (objects told apart by `required`, by property types, by
 /// discriminator constants or closed key sets, pattern-keyed maps whose values may be broken,
 /// branches without `type` that every non-object matches, numeric bounds) compiles as exactly one
-/// branch, and other `not`s as the union of their
-/// subschema's violations: the grammar accepts exactly the instances the `jsonschema` package
+/// branch, other `not`s as the union of their subschema's violations, and `if`/`then`/`else` on
+/// conditions other than discriminators as `anyOf: [if ∧ then, ¬if ∧ else]`: the grammar accepts
+/// exactly the instances the `jsonschema` package
 /// judges valid (`tests/data/complements`: MaskBench schemas with their valid instances mutated,
 /// and hand-written ones; verdicts recorded by `generate.py`).
 #[test]

@@ -282,8 +282,13 @@ impl<'a> Builder<'a> {
                     let e = SchemaError::new(k.clone(), ptr, why);
                     // A `not` whose complement can be written exactly (`complement.rs`): the
                     // build starts again on that.
-                    if k == "not" && self.rewrite_complements {
-                        if let Some(next) = super::complement::rewrite_not(&self.doc, ptr) {
+                    // (An `if` too: `anyOf: [if ∧ then, ¬if ∧ else]`.)
+                    if matches!(k.as_str(), "not" | "if") && self.rewrite_complements {
+                        let next = match k.as_str() {
+                            "not" => super::complement::rewrite_not(&self.doc, ptr),
+                            _ => super::complement::rewrite_if(&self.doc, ptr),
+                        };
+                        if let Some(next) = next {
                             self.retry = Some(next);
                             return Err(e);
                         }

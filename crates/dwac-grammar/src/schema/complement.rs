@@ -1,5 +1,6 @@
-//! Complements written exactly, and the two rewrites built on them: an overlapping `oneOf` as a
-//! union of *cells*, and a `not` whose subschema is none of `flat::Negation`'s forms.
+//! Complements written exactly, and the rewrites built on them: an overlapping `oneOf` as a
+//! union of *cells*, a `not` whose subschema is none of `flat::Negation`'s forms, and an
+//! `if`/`then`/`else` whose condition is not a discriminator.
 //!
 //! A schema is a conjunction of its keywords, so its complement is the union of each keyword's
 //! violation ([`violations`]), where every violation can be written in forms the compiler holds
@@ -51,6 +52,13 @@
 //! **`not`** ([`rewrite_not`]): `not: S` is `anyOf` of `S`'s violations; `S` is moved to
 //! `x-dwac-not`.
 //!
+//! **`if`/`then`/`else`** ([`rewrite_if`]): `anyOf: [if ∧ then, ¬if ∧ else]` with `¬if` the union
+//! of the condition's violations; the condition is moved to `x-dwac-if`. (The discriminators of
+//! `conditional.rs`, rewritten before building, are a special case written more compactly.)
+//!
+//! A rewrite that moves a subschema points every reference into it where it moved it: a
+//! complement written by an earlier rewrite may refer into a `not` or a `oneOf` rewritten later.
+//!
 //! Only a subschema at the document's base is rewritten (its `#/…` pointers lead where they did),
 //! and only in a document without `unevaluatedProperties`/`unevaluatedItems` (the rewritten forms
 //! evaluate keys and items the original did not).
@@ -58,7 +66,7 @@
 use serde_json::{json, Map, Value};
 
 use super::conditional::fragment;
-use super::doc::{Doc, COMPLEMENTS, MOVED_NOT, MOVED_ONE_OF, SOME_MEMBER};
+use super::doc::{Doc, COMPLEMENTS, MOVED_IF, MOVED_NOT, MOVED_ONE_OF, SOME_MEMBER};
 use super::flat::Part;
 use super::flat::{is_annotation, negation};
 use super::validate::{provably_disjoint, validate};
@@ -110,6 +118,48 @@ pub(crate) fn rewrite_not(doc: &Doc, ptr: &str) -> Option<Value> {
     }
     cx.write_into(&mut out)?;
     retarget_refs(&mut out, &format!("{ptr}/not"), &format!("{ptr}/{MOVED_NOT}"));
+    Some(out)
+}
+
+/// The schema with the `if`/`then`/`else` of the subschema at `ptr` rewritten as
+/// `anyOf: [if ∧ then, ¬if ∧ else]`, `¬if` the union of the condition's violations (the
+/// discriminators `conditional.rs` rewrites before building are one case of it), or `None`
+/// where some keyword's violation cannot be written exactly. The condition is moved to
+/// `x-dwac-if` (then `then`/`else` are annotations), all three referred to where they are.
+pub(crate) fn rewrite_if(doc: &Doc, ptr: &str) -> Option<Value> {
+    if doc.draft < Draft::Draft7 || !doc.subschemas_at_root_base().any(|p| p == ptr) || reads_annotations(doc.root) {
+        return None;
+    }
+    let Some(Value::Object(holder)) = doc.get(ptr) else { return None };
+    let cond = holder.get("if")?;
+    if holder.contains_key(MOVED_IF) {
+        return None;
+    }
+    let moved = format!("{ptr}/{MOVED_IF}");
+    let mut cx = Recursion::default();
+    // (Without `then` and `else`, the condition constrains nothing.)
+    let choice = if holder.contains_key("then") || holder.contains_key("else") {
+        let w = violations(doc, (&format!("{ptr}/if"), &moved), &mut cx, &format!("{ptr}/if"), cond, 0)?;
+        let neg = union_of(w).unwrap_or(Value::Bool(false));
+        let reference = |key: &str| json!({"$ref": format!("#{}", fragment(&format!("{ptr}/{key}")))});
+        let branch = |key: &str| if holder.contains_key(key) { reference(key) } else { Value::Bool(true) };
+        Some(json!({"anyOf": [{"allOf": [reference(MOVED_IF), branch("then")]}, {"allOf": [neg, branch("else")]}]}))
+    } else {
+        None
+    };
+    let mut out = doc.root.clone();
+    let Some(Value::Object(o)) = out.pointer_mut(ptr) else { return None };
+    let cond = o.remove("if")?;
+    o.insert(MOVED_IF.into(), cond);
+    match (choice, o.get_mut("allOf")) {
+        (None, _) => {}
+        (Some(c), Some(Value::Array(a))) => a.push(c),
+        (Some(c), _) => {
+            o.insert("allOf".into(), Value::Array(vec![c]));
+        }
+    }
+    cx.write_into(&mut out)?;
+    retarget_refs(&mut out, &format!("{ptr}/if"), &moved);
     Some(out)
 }
 

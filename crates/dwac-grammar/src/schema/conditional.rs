@@ -9,7 +9,9 @@
 //! (A non-object satisfies both forms of `I`, so `¬I` holds only for objects: both rewrites say
 //! so.) `I` and `T`/`E` stay where they are, referred to by `$ref`, so errors inside them keep
 //! their pointers; `if` is renamed `x-dwac-if` (an annotation: `then`/`else` without `if` are
-//! ignored, as the specification says). Other conditions are left alone and refused by name.
+//! ignored, as the specification says). Other conditions are left alone here: the builder rewrites
+//! them with complements (`complement::rewrite_if`) where the condition's can be written, and
+//! refuses them by name where not.
 
 use serde_json::{json, Map, Value};
 

@@ -27,6 +27,13 @@ fn rewritten(doc: &Doc, flat: &Flat) -> Option<Value> {
                 }
             }
         }
+        if let Some(c) = o.get("if") {
+            if refusal("if", c, o, doc.draft).is_some() {
+                if let Some(r) = super::complement::rewrite_if(doc, ptr) {
+                    return Some(r);
+                }
+            }
+        }
     }
     for d in &flat.disjunctions {
         if d.kind != "oneOf" || presence_branches(doc, d).is_some() {
