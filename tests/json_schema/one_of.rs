@@ -219,3 +219,45 @@ fn one_of_of_four_address_formats() {
         assert_eq!(accepts(&e, &text), valid, "{text}");
     }
 }
+
+/// Several `multipleOf`s in one conjunction (by `allOf`, `anyOf`, `oneOf`, `$ref`) are the
+/// multiples of their least common multiple, decimals included. Verdicts by hand.
+#[test]
+fn several_multiples_are_their_least_common_multiple() {
+    let cases: Vec<(Value, Vec<(&str, bool)>)> = vec![
+        (
+            json!({"allOf": [{"multipleOf": 2}], "anyOf": [{"multipleOf": 3}], "oneOf": [{"multipleOf": 5}]}),
+            vec![
+                ("30", true),
+                ("0", true),
+                ("-60", true),
+                ("90.0", true),
+                ("2", false),
+                ("6", false),
+                ("10", false),
+                ("15", false),
+                ("45", false),
+            ],
+        ),
+        (
+            json!({"type": "number", "allOf": [{"multipleOf": 0.5}, {"multipleOf": 0.3}]}),
+            vec![
+                ("1.5", true),
+                ("3", true),
+                ("4.5", true),
+                ("0", true),
+                ("0.5", false),
+                ("0.3", false),
+                ("0.9", false),
+                ("1", false),
+                ("2", false),
+            ],
+        ),
+    ];
+    for (schema, verdicts) in cases {
+        let e = engine(&schema, &SchemaOptions::default()).unwrap_or_else(|err| panic!("{schema}: {err}"));
+        for (text, valid) in verdicts {
+            assert_eq!(accepts(&e, text), valid, "{schema}: {text}");
+        }
+    }
+}

@@ -641,19 +641,15 @@ impl<'a> Builder<'a> {
     }
 
     fn number_terminal(&mut self, s: &Shape) -> Result<Option<u32>, SchemaError> {
+        // Several `multipleOf`s: the multiples of their least common multiple (exact).
         let mut multiple: Option<Decimal> = None;
-        if let Some((m, _)) = s.multiples.first() {
-            multiple = Some(m.clone());
-        }
-        if s.multiples.len() > 1 {
-            let all_same = s.multiples.iter().all(|(m, _)| Some(m) == multiple.as_ref());
-            if !all_same {
-                return Err(SchemaError::new(
-                    "multipleOf",
-                    &s.multiples[1].1,
-                    "several different multipleOf values in one conjunction are not supported",
-                ));
-            }
+        for (m, ptr) in &s.multiples {
+            multiple = Some(match multiple {
+                None => m.clone(),
+                Some(cur) => {
+                    cur.lcm(m).ok_or_else(|| SchemaError::new("multipleOf", ptr, "must be a number greater than 0"))?
+                }
+            });
         }
         let c = NumberConstraints {
             integer: s.types & 64 == 0,

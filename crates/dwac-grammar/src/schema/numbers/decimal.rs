@@ -316,6 +316,26 @@ impl Decimal {
         Nat(self.digits.clone())
     }
 
+    /// The least common multiple of two positive decimals (`None` if either is not positive):
+    /// over the finer of their scales `10^e` they are integers `A`, `B`, and a number is a
+    /// multiple of both exactly when it is a multiple of `lcm(A, B) · 10^e`.
+    pub fn lcm(&self, o: &Decimal) -> Option<Decimal> {
+        if !self.is_positive() || !o.is_positive() {
+            return None;
+        }
+        let e = self.exp.min(o.exp);
+        let a = self.nat().shl10((self.exp - e) as usize);
+        let b = o.nat().shl10((o.exp - e) as usize);
+        let (mut x, mut y) = (a.clone(), b.clone());
+        while !y.is_zero() {
+            let r = x.divmod(&y).1;
+            x = y;
+            y = r;
+        }
+        let product = a.times(&b);
+        Some(Decimal::from_nat(false, product.divmod(&x).0, e))
+    }
+
     pub(super) fn plus(&self, o: &Decimal) -> Decimal {
         if self.is_zero() {
             return o.clone();
@@ -428,5 +448,34 @@ impl Ord for Decimal {
 impl PartialOrd for Decimal {
     fn partial_cmp(&self, o: &Decimal) -> Option<Ordering> {
         Some(self.cmp(o))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Decimal;
+
+    fn d(s: &str) -> Decimal {
+        Decimal::parse(s).unwrap()
+    }
+
+    #[test]
+    fn least_common_multiples() {
+        for (a, b, want) in [
+            ("2", "3", "6"),
+            ("4", "6", "12"),
+            ("5", "5", "5"),
+            ("0.5", "0.3", "1.5"),
+            ("0.25", "0.1", "0.5"),
+            ("1e-3", "2", "2"),
+            ("1.5", "2.5", "7.5"),
+            ("12345678901234567890", "10", "12345678901234567890"),
+            ("12345678901234567891", "10", "123456789012345678910"),
+        ] {
+            assert_eq!(d(a).lcm(&d(b)), Some(d(want)), "lcm({a}, {b})");
+            assert_eq!(d(b).lcm(&d(a)), Some(d(want)), "lcm({b}, {a})");
+        }
+        assert_eq!(d("0").lcm(&d("2")), None);
+        assert_eq!(d("-2").lcm(&d("3")), None);
     }
 }
