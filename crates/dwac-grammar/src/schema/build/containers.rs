@@ -114,8 +114,8 @@ impl Builder<'_> {
         }
         let witness_shift = 17; // (above the presence bits: at most 16 keys and `other_bit`)
         let witness_all: u32 = ((1u32 << witnesses.len()) - 1) << witness_shift;
-        // Members for named keys: (presence-free variants: the witness bits a variant sets, its
-        // symbol), and whether the key is required.
+        // Members for named keys: their variants (the "some member" bits each sets, its symbol;
+        // none if the key cannot appear), and whether the key is required.
         let mut members: Vec<(Vec<(u32, Symbol)>, bool)> = Vec::new();
         for name in &names {
             let required = s.required.contains(name);
