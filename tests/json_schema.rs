@@ -132,7 +132,7 @@ fn maskbench_sample_valid_accepted_invalid_never_accepted() {
 fn refusals_name_keyword_and_pointer_and_lenient_lists_drops() {
     let schema = json!({
         "type": "object",
-        "properties": {"a": {"type": "array", "items": {"not": {"const": 3}}}, "b": {"if": {"type": "string"}}}
+        "properties": {"a": {"type": "array", "items": {"not": {"const": 3}}}, "b": {"if": {"multipleOf": 3}, "then": {"minimum": 1}}}
     });
     let err = compile_schema(&schema, &SchemaOptions::default()).unwrap_err();
     assert!(["not", "if"].contains(&err.keyword.as_str()), "{err}");
@@ -484,7 +484,13 @@ fn if_then_else_on_a_discriminator_compiles() {
             assert_eq!(accepts(&e, text), *valid, "{schema}: {text}");
         }
     }
-    let e = compile_schema(&json!({"if": {"type": "string"}, "then": {"minLength": 2}}), &SchemaOptions::default());
+    // Any other condition whose complement can be written (`complement::rewrite_if`): here the type.
+    let e = engine(&json!({"if": {"type": "string"}, "then": {"minLength": 2}}), &SchemaOptions::default()).unwrap();
+    for (text, valid) in [(r#""a""#, false), (r#""ab""#, true), ("1", true), ("{}", true)] {
+        assert_eq!(accepts(&e, text), valid, "{text}");
+    }
+    // A condition with no exact complement (`multipleOf`) is refused by name.
+    let e = compile_schema(&json!({"if": {"multipleOf": 3}, "then": {"minimum": 1}}), &SchemaOptions::default());
     assert_eq!(e.unwrap_err().keyword, "if");
 }
 

@@ -136,7 +136,10 @@ fn check_on_a_json_schema_and_refusals_exit_2() {
         "{v}"
     );
 
-    let s = tmp("refused.json", r#"{"type": "object", "properties": {"a": {"if": {"type": "string"}}}}"#);
+    let s = tmp(
+        "refused.json",
+        r#"{"type": "object", "properties": {"a": {"if": {"multipleOf": 3}, "then": {"minimum": 1}}}}"#,
+    );
     let o = dwac(&["check", &s, "--jsonl", &f]);
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);

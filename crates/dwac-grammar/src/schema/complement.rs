@@ -110,12 +110,7 @@ pub(crate) fn rewrite_not(doc: &Doc, ptr: &str) -> Option<Value> {
     let Some(Value::Object(o)) = out.pointer_mut(ptr) else { return None };
     let inner = o.remove("not")?;
     o.insert(MOVED_NOT.into(), inner);
-    match o.get_mut("allOf") {
-        Some(Value::Array(a)) => a.push(union),
-        _ => {
-            o.insert("allOf".into(), Value::Array(vec![union]));
-        }
-    }
+    push_all_of(o, union);
     cx.write_into(&mut out)?;
     retarget_refs(&mut out, &format!("{ptr}/not"), &format!("{ptr}/{MOVED_NOT}"));
     Some(out)
@@ -151,12 +146,8 @@ pub(crate) fn rewrite_if(doc: &Doc, ptr: &str) -> Option<Value> {
     let Some(Value::Object(o)) = out.pointer_mut(ptr) else { return None };
     let cond = o.remove("if")?;
     o.insert(MOVED_IF.into(), cond);
-    match (choice, o.get_mut("allOf")) {
-        (None, _) => {}
-        (Some(c), Some(Value::Array(a))) => a.push(c),
-        (Some(c), _) => {
-            o.insert("allOf".into(), Value::Array(vec![c]));
-        }
+    if let Some(c) = choice {
+        push_all_of(o, c);
     }
     cx.write_into(&mut out)?;
     retarget_refs(&mut out, &format!("{ptr}/if"), &moved);
@@ -285,12 +276,7 @@ pub(crate) fn rewrite_one_of(doc: &Doc, ptr: &str) -> Option<Value> {
     let branches = o.remove("oneOf")?;
     o.insert(MOVED_ONE_OF.into(), branches);
     let union = if cells.is_empty() { Value::Bool(false) } else { json!({ "anyOf": cells }) };
-    match o.get_mut("allOf") {
-        Some(Value::Array(a)) => a.push(union),
-        _ => {
-            o.insert("allOf".into(), Value::Array(vec![union]));
-        }
-    }
+    push_all_of(o, union);
     cx.write_into(&mut out)?;
     retarget_refs(&mut out, &format!("{ptr}/oneOf"), &moved);
     Some(out)
@@ -591,6 +577,16 @@ fn retarget_refs(v: &mut Value, from: &str, to: &str) {
         }
         Value::Array(a) => a.iter_mut().for_each(|x| retarget_refs(x, from, to)),
         _ => {}
+    }
+}
+
+/// Add `v` to the `allOf` of the schema object `o` (made if it has none).
+fn push_all_of(o: &mut Map<String, Value>, v: Value) {
+    match o.get_mut("allOf") {
+        Some(Value::Array(a)) => a.push(v),
+        _ => {
+            o.insert("allOf".into(), Value::Array(vec![v]));
+        }
     }
 }
 
