@@ -682,3 +682,16 @@ fn strict_mode_refuses_what_a_schema_does_not_name() {
     let e = engine(&d7, &SchemaOptions { strict: true, ..Default::default() }).unwrap();
     assert!(accepts(&e, "[1]") && accepts(&e, "[]") && !accepts(&e, "[1, 2]"));
 }
+
+/// A string whose length bound multiplies a large format's automaton past the lexer's budget is
+/// refused naming the property and what bounds it (the lexer knows terminals; the schema tells it
+/// where each string terminal came from).
+#[test]
+fn a_string_over_the_lexer_budget_is_refused_naming_its_property() {
+    let schema =
+        json!({"type": "object", "properties": {"site": {"type": "string", "format": "uri", "maxLength": 2000}}});
+    let sg = compile_schema(&schema, &SchemaOptions::default()).unwrap();
+    let err = dwac_compile::compile_grammar(&sg.grammar).err().expect("over the lexer budget");
+    let msg = err.to_string();
+    assert!(msg.contains("budget") && msg.contains("/properties/site: maxLength 2000, format uri"), "{msg}");
+}

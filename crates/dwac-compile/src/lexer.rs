@@ -759,7 +759,11 @@ fn component_terminals(terminals: &[Terminal], active: &[bool]) -> String {
             // (A schema's constrained string says what constrains it in `also`.)
             let also: Vec<String> = t.also.iter().map(|a| cut(a)).collect();
             let also = if also.is_empty() { String::new() } else { format!(" and {}", also.join(" and ")) };
-            format!("terminal {} {}{also}", t.name, cut(&t.regex))
+            match &t.origin {
+                // (A bound multiplies the states of the pattern or format it counts over.)
+                Some(o) => format!("terminal {} of {o} ({}{also})", t.name, cut(&t.regex)),
+                None => format!("terminal {} {}{also}", t.name, cut(&t.regex)),
+            }
         }
         _ => {
             let names: Vec<&str> = ts.iter().take(4).map(|t| t.name.as_str()).collect();

@@ -86,6 +86,7 @@ pub fn regex_grammar(pattern: &str) -> Grammar {
         component: 0,
         lazy: false,
         tokens: None,
+        origin: None,
     });
     let s = g.add_nonterminal("start", None);
     g.add_rule(s, vec![Symbol::T(t)], None);

@@ -210,6 +210,7 @@ impl Lower<'_> {
                     component: 0,
                     lazy: false,
                     tokens: None,
+                    origin: None,
                 });
                 self.terms.insert(regex.clone(), id);
                 Ok(vec![Symbol::T(id)])

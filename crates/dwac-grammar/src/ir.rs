@@ -55,6 +55,10 @@ pub struct Terminal {
     /// `<[128010]>`): its `regex` is left empty by the front-ends and written by the compiler
     /// once the vocabulary is known (ARCHITECTURE.md, "Token terminals").
     pub tokens: Option<TokenSet>,
+    /// What in the input asked for this terminal, for messages about it (a JSON Schema string's
+    /// pointer and keywords: `/properties/url: maxLength 500, format uri`). Not part of its
+    /// language.
+    pub origin: Option<String>,
 }
 
 /// The first lexer component of grammars embedded in others ([`Grammar::splice`]); the
@@ -122,6 +126,7 @@ impl Terminal {
             component: 0,
             lazy: false,
             tokens: None,
+            origin: None,
         }
     }
 

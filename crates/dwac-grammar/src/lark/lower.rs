@@ -448,6 +448,7 @@ impl<'s> Ctx<'s> {
             component: 0,
             lazy: c.lazy,
             tokens: None,
+            origin: None,
         });
         lw.named_terms.insert(name.to_string(), id);
         Ok(id)
@@ -564,6 +565,7 @@ impl<'s> Ctx<'s> {
                     component: 0,
                     lazy: c.lazy,
                     tokens: None,
+                    origin: None,
                 });
                 lw.anon_terms.insert(key, id);
                 lw.anon_by_regex.insert(lw.g.terminals[id as usize].regex.clone(), id);

@@ -569,7 +569,23 @@ impl<'a> Builder<'a> {
         let mut except = s.str_not.clone();
         except.sort();
         except.dedup();
-        Ok(Some(self.term("STRING", main, regexes, except)))
+        let t = self.term("STRING", main, regexes, except);
+        // (For messages about the terminal, e.g. a lexer over its state budget.)
+        let terminal = &mut self.g.terminals[t as usize];
+        if terminal.origin.is_none() && terminal.regex != strings::json_string_any() {
+            let mut what: Vec<String> = Vec::new();
+            if s.str_min > 0 {
+                what.push(format!("minLength {}", s.str_min));
+            }
+            if let Some(m) = s.str_max {
+                what.push(format!("maxLength {m}"));
+            }
+            what.extend(s.formats.iter().map(|(f, _)| format!("format {f}")));
+            what.extend(s.patterns.iter().map(|(p, _)| format!("pattern {p:?}")));
+            let at = if s.ptr.is_empty() { "#" } else { s.ptr.as_str() };
+            terminal.origin = Some(format!("{at}: {}", what.join(", ")));
+        }
+        Ok(Some(t))
     }
 
     /// The regexes over string lexemes a string of shape `s` must all match (lengths,
