@@ -676,13 +676,25 @@ impl<'a> Builder<'a> {
         };
         // Numbers that are not integers (bit 64 without `integer`, as `not: {type: integer}`
         // leaves them): lexemes of the constraints that are also of a non-integral value.
-        let also = if s.types & T_INT == 0 {
+        let mut also = if s.types & T_INT == 0 {
             vec![numbers::non_integer_regex(c.integer_allows_fraction_zero)]
         } else {
             vec![]
         };
+        // Numbers other than the constants of a `not` (`numbers::not_equal`).
+        let mut except = Vec::new();
+        for d in &s.num_not {
+            let (equal, exponent_free) = numbers::not_equal(d, c.integer_allows_fraction_zero)
+                .map_err(|e| SchemaError::new("not", &s.ptr, e.to_string()))?;
+            except.push(equal);
+            also.extend(exponent_free);
+        }
+        except.sort();
+        except.dedup();
+        also.sort();
+        also.dedup();
         match numbers::number_regex(&c) {
-            Ok(re) => Ok(Some(self.term(if c.integer { "INTEGER" } else { "NUMBER" }, re, also, vec![]))),
+            Ok(re) => Ok(Some(self.term(if c.integer { "INTEGER" } else { "NUMBER" }, re, also, except))),
             Err(NumberError::Unsatisfiable) => Ok(None),
             Err(e) => {
                 let kw = if s.multiples.is_empty() { "minimum" } else { "multipleOf" };

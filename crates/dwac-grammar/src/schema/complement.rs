@@ -10,8 +10,9 @@
 //! - `properties: {p: S}` → `{type: object, required: [p], properties: {p: ¬S}}` (an object whose
 //!   `p` is there and breaks `S`; recursively, so nested objects work; `¬S` the union of `S`'s
 //!   violations), and for `p: false` an object where `p` is there;
-//! - `enum`/`const` (of strings, booleans and `null`) → `not: {enum: […]}` of the listed values
-//!   that satisfy the whole schema (the validator decides), whatever its other keywords;
+//! - `enum`/`const` (of strings, booleans, `null` and numbers) → `not: {enum: […]}` of the listed
+//!   values that satisfy the whole schema (the validator decides), whatever its other keywords
+//!   (numbers other than constants: `numbers::not_equal`, stricter on exponent lexemes);
 //! - `pattern` → `not: {pattern}`; `not: S` → `S` (by reference);
 //! - `additionalProperties: false` (no `patternProperties`) → an object with a key the schema does
 //!   not name (`not: {additionalProperties: false, properties: {…: {}}}`, key-presence states);

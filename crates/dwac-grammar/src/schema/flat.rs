@@ -244,6 +244,8 @@ pub(crate) struct Shape {
     pub str_not: Vec<String>,
     /// Booleans excluded by `not: {const/enum}`: bit 0 `false`, bit 1 `true`.
     pub bool_not: u8,
+    /// Numbers excluded by `not: {const/enum}` (by value).
+    pub num_not: Vec<Decimal>,
     /// `uniqueItems: true`: the pointer of the (first) schema that says so.
     pub unique: Option<String>,
     /// Members some member must be (the internal keyword of `complement.rs`).
@@ -493,6 +495,7 @@ pub(crate) fn merge(doc: &Doc, flat: &Flat) -> Result<Shape, SchemaError> {
         presence: Vec::new(),
         str_not: Vec::new(),
         bool_not: 0,
+        num_not: Vec::new(),
         unique: None,
         some_members: Vec::new(),
     };
@@ -537,6 +540,7 @@ pub(crate) fn merge(doc: &Doc, flat: &Flat) -> Result<Shape, SchemaError> {
                             Value::Null => s.types &= !T_NULL,
                             Value::Bool(b) => s.bool_not |= 1 << u8::from(b),
                             Value::String(x) => s.str_not.push(super::strings::json_string_literal(&x)),
+                            Value::Number(x) => s.num_not.push(Decimal::from_json(&x)),
                             _ => {}
                         }
                     }

@@ -16,7 +16,8 @@ pub(crate) enum Negation {
     KeySets(Vec<Vec<String>>),
     /// `not: {pattern}`: a string that does not match (non-strings satisfy `pattern`: excluded).
     Pattern(String),
-    /// `not: {const}` / `not: {enum}` of strings, booleans and `null`: any value but these.
+    /// `not: {const}` / `not: {enum}` of strings, booleans, `null` and numbers: any value but
+    /// these (numbers: `numbers::not_equal`).
     Values(Vec<Value>),
     /// `not: {additionalProperties: false, properties?: {…}}` (the properties' schemas only
     /// annotations or `true`): an object with some key not among these.
@@ -63,7 +64,7 @@ pub(crate) fn negation(n: &Map<String, Value>) -> Option<Negation> {
             let kept: Vec<Value> = values.into_iter().filter(|v| value_type(v) & types != 0).collect();
             return kept
                 .iter()
-                .all(|x| matches!(x, Value::String(_) | Value::Bool(_) | Value::Null))
+                .all(|x| matches!(x, Value::String(_) | Value::Bool(_) | Value::Null | Value::Number(_)))
                 .then_some(Negation::Values(kept));
         }
     }
@@ -91,7 +92,7 @@ pub(crate) fn negation(n: &Map<String, Value>) -> Option<Negation> {
             let values = if k == "const" { vec![v.clone()] } else { v.as_array()?.clone() };
             values
                 .iter()
-                .all(|x| matches!(x, Value::String(_) | Value::Bool(_) | Value::Null))
+                .all(|x| matches!(x, Value::String(_) | Value::Bool(_) | Value::Null | Value::Number(_)))
                 .then_some(Negation::Values(values))
         }
         _ => None,

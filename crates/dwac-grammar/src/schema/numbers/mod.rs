@@ -38,6 +38,8 @@
 //!   [`NumberError::Unsupported`], never approximated.
 //! * **Numbers that are not integers** ([`non_integer_regex`], draft 6+): exact on exponent-free
 //!   lexemes (`1.5`, `-0.25`; `1.0` is an integer), no exponent lexeme matched (`15e-1` is not).
+//! * **Numbers other than a constant** ([`not_equal`], `not: {const: 1}`): exact on exponent-free
+//!   lexemes (`1.0` is `1`), no exponent lexeme matched (`2e3` is not) unless the constant is `0`.
 //! * **Lexemes with an exponent**: the mantissas allowed with exponent value `e` are the
 //!   exponent-free lexemes of the constraints scaled by `10^-e`. How far this is used is reported
 //!   by [`number_regex_detailed`] as an [`ExponentExactness`]:
@@ -173,6 +175,25 @@ pub fn non_integer_regex(integer_allows_fraction_zero: bool) -> String {
     } else {
         r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+(?:[eE][+-]?[0-9]+)?|[eE][+-]?[0-9]+)".to_string()
     }
+}
+
+/// The number lexemes of values other than `d` (`not: {const: d}`), as (a regex of lexemes to
+/// except, a regex every lexeme must also match, if any): exact on exponent-free lexemes; with an
+/// exponent, only where every exponent lexeme of `d` is known (`d = 0`); otherwise no exponent
+/// lexeme is matched (stricter, as listed in the module docs: whether `d.ddde±n` equals a value
+/// compares a digit count with the exponent's value, as for integers).
+pub fn not_equal(d: &Decimal, integer_allows_fraction_zero: bool) -> Result<(String, Option<String>), NumberError> {
+    let c = NumberConstraints {
+        integer: false,
+        min: Some((d.clone(), false)),
+        max: Some((d.clone(), false)),
+        multiple_of: None,
+        integer_allows_fraction_zero,
+    };
+    let r = number_regex_detailed(&c)?;
+    let exponent_free =
+        (r.exponents != ExponentExactness::All).then(|| r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?".to_string());
+    Ok((r.regex, exponent_free))
 }
 
 /// The regex (Rust syntax) for JSON number lexemes satisfying `c`. Err(Unsatisfiable) if no number
