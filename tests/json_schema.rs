@@ -737,3 +737,36 @@ fn not_of_number_constants() {
         }
     }
 }
+
+/// `propertyNames` with `const`/`enum`: the keys are the listed strings that satisfy all of it
+/// (named keys and any other). Verdicts by hand.
+#[test]
+fn property_names_from_a_list() {
+    let cases: Vec<(Value, Vec<(&str, bool)>)> = vec![
+        (
+            json!({"propertyNames": {"enum": ["foo", "bar"]}}),
+            vec![
+                ("{}", true),
+                (r#"{"foo": 1}"#, true),
+                (r#"{"foo": 1, "bar": 2}"#, true),
+                (r#"{"baz": 1}"#, false),
+                (r#"{"\u0066oo": 1}"#, true),
+                (r#""x""#, true),
+            ],
+        ),
+        (
+            json!({"propertyNames": {"const": "foo"}, "properties": {"foo": {"type": "integer"}}}),
+            vec![(r#"{"foo": 1}"#, true), (r#"{"foo": "x"}"#, false), (r#"{"other": 1}"#, false)],
+        ),
+        (
+            json!({"type": "object", "propertyNames": {"enum": ["ab", "abc", 3], "maxLength": 2}}),
+            vec![(r#"{"ab": 1}"#, true), (r#"{"abc": 1}"#, false), (r#"{"3": 1}"#, false)],
+        ),
+    ];
+    for (schema, verdicts) in cases {
+        let e = engine(&schema, &SchemaOptions::default()).unwrap_or_else(|err| panic!("{schema}: {err}"));
+        for (text, valid) in verdicts {
+            assert_eq!(accepts(&e, text), valid, "{schema}: {text}");
+        }
+    }
+}

@@ -37,12 +37,25 @@ impl Builder<'_> {
         self.check_refusals(&flat)?;
         let shape = merge(&self.doc, &flat)?;
         let ptr = s.prop_names[0].ptr.clone();
-        if !flat.disjunctions.is_empty() || shape.enums.is_some() {
+        if !flat.disjunctions.is_empty() {
             return Err(SchemaError::new(
                 "propertyNames",
                 &ptr,
-                "only string constraints (pattern, length, format, `not` of those) are supported",
+                "only string constraints (pattern, length, format, const/enum, `not` of those) are supported",
             ));
+        }
+        // `const`/`enum`: the keys are the listed strings that satisfy all of `propertyNames`.
+        if let Some(values) = &shape.enums {
+            let mut keys = Vec::new();
+            for v in values {
+                if v.is_string() && validate(&self.doc, v, &s.prop_names)? {
+                    keys.push(strings::json_string_literal(v.as_str().unwrap_or_default()));
+                }
+            }
+            if keys.is_empty() {
+                return Ok(None);
+            }
+            return Ok(Some((vec![format!("(?:{})", keys.join("|"))], Vec::new())));
         }
         if shape.types & T_STR == 0 {
             return Ok(None);
