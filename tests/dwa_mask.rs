@@ -285,10 +285,12 @@ fn some_member_complements() {
 }
 
 /// Numbers other than constants (`not: {enum: [1, 20]}`: the number terminal minus the lexemes
-/// of those values, exponent lexemes left out): masks equal the reference on random walks.
+/// of those values, exponent lexemes left out), and `maxContains` (the items not counted are
+/// numbers other than 3): masks equal the reference on random walks.
 #[test]
 fn number_negations() {
-    let schema = json!({"type": "array", "items": {"not": {"enum": [1, 20]}, "type": "number"}});
+    let schema = json!({"type": "array", "items": {"not": {"enum": [1, 20]}, "type": "number"},
+                        "contains": {"const": 3}, "minContains": 0, "maxContains": 2});
     let sg = dwac_grammar::schema::compile_schema(&schema, &Default::default()).unwrap();
     let vocab = vocab_over(b"[],.-e0123 ", 2, &["1.0", "20,", "2.00]", "1e2", "10"]);
     let engine = Arc::new(dwac_compile::compile_engine(&sg.grammar, vocab).unwrap().0);

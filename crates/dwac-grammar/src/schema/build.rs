@@ -283,10 +283,12 @@ impl<'a> Builder<'a> {
                     // A `not` whose complement can be written exactly (`complement.rs`): the
                     // build starts again on that.
                     // (An `if` too: `anyOf: [if ∧ then, ¬if ∧ else]`.)
-                    if matches!(k.as_str(), "not" | "if") && self.rewrite_complements {
+                    // (And `maxContains`: the items not counted satisfy the complement of `contains`.)
+                    if matches!(k.as_str(), "not" | "if" | "maxContains") && self.rewrite_complements {
                         let next = match k.as_str() {
                             "not" => super::complement::rewrite_not(&self.doc, ptr),
-                            _ => super::complement::rewrite_if(&self.doc, ptr),
+                            "if" => super::complement::rewrite_if(&self.doc, ptr),
+                            _ => super::complement::rewrite_max_contains(&self.doc, ptr),
                         };
                         if let Some(next) = next {
                             self.retry = Some(next);

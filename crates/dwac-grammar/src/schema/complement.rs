@@ -57,6 +57,10 @@
 //! of the condition's violations; the condition is moved to `x-dwac-if`. (The discriminators of
 //! `conditional.rs`, rewritten before building, are a special case written more compactly.)
 //!
+//! **`maxContains`** ([`rewrite_max_contains`]): the complement of `contains` is written beside it
+//! (`x-dwac-containsNot`); the array builder lays out each item as matching `contains` (counted,
+//! exactly, up to `maxContains`) or its complement.
+//!
 //! A rewrite that moves a subschema points every reference into it where it moved it: a
 //! complement written by an earlier rewrite may refer into a `not` or a `oneOf` rewritten later.
 //!
@@ -67,7 +71,7 @@
 use serde_json::{json, Map, Value};
 
 use super::conditional::fragment;
-use super::doc::{Doc, COMPLEMENTS, MOVED_IF, MOVED_NOT, MOVED_ONE_OF, SOME_MEMBER};
+use super::doc::{Doc, COMPLEMENTS, CONTAINS_NOT, MOVED_IF, MOVED_NOT, MOVED_ONE_OF, SOME_MEMBER};
 use super::flat::Part;
 use super::flat::{is_annotation, negation};
 use super::validate::{provably_disjoint, validate};
@@ -152,6 +156,29 @@ pub(crate) fn rewrite_if(doc: &Doc, ptr: &str) -> Option<Value> {
     }
     cx.write_into(&mut out)?;
     retarget_refs(&mut out, &format!("{ptr}/if"), &moved);
+    Some(out)
+}
+
+/// The schema with the complement of the `contains` of the subschema at `ptr` written beside it
+/// (as `x-dwac-containsNot`), so that `maxContains` counts exactly: each item either matches
+/// `contains` (counted) or its complement (not counted). `None` where the complement cannot be
+/// written exactly.
+pub(crate) fn rewrite_max_contains(doc: &Doc, ptr: &str) -> Option<Value> {
+    if !doc.subschemas_at_root_base().any(|p| p == ptr) || reads_annotations(doc.root) {
+        return None;
+    }
+    let Some(Value::Object(holder)) = doc.get(ptr) else { return None };
+    let inner = holder.get("contains")?;
+    if holder.contains_key(CONTAINS_NOT) || !holder.contains_key("maxContains") {
+        return None;
+    }
+    let at = format!("{ptr}/contains");
+    let mut cx = Recursion::default();
+    let w = violations(doc, (&at, &at), &mut cx, &at, inner, 0)?;
+    let mut out = doc.root.clone();
+    let Some(Value::Object(o)) = out.pointer_mut(ptr) else { return None };
+    o.insert(CONTAINS_NOT.into(), union_of(w).unwrap_or(Value::Bool(false)));
+    cx.write_into(&mut out)?;
     Some(out)
 }
 

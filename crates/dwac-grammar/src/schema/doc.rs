@@ -161,6 +161,10 @@ pub(crate) const MOVED_DEPENDENCIES: [(&str, &str); 2] =
 /// for non-objects, as every object keyword does; `merge` and `validate` evaluate it.
 pub(crate) const SOME_MEMBER: &str = "x-dwac-someMember";
 
+/// The complement of an array schema's `contains` (an item that does not match it), written where
+/// `maxContains` needs it (`complement::rewrite_max_contains`): the items not counted.
+pub(crate) const CONTAINS_NOT: &str = "x-dwac-containsNot";
+
 impl<'a> Doc<'a> {
     pub fn new(root: &'a Value, draft: Draft) -> Doc<'a> {
         let mut d = Doc { root, draft, base: HashMap::new(), ids: HashMap::new(), anchors: HashMap::new() };
@@ -206,7 +210,7 @@ impl<'a> Doc<'a> {
         for (k, sub) in o {
             let kp = format!("{ptr}/{}", ptr_token(k));
             let (one, map, arr) = (
-                k == MOVED_NOT || k == MOVED_IF,
+                k == MOVED_NOT || k == MOVED_IF || k == CONTAINS_NOT,
                 MOVED_DEPENDENCIES.iter().any(|(_, m)| m == k) || k == COMPLEMENTS,
                 k == MOVED_ONE_OF,
             );

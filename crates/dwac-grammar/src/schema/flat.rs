@@ -237,6 +237,9 @@ pub(crate) struct Shape {
     pub uneval_items: Vec<Unevaluated>,
     /// `contains` subschemas with their `minContains` (default 1).
     pub contains: Vec<(Part, u64)>,
+    /// `maxContains` of the (one) `contains`, with the complement of `contains` that the items
+    /// not counted satisfy (`complement::rewrite_max_contains`).
+    pub contains_max: Option<(u64, Part)>,
     /// Constraints on which keys are present together.
     pub presence: Vec<Presence>,
     /// Regexes over string lexemes that a string must not match (`not: {pattern}`,
@@ -415,7 +418,7 @@ pub(crate) fn refusal(kw: &str, v: &Value, o: &Map<String, Value>, draft: Draft)
             _ => Some("`not` (negation) cannot be compiled to a grammar exactly"),
         },
         "if" => Some("`if`/`then`/`else` cannot be compiled to a grammar exactly"),
-        "maxContains" if o.contains_key("contains") => {
+        "maxContains" if o.contains_key("contains") && !o.contains_key(super::doc::CONTAINS_NOT) => {
             Some("`maxContains` (an upper bound on matching items) cannot be compiled to a grammar exactly")
         }
         // (`uniqueItems: true` is decided where the array is built, which knows the item domain:
@@ -492,6 +495,7 @@ pub(crate) fn merge(doc: &Doc, flat: &Flat) -> Result<Shape, SchemaError> {
         uneval_props: Vec::new(),
         uneval_items: Vec::new(),
         contains: Vec::new(),
+        contains_max: None,
         presence: Vec::new(),
         str_not: Vec::new(),
         bool_not: 0,
@@ -703,6 +707,10 @@ pub(crate) fn merge(doc: &Doc, flat: &Flat) -> Result<Shape, SchemaError> {
                 None => 1,
             };
             s.contains.push((Part::full(format!("{ptr}/contains")), m));
+            if let (Some(v), true) = (o.get("maxContains"), o.contains_key(super::doc::CONTAINS_NOT)) {
+                let max = as_u64(v, "maxContains", ptr)?;
+                s.contains_max = Some((max, Part::full(format!("{ptr}/{}", super::doc::CONTAINS_NOT))));
+            }
         }
         for kw in ["unevaluatedProperties", "unevaluatedItems"] {
             if !o.contains_key(kw) || o.get(kw) == Some(&Value::Bool(true)) {

@@ -473,16 +473,36 @@ impl Builder<'_> {
         if max == Some(0) {
             return Ok(());
         }
+        // With `maxContains` (M): an unmarked element satisfies the complement of `contains`, and
+        // the marked ones are counted exactly up to M (not saturating at mc).
+        let (count_to, unmarked) = match &s.contains_max {
+            Some((m, not_part)) if contains.is_some() => {
+                if *m > MAX_UNROLL {
+                    return Err(SchemaError::new(
+                        "maxContains",
+                        &s.ptr,
+                        format!("more than {MAX_UNROLL} is not supported"),
+                    ));
+                }
+                if *m < mc {
+                    return Ok(()); // (no array: at least mc and at most m < mc matching items)
+                }
+                (*m, Some(not_part.clone()))
+            }
+            _ => (mc, None),
+        };
         let elem = |b: &mut Builder, k: u64, marked: bool| -> Result<Symbol, SchemaError> {
             let Some(mut parts) = position_m((k as usize).min(p), marked) else {
                 return Ok(Symbol::N(b.nt("nothing".into())?));
             };
             if marked {
                 parts.extend(contains.iter().cloned());
+            } else {
+                parts.extend(unmarked.iter().cloned());
             }
             Ok(Symbol::N(b.conj(parts)?))
         };
-        // T(k, c): k elements emitted, c of them marked (saturating at mc).
+        // T(k, c): k elements emitted, c of them marked (saturating at mc; up to M with maxContains).
         let last = max.unwrap_or(u.max(mc)).max(1);
         let mut states: HashMap<(u64, u64), u32> = HashMap::new();
         let mut work: Vec<(u64, u64)> = Vec::new();
@@ -497,7 +517,10 @@ impl Builder<'_> {
         };
         let marks: &[bool] = if contains.is_some() { &[false, true] } else { &[false] };
         for &m in marks {
-            let c = (m as u64).min(mc);
+            let c = (m as u64).min(count_to);
+            if unmarked.is_some() && m as u64 > count_to {
+                continue; // (maxContains: 0)
+            }
             let t = state(self, 1, c, &mut work)?;
             let e0 = elem(self, 0, m)?;
             self.rule(n, vec![l, e0, Symbol::N(t), r]);
@@ -509,7 +532,10 @@ impl Builder<'_> {
             }
             if max.is_none() || k < last {
                 for &m in marks {
-                    let c2 = (c + m as u64).min(mc);
+                    if unmarked.is_some() && c + m as u64 > count_to {
+                        continue; // (past maxContains)
+                    }
+                    let c2 = (c + m as u64).min(count_to);
                     let k2 = if max.is_none() { (k + 1).min(last) } else { k + 1 };
                     let next = state(self, k2, c2, &mut work)?;
                     let e = elem(self, k, m)?;
