@@ -7,6 +7,16 @@ use serde_json::{json, Value};
 
 use super::{accepts, engine};
 
+/// Each schema compiles, and accepts exactly the texts marked valid.
+fn check(cases: Vec<(Value, Vec<(&str, bool)>)>) {
+    for (schema, verdicts) in cases {
+        let e = engine(&schema, &SchemaOptions::default()).unwrap_or_else(|err| panic!("{schema}: {err}"));
+        for (text, valid) in verdicts {
+            assert_eq!(accepts(&e, text), valid, "{schema}: {text}");
+        }
+    }
+}
+
 /// A string whose length bound multiplies a large format's automaton past the lexer's budget is
 /// refused naming the property and what bounds it (the lexer knows terminals; the schema tells it
 /// where each string terminal came from).
@@ -54,12 +64,7 @@ fn not_of_number_constants() {
             vec![("1", false), ("1.0", false), ("2", true), (r#""a""#, true), ("null", true)],
         ),
     ];
-    for (schema, verdicts) in cases {
-        let e = engine(&schema, &SchemaOptions::default()).unwrap_or_else(|err| panic!("{schema}: {err}"));
-        for (text, valid) in verdicts {
-            assert_eq!(accepts(&e, text), valid, "{schema}: {text}");
-        }
-    }
+    check(cases);
 }
 
 /// `propertyNames` with `const`/`enum`: the keys are the listed strings that satisfy all of it
@@ -87,12 +92,7 @@ fn property_names_from_a_list() {
             vec![(r#"{"ab": 1}"#, true), (r#"{"abc": 1}"#, false), (r#"{"3": 1}"#, false)],
         ),
     ];
-    for (schema, verdicts) in cases {
-        let e = engine(&schema, &SchemaOptions::default()).unwrap_or_else(|err| panic!("{schema}: {err}"));
-        for (text, valid) in verdicts {
-            assert_eq!(accepts(&e, text), valid, "{schema}: {text}");
-        }
-    }
+    check(cases);
 }
 
 /// `maxContains`: the items not counted satisfy the complement of `contains` (written as for
@@ -122,10 +122,5 @@ fn max_contains_counts_exactly() {
             vec![("[]", false), ("[10]", true), ("[1, 2, 30]", true), ("[10, 11]", false)],
         ),
     ];
-    for (schema, verdicts) in cases {
-        let e = engine(&schema, &SchemaOptions::default()).unwrap_or_else(|err| panic!("{schema}: {err}"));
-        for (text, valid) in verdicts {
-            assert_eq!(accepts(&e, text), valid, "{schema}: {text}");
-        }
-    }
+    check(cases);
 }
