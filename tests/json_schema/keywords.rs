@@ -124,3 +124,13 @@ fn max_contains_counts_exactly() {
     ];
     check(cases);
 }
+
+/// Count keywords written with a zero fraction (`maxLength: 2.0`, allowed from draft 6 on) count
+/// in the compile-time validator too: here it decides which listed values a `not` excludes.
+#[test]
+fn count_keywords_written_with_a_fraction() {
+    check(vec![(
+        json!({"not": {"enum": ["ab", "abc"], "maxLength": 2.0}}),
+        vec![(r#""ab""#, false), (r#""abc""#, true), (r#""x""#, true), ("1", true)],
+    )]);
+}

@@ -176,6 +176,12 @@ pub(crate) fn validate(doc: &Doc, v: &Value, parts: &[Part]) -> Result<bool, Sch
     Ok(true)
 }
 
+/// A count keyword's value (`maxLength`, `minItems`, `maxContains`, …): a non-negative integer,
+/// also when written with a zero fraction (`2.0`, as draft 6 on allows).
+fn count(v: &Value) -> Option<u64> {
+    v.as_u64().or_else(|| v.as_f64().filter(|f| f.fract() == 0.0 && (0.0..1.8e19).contains(f)).map(|f| f as u64))
+}
+
 fn sub(ptr: &str, kw: &str) -> Vec<Part> {
     vec![Part::full(format!("{ptr}/{kw}"))]
 }
@@ -222,8 +228,8 @@ fn validate_keywords(doc: &Doc, v: &Value, ptr: &str, o: &Map<String, Value>) ->
     match v {
         Value::String(s) => {
             let len = s.chars().count() as u64;
-            if o.get("minLength").and_then(Value::as_u64).is_some_and(|m| len < m)
-                || o.get("maxLength").and_then(Value::as_u64).is_some_and(|m| len > m)
+            if o.get("minLength").and_then(count).is_some_and(|m| len < m)
+                || o.get("maxLength").and_then(count).is_some_and(|m| len > m)
             {
                 return Ok(false);
             }
@@ -297,8 +303,8 @@ fn validate_keywords(doc: &Doc, v: &Value, ptr: &str, o: &Map<String, Value>) ->
                 }
             }
             let len = m.len() as u64;
-            if o.get("minProperties").and_then(Value::as_u64).is_some_and(|x| len < x)
-                || o.get("maxProperties").and_then(Value::as_u64).is_some_and(|x| len > x)
+            if o.get("minProperties").and_then(count).is_some_and(|x| len < x)
+                || o.get("maxProperties").and_then(count).is_some_and(|x| len > x)
             {
                 return Ok(false);
             }
@@ -321,8 +327,8 @@ fn validate_keywords(doc: &Doc, v: &Value, ptr: &str, o: &Map<String, Value>) ->
         }
         Value::Array(a) => {
             let len = a.len() as u64;
-            if o.get("minItems").and_then(Value::as_u64).is_some_and(|x| len < x)
-                || o.get("maxItems").and_then(Value::as_u64).is_some_and(|x| len > x)
+            if o.get("minItems").and_then(count).is_some_and(|x| len < x)
+                || o.get("maxItems").and_then(count).is_some_and(|x| len > x)
             {
                 return Ok(false);
             }
@@ -364,8 +370,8 @@ fn validate_keywords(doc: &Doc, v: &Value, ptr: &str, o: &Map<String, Value>) ->
                         n += 1;
                     }
                 }
-                let min = o.get("minContains").and_then(Value::as_u64).unwrap_or(1);
-                if n < min || o.get("maxContains").and_then(Value::as_u64).is_some_and(|m| n > m) {
+                let min = o.get("minContains").and_then(count).unwrap_or(1);
+                if n < min || o.get("maxContains").and_then(count).is_some_and(|m| n > m) {
                     return Ok(false);
                 }
             }
