@@ -92,25 +92,29 @@ fn reads_annotations(v: &Value) -> bool {
     }
 }
 
-/// The schema with the `not` of the subschema at `ptr` rewritten as the union of its subschema's
-/// violations, or `None` where some keyword's violation cannot be written exactly.
-pub(crate) fn rewrite_not(doc: &Doc, ptr: &str) -> Option<Value> {
+/// The subschema at `ptr` and its keyword `kw`, where a rewrite of that keyword may apply: the
+/// subschema is an object at the document's base, the document reads no annotations
+/// ([`reads_annotations`]), and it was not rewritten already (it has no `done` key, the one the
+/// rewrite leaves).
+fn rewritable<'a>(doc: &Doc<'a>, ptr: &str, kw: &str, done: &str) -> Option<(&'a Map<String, Value>, &'a Value)> {
     if !doc.subschemas_at_root_base().any(|p| p == ptr) || reads_annotations(doc.root) {
         return None;
     }
     let Some(Value::Object(holder)) = doc.get(ptr) else { return None };
-    let inner = holder.get("not")?;
-    if holder.contains_key(MOVED_NOT) {
+    if holder.contains_key(done) {
         return None;
     }
+    Some((holder, holder.get(kw)?))
+}
+
+/// The schema with the `not` of the subschema at `ptr` rewritten as the union of its subschema's
+/// violations, or `None` where some keyword's violation cannot be written exactly.
+pub(crate) fn rewrite_not(doc: &Doc, ptr: &str) -> Option<Value> {
+    let (_, inner) = rewritable(doc, ptr, "not", MOVED_NOT)?;
     let moved = format!("{ptr}/{MOVED_NOT}");
     let mut cx = Recursion::default();
     let w = violations(doc, (&format!("{ptr}/not"), &moved), &mut cx, &format!("{ptr}/not"), inner, 0)?;
-    let union = match w.len() {
-        0 => Value::Bool(false),
-        1 => w.into_iter().next()?,
-        _ => json!({ "anyOf": w }),
-    };
+    let union = union_of(w).unwrap_or(Value::Bool(false));
     let mut out = doc.root.clone();
     let Some(Value::Object(o)) = out.pointer_mut(ptr) else { return None };
     let inner = o.remove("not")?;
@@ -127,14 +131,10 @@ pub(crate) fn rewrite_not(doc: &Doc, ptr: &str) -> Option<Value> {
 /// where some keyword's violation cannot be written exactly. The condition is moved to
 /// `x-dwac-if` (then `then`/`else` are annotations), all three referred to where they are.
 pub(crate) fn rewrite_if(doc: &Doc, ptr: &str) -> Option<Value> {
-    if doc.draft < Draft::Draft7 || !doc.subschemas_at_root_base().any(|p| p == ptr) || reads_annotations(doc.root) {
+    if doc.draft < Draft::Draft7 {
         return None;
     }
-    let Some(Value::Object(holder)) = doc.get(ptr) else { return None };
-    let cond = holder.get("if")?;
-    if holder.contains_key(MOVED_IF) {
-        return None;
-    }
+    let (holder, cond) = rewritable(doc, ptr, "if", MOVED_IF)?;
     let moved = format!("{ptr}/{MOVED_IF}");
     let mut cx = Recursion::default();
     // (Without `then` and `else`, the condition constrains nothing.)
@@ -164,12 +164,8 @@ pub(crate) fn rewrite_if(doc: &Doc, ptr: &str) -> Option<Value> {
 /// `contains` (counted) or its complement (not counted). `None` where the complement cannot be
 /// written exactly.
 pub(crate) fn rewrite_max_contains(doc: &Doc, ptr: &str) -> Option<Value> {
-    if !doc.subschemas_at_root_base().any(|p| p == ptr) || reads_annotations(doc.root) {
-        return None;
-    }
-    let Some(Value::Object(holder)) = doc.get(ptr) else { return None };
-    let inner = holder.get("contains")?;
-    if holder.contains_key(CONTAINS_NOT) || !holder.contains_key("maxContains") {
+    let (holder, inner) = rewritable(doc, ptr, "contains", CONTAINS_NOT)?;
+    if !holder.contains_key("maxContains") {
         return None;
     }
     let at = format!("{ptr}/contains");
@@ -244,12 +240,9 @@ const MAX_DEPTH: usize = 12;
 /// The schema with the `oneOf` of the subschema at `ptr` rewritten as a union of cells, or `None`
 /// where some branch's complement cannot be written exactly (or the rewrite does not apply).
 pub(crate) fn rewrite_one_of(doc: &Doc, ptr: &str) -> Option<Value> {
-    if !doc.subschemas_at_root_base().any(|p| p == ptr) || reads_annotations(doc.root) {
-        return None;
-    }
-    let Some(Value::Object(holder)) = doc.get(ptr) else { return None };
-    let Some(Value::Array(branches)) = holder.get("oneOf") else { return None };
-    if holder.contains_key(MOVED_ONE_OF) || branches.len() < 2 || branches.len() > 16 {
+    let (_, branches) = rewritable(doc, ptr, "oneOf", MOVED_ONE_OF)?;
+    let Value::Array(branches) = branches else { return None };
+    if branches.len() < 2 || branches.len() > 16 {
         return None;
     }
     let moved = format!("{ptr}/{MOVED_ONE_OF}");
