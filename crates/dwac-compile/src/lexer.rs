@@ -54,17 +54,19 @@ pub fn build_lexer(terminals: &[Terminal], active: &[bool]) -> Result<LexerTable
     comps.sort_unstable();
     comps.dedup();
     // Per component: (states, transitions, accept sets); state 0 is its start.
+    let acts: Vec<Vec<bool>> =
+        comps.iter().map(|&c| (0..nt).map(|i| is_active(i) && terminals[i].component == c).collect()).collect();
+    let built = build_components(terminals, &acts);
     let mut parts: Vec<ComponentDfa> = Vec::new();
     let mut total = 0usize;
-    for &c in &comps {
-        let act: Vec<bool> = (0..nt).map(|i| is_active(i) && terminals[i].component == c).collect();
-        let part = shared_component(terminals, &act)?;
+    for (part, act) in built.into_iter().zip(&acts) {
+        let part = part?;
         total += part.n;
         if total > MAX_DFA_STATES {
             return Err(CompileError::Budget(format!(
                 "lexer DFA exceeds {MAX_DFA_STATES} states (reached with {} states of the lexer component of {})",
                 part.n,
-                component_terminals(terminals, &act)
+                component_terminals(terminals, act)
             )));
         }
         parts.push(part);
@@ -108,6 +110,44 @@ pub fn build_lexer(terminals: &[Terminal], active: &[bool]) -> Result<LexerTable
         }
     }
     finish(terminals, words, m, (mtrans, &joint, kj), maccs, fork_lists)
+}
+
+/// [`shared_component`] of each component (`acts[i]`: its active terminals), in order, on the
+/// caller's thread and one helper: the components are independent, and a schema's large
+/// ones (each length-bounded string is a component of its own) take most of the lexer's time.
+/// The results do not depend on which thread built what.
+fn build_components(terminals: &[Terminal], acts: &[Vec<bool>]) -> Vec<Result<ComponentDfa, CompileError>> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let next = AtomicUsize::new(0);
+    let work = || {
+        let mut done = Vec::new();
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(act) = acts.get(i) else { return done };
+            done.push((i, shared_component(terminals, act)));
+        }
+    };
+    let mut all = if acts.len() < 2 {
+        work()
+    } else {
+        std::thread::scope(|s| {
+            let helper = s.spawn(crate::threads::carry(work));
+            let mut mine = work();
+            // (A helper that panicked has left its components unbuilt: build them here.)
+            mine.extend(helper.join().unwrap_or_default());
+            mine
+        })
+    };
+    all.sort_by_key(|&(i, _)| i);
+    let mut out: Vec<Result<ComponentDfa, CompileError>> = Vec::with_capacity(acts.len());
+    let mut it = all.into_iter().peekable();
+    for (i, act) in acts.iter().enumerate() {
+        match it.next_if(|(j, _)| *j == i) {
+            Some((_, r)) => out.push(r),
+            None => out.push(shared_component(terminals, act)),
+        }
+    }
+    out
 }
 
 /// One component's DFA over classes of bytes it treats alike: `n` states (start 0), each
