@@ -12,6 +12,7 @@ use dwac_runtime::{Engine, GrammarTables, Vocabulary};
 
 use crate::dwa::{build_mask_tables_prepared, prepare_vocabulary, MaskOptions, MaskStats};
 use crate::stages::Stages;
+use crate::threads::carry;
 use crate::{build_lexer, CompileError};
 
 /// The kind of a grammar source, chosen by file extension.
@@ -149,18 +150,64 @@ pub fn compile_grammar(g: &Grammar) -> Result<Compiled, CompileError> {
 /// to exercise grammars whose right recursion survives normalization).
 pub fn compile_grammar_with(g: &Grammar, opts: &NormalizeOptions) -> Result<Compiled, CompileError> {
     let t0 = Instant::now();
+    let (mut c, pending) = compile_tables(g, opts)?;
+    let tm = Instant::now();
+    let report = pending.analyse(&c, g);
+    pending.finish(&mut c, report, tm.elapsed())?;
+    c.stats.compile_ms = t0.elapsed().as_secs_f64() * 1e3;
+    Ok(c)
+}
+
+/// What the longest-match analysis ([`crate::munch::analyse`]) reads that [`Compiled`] does not
+/// keep: the LR states' kernels and, after lexer inference, the lifted grammar (its warnings are
+/// located in it). The analysis only reports (dead ends, or a language left empty), so it may run
+/// beside the Parser DWA's build; an empty language still refuses the grammar.
+struct PendingAnalysis {
+    kernels: Vec<Vec<dwac_lr::Item>>,
+    lifted: Option<Grammar>,
+}
+
+impl PendingAnalysis {
+    /// The analysis of `c`, compiled from `g`.
+    fn analyse(&self, c: &Compiled, g: &Grammar) -> crate::munch::MunchReport {
+        let source = self.lifted.as_ref().unwrap_or(g);
+        let (lex, lr, ng) = (&c.tables.lexer, &c.tables.lr, &c.normalized.grammar);
+        crate::munch::analyse(lex, lr, &self.kernels, ng, c.normalized.accepts_empty, source)
+    }
+
+    /// Its report into `c`'s statistics (the stage `munch`, after `lexer`, took `took` on its
+    /// own thread); an empty language is the compile's error.
+    fn finish(
+        self,
+        c: &mut Compiled,
+        munch: crate::munch::MunchReport,
+        took: std::time::Duration,
+    ) -> Result<(), CompileError> {
+        if let Some(empty) = munch.empty {
+            return Err(CompileError::EmptyLanguage(empty.0));
+        }
+        c.stats.warnings = munch.warnings;
+        c.stats.munch_analysis_skipped = munch.skipped;
+        let at = c.stats.stages_ms.iter().position(|&(s, _)| s == "lexer").map_or(c.stats.stages_ms.len(), |i| i + 1);
+        c.stats.stages_ms.insert(at, ("munch", took.as_secs_f64() * 1e3));
+        Ok(())
+    }
+}
+
+/// [`compile_grammar_with`] but for the longest-match analysis, left to the caller.
+fn compile_tables(g: &Grammar, opts: &NormalizeOptions) -> Result<(Compiled, PendingAnalysis), CompileError> {
+    let t0 = Instant::now();
     let mut stages = Stages::new();
     // Lexer inference (`dwac_grammar::lift`): a character-level grammar's regular parts become
     // lexer terminals first.
-    let lifted;
-    let (g, lexer_inference) = if !opts.skip_lexer_inference && lift::has_liftable(g) {
+    let (lifted, lexer_inference) = if !opts.skip_lexer_inference && lift::has_liftable(g) {
         let (lg, report) = lift::lift(g, &LiftOptions::default());
-        lifted = lg;
         stages.lap("lift");
-        (&lifted, Some(report))
+        (Some(lg), Some(report))
     } else {
-        (g, None)
+        (None, None)
     };
+    let g = lifted.as_ref().unwrap_or(g);
     let normalized = normalize_with(g, opts)?;
     stages.lap("normalize");
     if normalized.grammar.terminals != g.terminals {
@@ -182,12 +229,6 @@ pub fn compile_grammar_with(g: &Grammar, opts: &NormalizeOptions) -> Result<Comp
     stages.lap("lexer");
     let lexer_inference = lexer_inference.map(|lifted| LexerInference { lifted });
     let ng = &normalized.grammar;
-    let munch = crate::munch::analyse(&lexer, &lr.tables, &lr.kernels, ng, normalized.accepts_empty, g);
-    stages.lap("munch");
-    if let Some(empty) = munch.empty {
-        return Err(CompileError::EmptyLanguage(empty.0));
-    }
-    let warnings = munch.warnings;
     let tables =
         GrammarTables { lexer, lr: lr.tables, terminal_names: g.terminals.iter().map(|t| t.name.clone()).collect() };
     tables.validate()?;
@@ -200,14 +241,14 @@ pub fn compile_grammar_with(g: &Grammar, opts: &NormalizeOptions) -> Result<Comp
         lr_conflicts: lr.conflicts,
         right_recursive_left: normalized.right_recursive_left.len(),
         compile_ms: t0.elapsed().as_secs_f64() * 1e3,
-        warnings,
-        munch_analysis_skipped: munch.skipped,
+        warnings: Vec::new(),
+        munch_analysis_skipped: false,
         lexer_inference,
         mask: None,
         token_terminals: None,
         stages_ms: stages.done,
     };
-    Ok(Compiled { tables, normalized, stats })
+    Ok((Compiled { tables, normalized, stats }, PendingAnalysis { kernels: lr.kernels, lifted }))
 }
 
 /// Compile and bundle with a vocabulary into a ready [`Engine`], with the Parser DWA that makes
@@ -266,11 +307,11 @@ pub fn compile_engine_with_progress(
                 std::thread::Builder::new().name("dwac-trie".into()).spawn_scoped(scope, || prepare_vocabulary(&vocab))
             })
             .and_then(Result::ok);
-        let c = compile_grammar(g);
+        let c = compile_tables(g, &NormalizeOptions::default());
         let prepared = trie.map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
         (c, prepared)
     });
-    let mut c = c?;
+    let (mut c, pending) = c?;
     c.stats.token_terminals = token_terminals;
     let mask = if opts.mask {
         let tm = Instant::now();
@@ -281,11 +322,31 @@ pub fn compile_engine_with_progress(
         // same either way; other grammars' tables are built exactly as before.)
         let follow_bytes = c.stats.lexer_inference.is_some() || g.terminals.iter().any(|t| t.munch == Munch::None);
         let mask_options = MaskOptions { follow_bytes, ..opts.mask_options.clone() };
-        let (m, ms) = build_mask_tables_prepared(&c.tables, &vocab, prepared, &mask_options, progress, tm)?;
+        // The longest-match analysis beside the Parser DWA's build, on a thread of its own: it
+        // reads the tables and only reports (the DWA's determinization keeps one core busy
+        // while the vocabulary walk is soon done; 500 tools' analysis takes 0.2 s).
+        let (built, (report, took)) = std::thread::scope(|scope| {
+            let analysis = || {
+                let ta = Instant::now();
+                (pending.analyse(&c, g), ta.elapsed())
+            };
+            let helper = std::thread::Builder::new().name("dwac-munch".into()).spawn_scoped(scope, carry(analysis));
+            let built = build_mask_tables_prepared(&c.tables, &vocab, prepared, &mask_options, progress, tm);
+            let analysed = match helper {
+                Ok(h) => h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                Err(_) => analysis(),
+            };
+            (built, analysed)
+        });
+        pending.finish(&mut c, report, took)?;
+        let (m, ms) = built?;
         c.stats.stages_ms.extend(ms.stages_ms.iter().copied());
         c.stats.mask = Some(ms);
         Some(m)
     } else {
+        let ta = Instant::now();
+        let report = pending.analyse(&c, g);
+        pending.finish(&mut c, report, ta.elapsed())?;
         None
     };
     let tv = Instant::now();
