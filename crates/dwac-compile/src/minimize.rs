@@ -100,49 +100,36 @@ pub fn minimize(n: usize, trans: &[u32], initial: &[u32]) -> Vec<u32> {
 /// stands for bytes with equal columns, so the partition is the same as over the bytes.
 pub fn minimize_classes(n: usize, k: usize, trans: &[u32], initial: &[u32]) -> Vec<u32> {
     debug_assert_eq!(trans.len(), n * k);
-    // A sink state `n` stands for DEAD, so the transition function is total.
-    let total = n + 1;
-    let target = |q: usize, c: usize| -> usize {
-        if q == n {
-            return n;
-        }
-        let t = trans[q * k + c];
-        if t == DEAD {
-            n
-        } else {
-            t as usize
-        }
-    };
-    // Inverse transitions per class, CSR: pre[c] lists for each target t the sources.
-    // Built state by state, every class at once: the table is read by rows. The sink's
-    // predecessors are left out: it is never a splitter (below).
-    let mut pre_off: Vec<Vec<u32>> = vec![vec![0u32; total + 1]; k];
-    for q in 0..n {
-        for (c, cnt) in pre_off.iter_mut().enumerate() {
-            let t = target(q, c);
-            if t != n {
-                cnt[t + 1] += 1;
+    // Inverse transitions, CSR by target and then class: the predecessors of `t` on class `c`
+    // are `pre[off[t·k+c]..off[t·k+c+1]]`, so a state's predecessors on every class lie
+    // together (a splitter is read for all its pending classes at once, below). DEAD (the
+    // sink) has none kept: it is never a splitter (below).
+    let mut off: Vec<u32> = vec![0u32; n * k + 1];
+    for row in trans.chunks_exact(k) {
+        for (c, &t) in row.iter().enumerate() {
+            if t != DEAD {
+                off[t as usize * k + c + 1] += 1;
             }
         }
     }
-    for cnt in pre_off.iter_mut() {
-        for i in 0..total {
-            cnt[i + 1] += cnt[i];
-        }
+    for i in 0..n * k {
+        off[i + 1] += off[i];
     }
-    let mut fill: Vec<Vec<u32>> = pre_off.clone();
-    let mut pre: Vec<Vec<u32>> = vec![vec![0u32; total]; k];
-    for q in 0..n {
-        for c in 0..k {
-            let t = target(q, c);
-            if t != n {
-                pre[c][fill[c][t] as usize] = q as u32;
-                fill[c][t] += 1;
+    let mut fill: Vec<u32> = off[..n * k].to_vec();
+    let mut pre: Vec<u32> = vec![0u32; off[n * k] as usize];
+    for (q, row) in trans.chunks_exact(k).enumerate() {
+        for (c, &t) in row.iter().enumerate() {
+            if t != DEAD {
+                let at = &mut fill[t as usize * k + c];
+                pre[*at as usize] = q as u32;
+                *at += 1;
             }
         }
     }
     drop(fill);
-    // Blocks: members stored contiguously in `elems`, block b = elems[start[b]..end[b]].
+    // Blocks: members stored contiguously in `elems`, block b = elems[start[b]..end[b]]. The
+    // sink (DEAD, state `n`) is a block of its own.
+    let total = n + 1;
     let sink_block = initial.iter().max().map_or(0, |&m| m + 1);
     let init = |q: usize| if q == n { sink_block } else { initial[q] };
     let nb0 = sink_block as usize + 1;
@@ -165,74 +152,108 @@ pub fn minimize_classes(n: usize, k: usize, trans: &[u32], initial: &[u32]) -> V
         start[b] = s as u32;
         end[b] = i as u32;
     }
-    let mut work: Vec<(u32, u16)> = Vec::new();
-    // Every initial block but one per class is a splitter (Hopcroft): all but the sink's, a
-    // block of one state that never splits, so never one again.
+    // Splitters, kept per block: the classes still to split by (`pending[b]`), and a stack of
+    // the blocks with some. Every initial block but one is a splitter for every class
+    // (Hopcroft): all but the sink's, a block of one state that never splits, so never one again.
+    let words = k.div_ceil(64);
+    let mut pending: Vec<u64> = vec![0; nb0 * words];
+    let all = |p: &mut [u64]| {
+        for (w, word) in p.iter_mut().enumerate() {
+            *word = if (w + 1) * 64 <= k { u64::MAX } else { (1u64 << (k - w * 64)) - 1 };
+        }
+    };
+    let mut stack: Vec<u32> = Vec::new();
     for b in 0..nb0 {
         if end[b] > start[b] && b != sink_block as usize {
-            for c in 0..k {
-                work.push((b as u32, c as u16));
-            }
+            all(&mut pending[b * words..(b + 1) * words]);
+            stack.push(b as u32);
         }
     }
     let mut mark_count: Vec<u32> = vec![0; nb0];
     let mut touched: Vec<u32> = Vec::new();
-    let mut x: Vec<u32> = Vec::new();
-    while let Some((a, c)) = work.pop() {
-        let c = c as usize;
-        // X = predecessors of block a on class c.
-        x.clear();
-        for i in start[a as usize]..end[a as usize] {
-            let t = elems[i as usize] as usize;
-            let (s, e) = (pre_off[c][t] as usize, pre_off[c][t + 1] as usize);
-            x.extend_from_slice(&pre[c][s..e]);
+    let mut members: Vec<u32> = Vec::new();
+    let mut classes: Vec<usize> = Vec::new();
+    // Per pending class, its predecessors of the splitter: `xs[x_off[j]..x_off[j+1]]`.
+    let mut xs: Vec<u32> = Vec::new();
+    let mut x_off: Vec<usize> = Vec::new();
+    while let Some(a) = stack.pop() {
+        let a = a as usize;
+        classes.clear();
+        for w in 0..words {
+            let mut word = std::mem::take(&mut pending[a * words + w]);
+            while word != 0 {
+                classes.push(w * 64 + word.trailing_zeros() as usize);
+                word &= word - 1;
+            }
         }
-        touched.clear();
-        for &q in &x {
-            let b = block[q as usize] as usize;
-            // Move q to the front part of its block (the marked region).
-            let m = mark_count[b];
-            let first = start[b] + m;
-            let pq = pos[q as usize];
-            if pq < first {
-                continue; // already marked
-            }
-            if m == 0 {
-                touched.push(b as u32);
-            }
-            let other = elems[first as usize];
-            elems.swap(first as usize, pq as usize);
-            pos[other as usize] = pq;
-            pos[q as usize] = first;
-            mark_count[b] = m + 1;
+        if classes.is_empty() {
+            continue;
         }
-        for &b in &touched {
-            let b = b as usize;
-            let m = mark_count[b];
-            mark_count[b] = 0;
-            let size = end[b] - start[b];
-            if m == size {
-                continue;
+        // X_c = predecessors of block a on class c, for every pending class c, read from a's
+        // members as they are now (splitting by a's members on each class after a has itself
+        // been split by an earlier class is splitting by a union of blocks: sound, and the
+        // parts split off are splitters of their own).
+        members.clear();
+        members.extend_from_slice(&elems[start[a] as usize..end[a] as usize]);
+        xs.clear();
+        x_off.clear();
+        for &c in &classes {
+            x_off.push(xs.len());
+            for &t in &members {
+                let at = t as usize * k + c;
+                xs.extend_from_slice(&pre[off[at] as usize..off[at + 1] as usize]);
             }
-            // Split: marked part [start, start+m) becomes a new block if smaller, else the rest does.
-            let nb = start.len();
-            let (ns, ne, keep_s, keep_e) = if m <= size - m {
-                (start[b], start[b] + m, start[b] + m, end[b])
-            } else {
-                (start[b] + m, end[b], start[b], start[b] + m)
-            };
-            start.push(ns);
-            end.push(ne);
-            start[b] = keep_s;
-            end[b] = keep_e;
-            for i in ns..ne {
-                block[elems[i as usize] as usize] = nb as u32;
+        }
+        x_off.push(xs.len());
+        for j in 0..classes.len() {
+            touched.clear();
+            for &q in &xs[x_off[j]..x_off[j + 1]] {
+                let b = block[q as usize] as usize;
+                // Move q to the front part of its block (the marked region).
+                let m = mark_count[b];
+                let first = start[b] + m;
+                let pq = pos[q as usize];
+                if pq < first {
+                    continue; // already marked
+                }
+                if m == 0 {
+                    touched.push(b as u32);
+                }
+                let other = elems[first as usize];
+                elems.swap(first as usize, pq as usize);
+                pos[other as usize] = pq;
+                pos[q as usize] = first;
+                mark_count[b] = m + 1;
             }
-            // Hopcroft: whether or not (b, c) is pending, adding the smaller part (nb, c) suffices.
-            for c2 in 0..k {
-                work.push((nb as u32, c2 as u16));
+            for &b in &touched {
+                let b = b as usize;
+                let m = mark_count[b];
+                mark_count[b] = 0;
+                let size = end[b] - start[b];
+                if m == size {
+                    continue;
+                }
+                // Split: the smaller part becomes a new block.
+                let nb = start.len();
+                let (ns, ne, keep_s, keep_e) = if m <= size - m {
+                    (start[b], start[b] + m, start[b] + m, end[b])
+                } else {
+                    (start[b] + m, end[b], start[b], start[b] + m)
+                };
+                start.push(ns);
+                end.push(ne);
+                start[b] = keep_s;
+                end[b] = keep_e;
+                for i in ns..ne {
+                    block[elems[i as usize] as usize] = nb as u32;
+                }
+                // Hopcroft: whether or not b is pending on a class, the smaller part on every
+                // class suffices.
+                pending.resize((nb + 1) * words, 0);
+                all(&mut pending[nb * words..(nb + 1) * words]);
+                stack.push(nb as u32);
+                mark_count.push(0);
             }
-            mark_count.push(0);
         }
     }
     block.truncate(n);
