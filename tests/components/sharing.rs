@@ -31,6 +31,40 @@ fn walk_thread_builds_the_same_tables() {
     }
 }
 
+/// Lexer states given the classes of a state alike up to their lexeme's terminal, renamed
+/// (`terminal_dwa/rename.rs`), make the tables that walking every one of them makes: the
+/// strings under different bounds (each a terminal and a component of its own) and with a
+/// format share their positions near the bounds, and a grammar of one component renames nothing.
+#[test]
+fn renamed_states_build_the_same_tables() {
+    let vocab = dwac_vocab::Tokenizer::default_embedded().unwrap().vocab().clone();
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {
+            "a": {"type": "string", "maxLength": 9},
+            "b": {"type": "string", "maxLength": 14, "minLength": 2},
+            "c": {"type": "string", "maxLength": 23},
+            "d": {"type": "string", "maxLength": 30, "format": "email"},
+            "e": {"type": "string", "maxLength": 40, "format": "email"},
+            "tags": {"type": "array", "items": {"type": "string", "maxLength": 6}}
+        },
+        "required": ["a", "d"]
+    });
+    let sg = dwac_grammar::schema::compile_schema(&schema, &Default::default()).unwrap();
+    let schema_tables = compile_grammar(&sg.grammar).unwrap().tables;
+    for (name, tables, renames) in
+        [("schema", schema_tables, true), ("json.lark", file_tables("grammars/json.lark"), false)]
+    {
+        let (renamed, stats) = build_mask_tables(&tables, &vocab, &MaskOptions::default()).unwrap();
+        let walked_opts = MaskOptions { rename_states: false, ..MaskOptions::default() };
+        let (walked, walked_stats) = build_mask_tables(&tables, &vocab, &walked_opts).unwrap();
+        assert_eq!(stats.lexer_states_renamed > 0, renames, "{name}: {stats:?}");
+        assert_eq!(walked_stats.lexer_states_renamed, 0, "{name}");
+        assert!(stats.dwa_states > 10 && stats.token_classes > 10, "{name}: {stats:?}");
+        assert!(renamed == walked, "{name}: the tables differ with and without renamed states");
+    }
+}
+
 /// Two walkers' classes and UNDECIDED tokens of one state are the same, ids included.
 fn assert_same_classes(at: &str, (ca, ua): (Vec<TokenClass>, Vec<u32>), (cb, ub): (Vec<TokenClass>, Vec<u32>)) {
     assert_eq!(ua, ub, "{at}: UNDECIDED tokens differ");

@@ -51,8 +51,9 @@ pub struct TokenizerInfo {
 pub fn options_json(schema: &SchemaOptions, engine: &EngineOptions) -> serde_json::Value {
     let SchemaOptions { whitespace, lenient, default_draft, strict } = schema;
     let EngineOptions { mask, mask_options } = engine;
-    // `walk_thread` and `link_states` change how the tables are built, not what they are;
-    // `max_dwa_states` only whether they are built; `follow_bytes` follows from the grammar.
+    // `walk_thread`, `link_states` and `rename_states` change how the tables are built, not
+    // what they are; `max_dwa_states` only whether they are built; `follow_bytes` follows from
+    // the grammar.
     let MaskOptions {
         max_states_per_lexer_state,
         work_per_lexer_state,
@@ -60,6 +61,7 @@ pub fn options_json(schema: &SchemaOptions, engine: &EngineOptions) -> serde_jso
         link_states: _,
         max_dwa_states: _,
         follow_bytes: _,
+        rename_states: _,
     } = mask_options;
     let mut o = json!({
         "schema.whitespace": format!("{whitespace:?}"),

@@ -47,6 +47,7 @@ pub(crate) fn mask_stats_json(stats: &CompileStats) -> serde_json::Value {
             "lexer_states_over_budget": m.lexer_states_over_budget,
             "lexer_states_cut": m.lexer_states_cut,
             "lexer_states_shared": m.lexer_states_shared,
+            "lexer_states_renamed": m.lexer_states_renamed,
             "slowest_lexer_state_ms": (m.slowest_lexer_state_ms * 10.0).round() / 10.0,
             "carried_inhibitors": m.carried_inhibitors,
             "dwa_build_ms": (m.build_ms * 10.0).round() / 10.0,

@@ -42,21 +42,61 @@ pub struct Horizon {
 impl Horizon {
     /// `≡_d` for every `d ≤ max_depth`.
     pub fn new(lex: &LexerTables, max_depth: u32) -> Horizon {
-        let n = lex.num_states as usize;
-        let trans = &lex.trans;
-        let k = lex.num_classes as usize;
-        let succ = |x: usize, c: usize| trans.get(x * k + c);
-
         // Level 0: what the walk reads at a state.
-        let mut cur = vec![0u32; n];
+        let mut cur = vec![0u32; lex.num_states as usize];
         let mut index: FastMap<(bool, &[u32], &[u64]), u32> = FastMap::default();
         for (x, id) in cur.iter_mut().enumerate() {
             let key = (x as u32 == lex.start, lex.accepts(x as u32), lex.next_plus(x as u32));
             let next = index.len() as u32;
             *id = *index.entry(key).or_insert(next);
         }
-        let mut next_id = index.len() as u32;
+        let next_id = index.len() as u32;
         drop(index);
+        Horizon::refine(lex, max_depth, cur, next_id)
+    }
+
+    /// `≡_d` up to the name of the pending lexeme's terminal: states whose lexeme can only
+    /// become one terminal ([`sole_terminal`]) are compared with that terminal replaced by a
+    /// placeholder (its inhibition mode and priority kept), so that `x ≡_d y` here, with sole
+    /// terminals `s` and `t`, says that every byte string of length at most `d` leads `x` and `y`
+    /// to states the walk cannot tell apart once `s` is renamed `t`. A lexeme's states all
+    /// have its sole terminal, and the lexeme's end leaves them, so the renaming holds until
+    /// the first lexeme ends; what comes after it is compared as it is.
+    ///
+    /// The lexer states of two length-bounded strings of a schema are so alike near their
+    /// bounds, where each position is a state of its own (the walk of one serves the other).
+    pub fn renaming(lex: &LexerTables, max_depth: u32) -> Horizon {
+        const SELF: u32 = u32::MAX;
+        type Key = (bool, Vec<u32>, Vec<u64>, Option<(u8, i32)>);
+        let mut cur = vec![0u32; lex.num_states as usize];
+        let mut index: FastMap<Key, u32> = FastMap::default();
+        for (x, id) in cur.iter_mut().enumerate() {
+            let x = x as u32;
+            let (acc, np) = (lex.accepts(x), lex.next_plus(x));
+            let key = match sole_terminal(lex, x) {
+                Some(t) => {
+                    let mut np = np.to_vec();
+                    np[(t / 64) as usize] &= !(1u64 << (t % 64));
+                    let acc = acc.iter().map(|&a| if a == t { SELF } else { a }).collect();
+                    let own = (lex.munch.get(t as usize).copied().unwrap_or(0), lex.priority_of(t));
+                    (x == lex.start, acc, np, Some(own))
+                }
+                None => (x == lex.start, acc.to_vec(), np.to_vec(), None),
+            };
+            let next = index.len() as u32;
+            *id = *index.entry(key).or_insert(next);
+        }
+        let next_id = index.len() as u32;
+        drop(index);
+        Horizon::refine(lex, max_depth, cur, next_id)
+    }
+
+    /// The levels of [`Horizon`] from level 0's blocks (`cur`, ids below `next_id`).
+    fn refine(lex: &LexerTables, max_depth: u32, mut cur: Vec<u32>, mut next_id: u32) -> Horizon {
+        let n = lex.num_states as usize;
+        let trans = &lex.trans;
+        let k = lex.num_classes as usize;
+        let succ = |x: usize, c: usize| trans.get(x * k + c);
         let mut size = vec![0u32; next_id as usize];
         for &b in &cur {
             size[b as usize] += 1;
@@ -321,4 +361,35 @@ impl Horizon {
     pub fn levels(&self) -> (u32, bool) {
         (self.levels, self.stable)
     }
+}
+
+/// The one terminal the lexeme pending at `x` can become (what it accepts and what it can still
+/// reach, `Next⁺`, hold that terminal and no other), unless it is ignored; `None` at the start.
+pub fn sole_terminal(lex: &LexerTables, x: u32) -> Option<u32> {
+    if x == lex.start || x == DEAD {
+        return None;
+    }
+    let mut sole = None;
+    let mut one = |t: u32| match sole {
+        None => {
+            sole = Some(t);
+            true
+        }
+        Some(s) => s == t,
+    };
+    for &t in lex.accepts(x) {
+        if !one(t) {
+            return None;
+        }
+    }
+    for (w, &word) in lex.next_plus(x).iter().enumerate() {
+        let mut word = word;
+        while word != 0 {
+            if !one(w as u32 * 64 + word.trailing_zeros()) {
+                return None;
+            }
+            word &= word - 1;
+        }
+    }
+    sole.filter(|&t| !lex.is_ignored(t))
 }

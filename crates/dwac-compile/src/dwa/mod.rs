@@ -48,6 +48,7 @@ use assemble::Assembler;
 use compose::{Composer, Step};
 use determinize::Determinizer;
 use dwac_runtime::trie::Trie;
+use horizon::Horizon;
 use sets::SetPool;
 use templates::Lr;
 pub use terminal_dwa::LimitHits;
@@ -79,6 +80,10 @@ pub struct MaskOptions {
     /// lexings). Set by the compiler for character-level grammars (lexer inference ran); it
     /// follows from the grammar, so it is not part of the grammar fingerprint.
     pub follow_bytes: bool,
+    /// Give a lexer state the classes of a state alike up to its lexeme's terminal, renamed,
+    /// instead of walking it (`terminal_dwa/rename.rs`; the tables are the same either way; not
+    /// part of the grammar fingerprint).
+    pub rename_states: bool,
 }
 
 impl Default for MaskOptions {
@@ -90,6 +95,7 @@ impl Default for MaskOptions {
             link_states: true,
             max_dwa_states: 8_000_000,
             follow_bytes: false,
+            rename_states: true,
         }
     }
 }
@@ -126,6 +132,9 @@ pub struct MaskStats {
     /// same automaton and the same tokens in every class (counted in the fields above as if
     /// they had their own).
     pub lexer_states_shared: usize,
+    /// Lexer states whose classes were those of a state alike up to its lexeme's terminal,
+    /// renamed rather than walked ([`Walker::renaming_key`]).
+    pub lexer_states_renamed: usize,
     /// The longest time one lexer state's automaton took (including one that ran over budget).
     pub slowest_lexer_state_ms: f64,
     pub build_ms: f64,
@@ -201,17 +210,25 @@ pub fn build_mask_tables_prepared(
     // The walker's inputs, taken by its thread, or by this one if no thread can be started.
     let walk_args = Mutex::new(Some((terms, (eof_class, vocab.eos.to_vec()), tx)));
     let kills = Kills::new(lex, trie, &trie_index);
-    let horizon = Walker::horizon_for(lex, &trie_index);
+    // Bounded-horizon equivalence, and (for a lexer of several components, without the
+    // follow-byte filter) the same up to the lexeme's terminal, on a second thread.
+    let renames = opts.rename_states && !opts.follow_bytes && lex.fork_off.last().is_some_and(|&n| n > 0);
+    let (horizon, renaming) = std::thread::scope(|scope| {
+        let height = trie_index.height[0];
+        let renaming = renames.then(|| scope.spawn(carry(move || Arc::new(Horizon::renaming(lex, height)))));
+        let horizon = Walker::horizon_for(lex, &trie_index);
+        (horizon, renaming.map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))))
+    });
     let prewalks = Prewalks::default();
     let mut prewalker = Prewalker::new(lex, trie, Arc::clone(&trie_index), Arc::clone(&horizon));
     let follow = opts.follow_bytes.then(|| Arc::new(FollowBytes::of(lex, &tables.lr)));
     let walk = || {
         let (terms, eos, tx) = walk_args.lock().unwrap_or_else(|e| e.into_inner()).take()?;
-        let parts = (trie, Arc::clone(&trie_index), Arc::clone(&horizon), follow.clone());
+        let parts = (trie, Arc::clone(&trie_index), (Arc::clone(&horizon), renaming.clone()), follow.clone());
         Some(walk_states(lex, parts, terms, eos, tx, &kills, &prewalks))
     };
     let (mut over, mut stopped): (Option<String>, Option<String>) = (None, None);
-    let (walk_time, limit_hits) = std::thread::scope(|scope| {
+    let (walk_time, limit_hits, renamed) = std::thread::scope(|scope| {
         let walking = opts
             .walk_thread
             .then(|| std::thread::Builder::new().name("dwac-walk".into()).spawn_scoped(scope, carry(walk)).ok())
@@ -282,6 +299,7 @@ pub fn build_mask_tables_prepared(
     stages.add("kill", kill_time);
     let (out, mut stats) = asm.finish(carried, kills, det.linked, &mut stages);
     stats.undecided_by_walk_limits = limit_hits;
+    stats.lexer_states_renamed = renamed;
     stats.build_ms = t0.elapsed().as_secs_f64() * 1e3;
     stats.stages_ms = stages.done;
     Ok((out, stats))

@@ -111,21 +111,33 @@ impl<'a> Kills<'a> {
     }
 }
 
+/// What the walking thread reads besides the lexer: the vocabulary's trie and its index, the
+/// bounded-horizon equivalence (and the one up to the lexeme's terminal, when states are
+/// renamed), the follow-byte filter.
+pub(super) type Parts<'t> = (&'t Trie, Arc<TrieIndex>, (Arc<Horizon>, Option<Arc<Horizon>>), Option<Arc<FollowBytes>>);
+
 /// The walking half of [`build_mask_tables`]: the Terminal DWA of every lexer state reachable at
 /// a token boundary, in state order, sent to `tx` as it goes. `terms` holds the sets the
 /// assembling thread's pool has (it mirrors this one). Returns the time spent walking and the
 /// tokens the walk's limits left UNDECIDED.
 pub(super) fn walk_states(
     lex: &LexerTables,
-    (trie, index, horizon, follow): (&Trie, Arc<TrieIndex>, Arc<Horizon>, Option<Arc<FollowBytes>>),
+    (trie, index, (horizon, renaming), follow): Parts<'_>,
     mut terms: SetPool,
     (eof_class, eos): (u32, Vec<u32>),
     tx: mpsc::Sender<Walked>,
     kills: &Kills,
     prewalks: &Prewalks,
-) -> (Duration, LimitHits) {
+) -> (Duration, LimitHits, usize) {
     let t0 = Instant::now();
     let mut walker = Walker::with_horizon(lex, trie, index, horizon).with_prewalks(prewalks).with_follow_bytes(follow);
+    if let Some(r) = renaming {
+        walker = walker.with_renaming(r);
+    }
+    // Classes of the first state walked in each block of equivalence up to the lexeme's
+    // terminal, with that terminal ([`Walker::renaming_key`]); states renamed from them.
+    let mut by_renaming: FastMap<u64, (u32, Vec<TokenClass>, Vec<u32>)> = FastMap::default();
+    let mut renamed = 0;
     let mut seen: FastMap<(u64, u32), ()> = FastMap::default();
     let (mut nodes_sent, mut sets_sent) = (0, terms.len());
     for q in 0..lex.num_states {
@@ -142,7 +154,19 @@ pub(super) fn walk_states(
         let msg = match share_key {
             Some(key) if seen.insert(key, ()).is_some() => Walked::Shared { q, key },
             _ => {
-                let (mut classes, undecided) = walker.classes(q, &mut terms);
+                let rkey = walker.renaming_key(q);
+                let from = rkey.and_then(|(b, t)| by_renaming.get(&b).filter(|e| e.0 != t).map(|e| (e, t)));
+                let reused = from.and_then(|((s, classes, undecided), t)| {
+                    Some((walker.renamed(classes, *s, t, &mut terms)?, undecided.clone()))
+                });
+                renamed += reused.is_some() as usize;
+                let (mut classes, undecided) = reused.unwrap_or_else(|| {
+                    let (classes, undecided) = walker.classes(q, &mut terms);
+                    if let Some((b, t)) = rkey {
+                        by_renaming.entry(b).or_insert_with(|| (t, classes.clone(), undecided.clone()));
+                    }
+                    (classes, undecided)
+                });
                 if q == lex.start && !eos.is_empty() {
                     classes.push(TokenClass { sigs: vec![(0, eof_class)], tokens: Tokens::List(eos.clone().into()) });
                 }
@@ -160,5 +184,5 @@ pub(super) fn walk_states(
     drop(tx);
     let walked = t0.elapsed();
     kills.all();
-    (walked, walker.limit_hits)
+    (walked, walker.limit_hits, renamed)
 }

@@ -30,6 +30,7 @@ mod index;
 mod kill;
 mod live;
 mod prewalk;
+mod rename;
 mod step;
 mod tokens;
 mod walk;
@@ -168,6 +169,9 @@ pub struct Walker<'a> {
     root_by_class: Arc<[RootClass]>,
     /// Per lexer state: [`Walker::block`], [`BLOCK_NONE`] or [`BLOCK_UNKNOWN`].
     block_memo: std::cell::RefCell<Vec<u64>>,
+    /// Bounded-horizon equivalence up to the pending lexeme's terminal
+    /// ([`Horizon::renaming`]), for [`Walker::renaming_key`].
+    renaming: Option<Arc<Horizon>>,
 }
 
 /// The root's children whose bytes are in one byte class of the lexer (every state steps them
@@ -249,6 +253,7 @@ impl<'a> Walker<'a> {
             root_bulk: Vec::new(),
             bases: Vec::new(),
             horizon,
+            renaming: None,
             prewalks: None,
             index,
             base_from: BASE_FROM,
