@@ -17,6 +17,7 @@ use crate::dwa::FastMap;
 use crate::CompileError;
 
 mod components;
+mod counted;
 mod length;
 
 use components::build_components;
@@ -135,6 +136,18 @@ fn check_text_pattern(t: &Terminal, pattern: &str) -> Result<(), CompileError> {
 
 /// Build one component's DFA.
 fn build_component(terminals: &[Terminal], active: &[bool]) -> Result<ComponentDfa, CompileError> {
+    // One length-bounded terminal: its patterns' DFA times the character counter.
+    let mut act = (0..terminals.len()).filter(|&i| active.get(i).copied().unwrap_or(true));
+    if let (Some(i), None) = (act.next(), act.next()) {
+        if let Some(part) = counted::counted_component(terminals, i, active)? {
+            return Ok(part);
+        }
+    }
+    subset_component(terminals, active)
+}
+
+/// [`build_component`] by the subset construction, length counters beside the subsets.
+fn subset_component(terminals: &[Terminal], active: &[bool]) -> Result<ComponentDfa, CompileError> {
     for (i, t) in terminals.iter().enumerate() {
         if !active.get(i).copied().unwrap_or(true) {
             continue;
@@ -496,7 +509,13 @@ fn build_component(terminals: &[Terminal], active: &[bool]) -> Result<ComponentD
     let n = sets.len();
     debug_assert_eq!(trans.len(), n * k);
     drop(sets);
+    Ok(minimized(n, (class_of.to_vec(), k), trans, accs))
+}
 
+/// A component's DFA of `n` states over `k` classes (`class`: each byte's), minimized and
+/// renumbered canonically (the start first, then the blocks in order of their first state):
+/// DFAs of one language, numbered in breadth-first order over the classes, give the same.
+fn minimized(n: usize, (class, k): (Vec<u16>, usize), mut trans: Vec<u32>, accs: Vec<Vec<u32>>) -> ComponentDfa {
     // States from which no lexeme can be accepted are DEAD before minimizing: Hopcroft keeps
     // the sink apart, so such states would stay as rows of their own.
     let doomed = crate::minimize::doomed_states(n, k, &mut trans, &accs);
@@ -532,7 +551,7 @@ fn build_component(terminals: &[Terminal], active: &[bool]) -> Result<ComponentD
         mtrans.extend(row.iter().map(|&t| if t == DEAD { DEAD } else { order[block[t as usize] as usize] }));
         maccs.push(accs[q].clone());
     }
-    Ok(ComponentDfa { n: m, class: class_of.to_vec(), k, trans: mtrans, accs: maccs })
+    ComponentDfa { n: m, class, k, trans: mtrans, accs: maccs }
 }
 
 /// Each successor of an NFA state, with the bytes the edge reads (1, or 0 for an ε-edge).

@@ -39,10 +39,10 @@ pub(super) const SAT: u32 = u32::MAX - 1;
 pub(super) const OFF: u32 = u32::MAX;
 
 /// The decoder's states.
-const PRE: u8 = 0;
+pub(super) const PRE: u8 = 0;
 const BODY: u8 = 1;
-const CLOSED: u8 = 2;
-const BAD: u8 = 3;
+pub(super) const CLOSED: u8 = 2;
+pub(super) const BAD: u8 = 3;
 const ESC: u8 = 4;
 /// UTF-8: continuation bytes still to read (any of 0x80–0xBF), and the lead bytes whose first
 /// continuation is narrower (E0, ED, F0, F4).
@@ -72,7 +72,7 @@ const L3: u8 = 24;
 const DECODER_STATES: u8 = 25;
 
 /// One decoder step: the next state and whether `b` completes a character.
-fn decode(s: u8, b: u8) -> (u8, bool) {
+pub(super) fn decode(s: u8, b: u8) -> (u8, bool) {
     let hex = b.is_ascii_hexdigit();
     match (s, b) {
         (PRE, b'"') => (BODY, false),
@@ -262,28 +262,34 @@ impl Lengths {
     /// alike), refined by the decoder's when there are counters; each byte's class and each
     /// class's first byte, numbered in order of their first byte.
     pub fn classes(&self, nfa_class: impl Fn(u8) -> u8) -> ([u16; 256], Vec<u16>) {
-        let mut columns: Vec<Vec<(u8, bool)>> = Vec::new();
-        let mut pairs: Vec<(u8, usize)> = Vec::new();
-        let (mut class_of, mut first) = ([0u16; 256], Vec::new());
-        for b in 0..=255u8 {
-            let mut decoder = 0;
-            if !self.is_empty() {
-                let col: Vec<(u8, bool)> = (0..DECODER_STATES).map(|s| decode(s, b)).collect();
-                decoder = columns.iter().position(|c| *c == col).unwrap_or(columns.len());
-                if decoder == columns.len() {
-                    columns.push(col);
-                }
-            }
-            let pair = (nfa_class(b), decoder);
-            let c = pairs.iter().position(|&p| p == pair).unwrap_or(pairs.len());
-            if c == pairs.len() {
-                pairs.push(pair);
-                first.push(u16::from(b));
-            }
-            class_of[b as usize] = c as u16;
-        }
-        (class_of, first)
+        classes(nfa_class, !self.is_empty())
     }
+}
+
+/// Classes of bytes: `nfa_class`'s, refined by the decoder's when `decoding`; each byte's class
+/// and each class's first byte, numbered in order of their first byte.
+pub(super) fn classes(nfa_class: impl Fn(u8) -> u8, decoding: bool) -> ([u16; 256], Vec<u16>) {
+    let mut columns: Vec<Vec<(u8, bool)>> = Vec::new();
+    let mut pairs: Vec<(u8, usize)> = Vec::new();
+    let (mut class_of, mut first) = ([0u16; 256], Vec::new());
+    for b in 0..=255u8 {
+        let mut decoder = 0;
+        if decoding {
+            let col: Vec<(u8, bool)> = (0..DECODER_STATES).map(|s| decode(s, b)).collect();
+            decoder = columns.iter().position(|c| *c == col).unwrap_or(columns.len());
+            if decoder == columns.len() {
+                columns.push(col);
+            }
+        }
+        let pair = (nfa_class(b), decoder);
+        let c = pairs.iter().position(|&p| p == pair).unwrap_or(pairs.len());
+        if c == pairs.len() {
+            pairs.push(pair);
+            first.push(u16::from(b));
+        }
+        class_of[b as usize] = c as u16;
+    }
+    (class_of, first)
 }
 
 /// A terminal's patterns that every lexeme must match (its main pattern, then its `also`

@@ -30,3 +30,34 @@ fn a_cached_component_is_the_built_one_with_this_grammars_ids() {
     assert_eq!(accepted(&shifted), want);
     assert!(want.iter().any(|a| a == &[2]), "DATE (id 2) is accepted somewhere");
 }
+
+/// A component of one length-bounded terminal built as the product of its patterns' minimal DFA
+/// with the character counter (`counted.rs`) is, state for state, the one the subset
+/// construction with counters gives: bounds with and without a minimum, exact lengths, formats
+/// whose lexemes reach the bound or not (email, uri, date-time, uuid), patterns, escapes.
+#[test]
+fn counted_components_equal_the_subset_construction() {
+    let schema = serde_json::json!({"type": "object", "properties": {
+        "a": {"type": "string", "maxLength": 7},
+        "b": {"type": "string", "minLength": 3},
+        "c": {"type": "string", "minLength": 2, "maxLength": 5, "pattern": "^[a-z]+(-[a-z]+)*$"},
+        "d": {"type": "string", "maxLength": 24, "format": "email"},
+        "e": {"type": "string", "maxLength": 12, "format": "uri"},
+        "f": {"type": "string", "minLength": 21, "maxLength": 30, "format": "date-time"},
+        "g": {"type": "string", "minLength": 4, "maxLength": 4},
+        "h": {"type": "string", "maxLength": 40, "format": "uuid"},
+        "i": {"type": "string", "minLength": 1, "maxLength": 3, "pattern": "^\\\\u[0-9]"}
+    }});
+    let g = dwac_grammar::schema::compile_schema(&schema, &Default::default()).unwrap().grammar;
+    let mut counted = 0;
+    for (i, t) in g.terminals.iter().enumerate() {
+        let active: Vec<bool> = (0..g.terminals.len()).map(|j| j == i).collect();
+        let Some(product) = counted::counted_component(&g.terminals, i, &active).unwrap() else { continue };
+        let subsets = subset_component(&g.terminals, &active).unwrap();
+        counted += 1;
+        assert_eq!((product.n, product.k, &product.class), (subsets.n, subsets.k, &subsets.class), "{}", t.name);
+        assert_eq!(product.trans, subsets.trans, "{}", t.name);
+        assert_eq!(product.accs, subsets.accs, "{}", t.name);
+    }
+    assert!(counted >= 9, "{counted} bounded terminals");
+}
