@@ -61,3 +61,17 @@ fn counted_components_equal_the_subset_construction() {
     }
     assert!(counted >= 9, "{counted} bounded terminals");
 }
+
+/// Components within the budget each but over it together: the error names the largest one.
+#[test]
+fn total_budget_error_names_the_largest_component() {
+    let ts = [
+        Terminal::new("X", "x"),
+        Terminal { component: 1, ..Terminal::new("SMALL", "[cd]*c[cd]{15}") },
+        Terminal { component: 2, ..Terminal::new("LARGE", "[ab]*a[ab]{16}") },
+        Terminal { component: 3, ..Terminal::new("OTHER", "[ef]*e[ef]{15}") },
+    ];
+    let e = build_lexer(&ts, &[true; 4]).err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(e.contains(&format!("exceeds {MAX_DFA_STATES} states (")), "{e}");
+    assert!(e.contains("is the one of terminal LARGE"), "{e}");
+}
