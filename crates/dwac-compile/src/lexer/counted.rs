@@ -94,51 +94,13 @@ pub(super) fn counted_component(
     Ok(Some(minimized(states.len(), (class_of.to_vec(), k), trans, accs)))
 }
 
-/// Per state of `d`, the most bytes a path from it to an accepting state reads (`u32::MAX` when
-/// a cycle on such a path makes it unbounded; 0 for states that accept nothing later, which
-/// bound nothing). Kahn's order backwards from the accepting states over the states that reach
-/// one: a state is done when all its successors that reach one are.
+/// Per state of `d`, the most bytes a path from it to an accepting state reads
+/// ([`length::longest_to_final`]).
 fn longest_to_accept(d: &ComponentDfa) -> Vec<u32> {
-    let n = d.n;
-    let succ = |q: usize| d.trans[q * d.k..(q + 1) * d.k].iter().filter(|&&t| t != DEAD).map(|&t| t as usize);
-    let mut preds: Vec<Vec<u32>> = vec![Vec::new(); n];
-    for q in 0..n {
-        for t in succ(q) {
-            preds[t].push(q as u32);
-        }
-    }
-    let mut reaches = vec![false; n];
-    let mut stack: Vec<usize> = (0..n).filter(|&q| !d.accs[q].is_empty()).collect();
-    for &q in &stack {
-        reaches[q] = true;
-    }
-    while let Some(q) = stack.pop() {
-        for &p in &preds[q] {
-            if !reaches[p as usize] {
-                reaches[p as usize] = true;
-                stack.push(p as usize);
-            }
-        }
-    }
-    let mut pending: Vec<usize> = (0..n).map(|q| succ(q).filter(|&t| reaches[t]).count()).collect();
-    let mut longest = vec![0u32; n];
-    let mut done = vec![false; n];
-    let mut ready: Vec<usize> = (0..n).filter(|&q| reaches[q] && pending[q] == 0).collect();
-    while let Some(q) = ready.pop() {
-        done[q] = true;
-        for &p in &preds[q] {
-            let p = p as usize;
-            longest[p] = longest[p].max(longest[q].saturating_add(1));
-            pending[p] -= 1;
-            if pending[p] == 0 {
-                ready.push(p);
-            }
-        }
-    }
-    for q in 0..n {
-        if reaches[q] && !done[q] {
-            longest[q] = u32::MAX;
-        }
-    }
-    longest
+    let row = |q: usize| &d.trans[q * d.k..(q + 1) * d.k];
+    length::longest_to_final(
+        d.n,
+        |q, out| out.extend(row(q).iter().filter(|&&t| t != DEAD).map(|&t| (t as usize, 1))),
+        |q| !d.accs[q].is_empty(),
+    )
 }

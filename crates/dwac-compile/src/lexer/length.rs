@@ -327,29 +327,40 @@ pub(super) fn split_bounds<'a>(
 
 /// Per NFA state, the most bytes a path from it to a match state reads (`u32::MAX` when a
 /// cycle on such a path makes it unbounded; 0 for states that reach no match, which then
-/// bound nothing). Kahn's order from the match states backwards over the states that reach
-/// one: a state is done when all its successors are, and the states never done lie on or
-/// before a cycle.
+/// bound nothing).
 fn longest_to_match(nfa: &NFA) -> Vec<u32> {
-    let n = nfa.states().len();
-    let edges = |s: usize| -> Vec<(usize, u32)> {
-        let mut out = Vec::new();
-        super::successors(nfa.state(StateID::new_unchecked(s)), |t, w| out.push((t.as_usize(), w)));
-        out
-    };
+    let state = |s: usize| nfa.state(StateID::new_unchecked(s));
+    longest_to_final(
+        nfa.states().len(),
+        |s, out| super::successors(state(s), |t, w| out.push((t.as_usize(), w))),
+        |s| matches!(state(s), State::Match { .. }),
+    )
+}
+
+/// Per state of a graph of `n` states (`edges(s, out)`: its successors, each with the bytes
+/// its edge reads; `is_final(s)`: a match or accepting state), the most bytes a path from it
+/// to a final state reads (`u32::MAX` when a cycle on such a path makes it unbounded; 0 for
+/// states that reach none). Kahn's order from the final states backwards over the states
+/// that reach one: a state is done when all its successors are, and the states never done lie
+/// on or before a cycle.
+pub(super) fn longest_to_final(
+    n: usize,
+    edges: impl Fn(usize, &mut Vec<(usize, u32)>),
+    is_final: impl Fn(usize) -> bool,
+) -> Vec<u32> {
     let mut preds: Vec<Vec<(u32, u32)>> = vec![Vec::new(); n];
     let mut out_edges: Vec<Vec<(usize, u32)>> = Vec::with_capacity(n);
     for s in 0..n {
-        let e = edges(s);
+        let mut e = Vec::new();
+        edges(s, &mut e);
         for &(t, w) in &e {
             preds[t].push((s as u32, w));
         }
         out_edges.push(e);
     }
-    // The states that reach a match.
+    // The states that reach a final state.
     let mut reaches = vec![false; n];
-    let mut stack: Vec<usize> =
-        (0..n).filter(|&s| matches!(nfa.state(StateID::new_unchecked(s)), State::Match { .. })).collect();
+    let mut stack: Vec<usize> = (0..n).filter(|&s| is_final(s)).collect();
     for &s in &stack {
         reaches[s] = true;
     }
