@@ -118,8 +118,9 @@ pub(super) type Parts<'t> = (&'t Trie, Arc<TrieIndex>, (Arc<Horizon>, Option<Arc
 
 /// The walking half of [`build_mask_tables`]: the Terminal DWA of every lexer state reachable at
 /// a token boundary, in state order, sent to `tx` as it goes. `terms` holds the sets the
-/// assembling thread's pool has (it mirrors this one). Returns the time spent walking and the
-/// tokens the walk's limits left UNDECIDED.
+/// assembling thread's pool has (it mirrors this one). Returns the time spent walking, the
+/// tokens the walk's limits left UNDECIDED and the states given renamed classes
+/// ([`Walker::renaming_key`]).
 pub(super) fn walk_states(
     lex: &LexerTables,
     (trie, index, (horizon, renaming), follow): Parts<'_>,
