@@ -23,23 +23,18 @@ pub(super) fn build_components(terminals: &[Terminal], acts: &[Vec<bool>]) -> Ve
         work()
     } else {
         std::thread::scope(|s| {
-            let helper = s.spawn(crate::threads::carry(work));
+            // (If no thread can be started, this one builds them all.)
+            let helper =
+                std::thread::Builder::new().name("dwac-lexer".into()).spawn_scoped(s, crate::threads::carry(work));
             let mut mine = work();
-            // (A helper that panicked has left its components unbuilt: build them here.)
-            mine.extend(helper.join().unwrap_or_default());
+            if let Ok(h) = helper {
+                mine.extend(h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
+            }
             mine
         })
     };
     all.sort_by_key(|&(i, _)| i);
-    let mut out: Vec<Result<ComponentDfa, CompileError>> = Vec::with_capacity(acts.len());
-    let mut it = all.into_iter().peekable();
-    for (i, act) in acts.iter().enumerate() {
-        match it.next_if(|(j, _)| *j == i) {
-            Some((_, r)) => out.push(r),
-            None => out.push(shared_component(terminals, act)),
-        }
-    }
-    out
+    all.into_iter().map(|(_, r)| r).collect()
 }
 
 /// What a component's DFA depends on: per active terminal, in id order, its patterns, whether

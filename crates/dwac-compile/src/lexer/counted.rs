@@ -7,7 +7,8 @@
 //! spent on closures and on minimizing). With one terminal in the component, the language is
 //! simply the lexemes of its patterns (without the bound) whose JSON characters number between
 //! `min` and `max`: the product of the patterns' minimal DFA `D` with the character decoder and
-//! a count (up to `max`, or up to `min` when there is no `max`) accepts exactly those. Minimized
+//! a count accepts exactly those (the count saturates, as the subset construction's does, once
+//! `D`'s longest path to acceptance can no longer take it past `max`). Minimized
 //! and numbered canonically ([`super::minimized`]) it is the DFA the subset construction gives,
 //! state for state: a minimal DFA is unique, and both are numbered breadth first over the same
 //! byte classes (`D`'s own, which are its patterns' NFA's, refined by the decoder's).
