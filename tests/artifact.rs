@@ -241,6 +241,48 @@ fn small_artifact() -> (Vocabulary, Vec<u8>) {
     (vocab, bytes)
 }
 
+/// A small artifact that uses what format 4.1 added: an ambiguous expression grammar whose
+/// operand may be empty (runs of `-`), compiled under a work budget that cuts its lexer states,
+/// so the runs left out are decided by second automata (`dwa.aux_start`).
+fn small_artifact_with_second_starts() -> (Vocabulary, Vec<u8>) {
+    let runs: Vec<Vec<u8>> = (1..=24).map(|n| vec![b'-'; n]).collect();
+    let mut toks: Vec<&[u8]> = vec![b"x", b"[", b"]", b"x-", b"-x", b"]-", b"[-"];
+    toks.extend(runs.iter().map(Vec::as_slice));
+    let vocab = synthetic_vocab(&toks);
+    let src = "start: e\ne: e \"-\" e | \"-\" e | \"x\" | t\nt: (\"[\" e \"]\")*\n";
+    let opts = SchemaOptions::default();
+    let engine_opts = EngineOptions {
+        mask_options: dwac_compile::dwa::MaskOptions { work_per_lexer_state: 1_500, ..Default::default() },
+        ..EngineOptions::default()
+    };
+    let (g, _) = parse_source_with(SourceKind::Lark, src, &opts).unwrap();
+    let (engine, stats) = dwac_compile::compile_engine_with(&g, vocab.clone(), &engine_opts).unwrap();
+    assert!(stats.mask.as_ref().is_some_and(|m| m.second_starts > 0 && m.undecided_tokens == 0), "{stats:?}");
+    let info = SourceInfo { name: "second-starts.lark".into(), kind: "lark", text: src.into() };
+    let tok = TokenizerInfo { name: "synthetic".into(), fingerprint: [9; 32] };
+    (vocab, artifact_bytes(&engine, &info, &tok, &stats, &opts, &engine_opts))
+}
+
+/// A file marks itself 4.1 only when it has second starts: every other artifact stays 4.0,
+/// readable by 4.0 readers (header and metadata).
+#[test]
+fn only_artifacts_with_second_starts_are_format_4_1() {
+    for (bytes, minor) in [(small_artifact().1, 0u16), (small_artifact_with_second_starts().1, 1)] {
+        let a = Artifact::from_bytes(&bytes).unwrap();
+        assert_eq!(a.header().minor, minor);
+        let meta: serde_json::Value = serde_json::from_str(a.metadata()).unwrap();
+        assert_eq!(meta["format"].as_str().unwrap(), format!("dwac artifact 4.{minor}"));
+        let aux = &a.engine().mask_tables().unwrap().aux_start;
+        assert_eq!(aux.iter().any(|&d| d != dwac_runtime::dwa::NONE), minor == 1);
+    }
+    // A file with second starts that claims 4.0 is refused (a 4.0 reader would drop its tokens).
+    let mut b = small_artifact_with_second_starts().1;
+    b[38..40].copy_from_slice(&0u16.to_le_bytes());
+    let Err(e) = Artifact::from_bytes(&fix(b)) else { panic!("a 4.0 file with dwa.aux_start must be refused") };
+    let e = e.to_string();
+    assert!(e.contains("dwa.aux_start"), "{e}");
+}
+
 /// Drive an engine from a possibly mutated artifact: masks and commits (valid and invalid
 /// tokens, rollbacks) must never panic.
 fn exercise(engine: &Arc<Engine>, seed: u64) {
@@ -533,7 +575,8 @@ fn golden_artifacts_of_every_format_version_still_open_and_mask_exactly() {
     let dir = repo_root().join("tests/data/golden");
     let current = dir.join(format!("format-{MAJOR}.{MINOR}.dwa"));
     if !current.exists() && std::env::var_os("DWAC_BLESS").is_some() {
-        let (_, bytes) = small_artifact();
+        // (The current version's file uses what it added.)
+        let (_, bytes) = small_artifact_with_second_starts();
         dwac_compile::artifact::write_atomically(&current, &bytes).unwrap();
     }
     assert!(current.exists(), "{} is missing (DWAC_BLESS=1 writes it)", current.display());
@@ -557,6 +600,10 @@ fn golden_artifacts_of_every_format_version_still_open_and_mask_exactly() {
         let a = Artifact::open(&f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
         let meta: serde_json::Value = serde_json::from_str(a.metadata()).unwrap();
         assert!(meta["format"].as_str().unwrap().starts_with(&format!("dwac artifact {MAJOR}.")));
+        if f == current {
+            let aux = &a.engine().mask_tables().unwrap().aux_start;
+            assert!(aux.iter().any(|&d| d != dwac_runtime::dwa::NONE), "the 4.1 golden file has second starts");
+        }
         let e = a.engine();
         let n = e.vocab().len() as u32;
         let words = (n as usize).div_ceil(32);

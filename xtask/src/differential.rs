@@ -43,6 +43,21 @@ pub struct Args {
     pub large: Option<String>,
     /// Run the GBNF workload's grammars over their texts instead (`bench::gbnf_sources`).
     pub gbnf: bool,
+    /// Run the character-level Lark grammars of the shared collection over their texts instead
+    /// (`bench::lark_chars_sources`).
+    pub lark_chars: bool,
+    /// Build every lexer state's automaton by backward saturation alone (a determinizer work
+    /// budget of 0): the saturation checked against the reference on whole grammars.
+    pub saturate_only: bool,
+}
+
+/// The engine options of a run (`--saturate-only`: see [`Args::saturate_only`]).
+fn engine_options(args: &Args) -> dwac_compile::EngineOptions {
+    let mut o = dwac_compile::EngineOptions::default();
+    if args.saturate_only {
+        o.mask_options.work_per_lexer_state = 0;
+    }
+    o
 }
 
 /// The engine a server would get: `engine` written as an artifact and opened again.
@@ -56,7 +71,10 @@ fn via_artifact(engine: &Engine, tok: &dwac_vocab::Tokenizer) -> Result<Arc<Engi
 
 pub fn run(args: Args) -> Result<()> {
     if args.gbnf {
-        return run_gbnf(&args);
+        return run_grammars(&args, dwac_compile::SourceKind::Gbnf, crate::bench::gbnf_sources()?);
+    }
+    if args.lark_chars {
+        return run_grammars(&args, dwac_compile::SourceKind::Lark, crate::bench::lark_chars_sources()?);
     }
     if args.large.is_some() || args.schemas.is_some() {
         let n = args.schemas.unwrap_or(0);
@@ -195,7 +213,8 @@ fn run_schemas(args: &Args, per_split: Option<usize>) -> Result<()> {
             bar.inc(1);
             let engine =
                 compile_schema(&s.schema, &SchemaOptions::default()).map_err(|e| e.to_string()).and_then(|sg| {
-                    dwac_compile::compile_engine(&sg.grammar, tok.vocab().clone()).map_err(|e| e.to_string())
+                    dwac_compile::compile_engine_with(&sg.grammar, tok.vocab().clone(), &engine_options(args))
+                        .map_err(|e| e.to_string())
                 });
             let Ok((engine, _)) = engine else {
                 refused += 1;
@@ -278,11 +297,15 @@ fn run_schemas(args: &Args, per_split: Option<usize>) -> Result<()> {
     Ok(())
 }
 
-/// The GBNF workload's grammars (lexer inference on) over their texts, per tokenizer: masks
-/// compared at every step, rejected texts, UNDECIDED pairs at compile time and tokens decided
-/// at run time.
-fn run_gbnf(args: &Args) -> Result<()> {
-    let sources = crate::bench::gbnf_sources()?;
+/// Grammars without a lexer (the GBNF workload's, lexer inference on, or the collection's
+/// character-level Lark ones) over their texts, per tokenizer: masks compared at every step,
+/// rejected texts, UNDECIDED pairs at compile time and tokens decided at run time.
+fn run_grammars(
+    args: &Args,
+    kind: dwac_compile::SourceKind,
+    sources: Vec<(String, String, Vec<String>)>,
+) -> Result<()> {
+    let what = if kind == dwac_compile::SourceKind::Gbnf { "GBNF" } else { "character-level Lark" };
     let mut failed = false;
     let mut reports = Vec::new();
     for name in &args.tokenizers {
@@ -296,8 +319,8 @@ fn run_gbnf(args: &Args) -> Result<()> {
         let mut problems = Vec::new();
         for (id, text, texts) in &sources {
             bar.inc(1);
-            let compiled = dwac_compile::parse_source(dwac_compile::SourceKind::Gbnf, text)
-                .and_then(|g| dwac_compile::compile_engine(&g, tok.vocab().clone()));
+            let compiled = dwac_compile::parse_source(kind, text)
+                .and_then(|g| dwac_compile::compile_engine_with(&g, tok.vocab().clone(), &engine_options(args)));
             let (engine, stats) = match compiled {
                 Ok(x) => x,
                 Err(e) => {
@@ -330,7 +353,7 @@ fn run_gbnf(args: &Args) -> Result<()> {
         });
         if !args.json {
             println!(
-                "{}: {} GBNF grammars ({} compiled), {} steps compared, {} mismatches, {} rejected texts, {} UNDECIDED \
+                "{}: {} {what} grammars ({} compiled), {} steps compared, {} mismatches, {} rejected texts, {} UNDECIDED \
                  pairs at compile time, {} tokens decided at run time ({:.0} s)",
                 tok.name(), sources.len(), grammars, steps, mismatches, rejected, undecided_pairs, undecided_run,
                 t0.elapsed().as_secs_f64()
@@ -344,6 +367,9 @@ fn run_gbnf(args: &Args) -> Result<()> {
     if args.json {
         println!("{}", serde_json::to_string_pretty(&json!({ "gbnf_runs": reports }))?);
     }
-    anyhow::ensure!(!failed, "the DWA mask differs from the reference mask on a GBNF grammar (or a text was rejected)");
+    anyhow::ensure!(
+        !failed,
+        "the DWA mask differs from the reference mask on a {what} grammar (or a text was rejected)"
+    );
     Ok(())
 }

@@ -243,6 +243,13 @@ enum Cmd {
         /// its JSON-Schema converter, ours) over their texts instead.
         #[arg(long)]
         gbnf: bool,
+        /// Run the character-level Lark grammars of the shared collection over their texts
+        /// (`tests/data/lark-chars`) instead.
+        #[arg(long)]
+        lark_chars: bool,
+        /// Build every lexer state's automaton by backward saturation alone (work budget 0).
+        #[arg(long)]
+        saturate_only: bool,
     },
     /// Large JSON Schemas assembled from real parts (`tools-N.json`: an `anyOf` of N Glaive
     /// function calls; `k8s-N.json`: a `$defs` graph of N object definitions of the Kubernetes
@@ -382,17 +389,28 @@ fn main() -> Result<()> {
             large_schemas::run(large_schemas::Args { out, tools, k8s })
         }
         Cmd::SchemaWorker { tokenizer } => schema_bench::worker(&tokenizer),
-        Cmd::Differential { grammar, tokenizers, limit, json, schemas, schema_list, large, gbnf } => {
-            differential::run(differential::Args {
-                grammar,
-                tokenizers,
-                limit,
-                json,
-                schemas,
-                schema_list,
-                large,
-                gbnf,
-            })
-        }
+        Cmd::Differential {
+            grammar,
+            tokenizers,
+            limit,
+            json,
+            schemas,
+            schema_list,
+            large,
+            gbnf,
+            lark_chars,
+            saturate_only,
+        } => differential::run(differential::Args {
+            grammar,
+            tokenizers,
+            limit,
+            json,
+            schemas,
+            schema_list,
+            large,
+            gbnf,
+            lark_chars,
+            saturate_only,
+        }),
     }
 }

@@ -62,6 +62,7 @@ pub fn options_json(schema: &SchemaOptions, engine: &EngineOptions) -> serde_jso
         max_dwa_states: _,
         follow_bytes: _,
         rename_states: _,
+        saturate,
     } = mask_options;
     let mut o = json!({
         "schema.whitespace": format!("{whitespace:?}"),
@@ -75,6 +76,9 @@ pub fn options_json(schema: &SchemaOptions, engine: &EngineOptions) -> serde_jso
     // are those of compilers from before the option.
     if *strict {
         o["schema.strict"] = json!(true);
+    }
+    if !*saturate {
+        o["mask.saturate"] = json!(false);
     }
     o
 }
@@ -104,7 +108,7 @@ pub fn metadata(
     opts: &EngineOptions,
 ) -> serde_json::Value {
     let mask = stats.mask.as_ref().map(|m| {
-        json!({
+        let mut o = json!({
             "dwa_states": m.dwa_states,
             "max_lookback": if m.max_lookback == u32::MAX { json!("unbounded") } else { json!(m.max_lookback) },
             "token_classes": m.token_classes,
@@ -113,10 +117,19 @@ pub fn metadata(
             "lexer_states_over_budget": m.lexer_states_over_budget,
             "undecided_tokens": m.undecided_tokens,
             "carried_inhibitors": m.carried_inhibitors,
-        })
+        });
+        // (Written only when there are some, so other artifacts are those of compilers from
+        // before backward saturation.)
+        if m.tokens_saturated > 0 {
+            o["tokens_saturated"] = json!(m.tokens_saturated);
+            o["second_starts"] = json!(m.second_starts);
+        }
+        o
     });
+    // A 4.1 artifact only where it has what 4.1 added (lexer states with a second start).
+    let minor = if stats.mask.as_ref().is_some_and(|m| m.second_starts > 0) { artifact::MINOR } else { 0 };
     let mut meta = json!({
-        "format": format!("dwac artifact {}.{}", artifact::MAJOR, artifact::MINOR),
+        "format": format!("dwac artifact {}.{minor}", artifact::MAJOR),
         "compiler": COMPILER_VERSION,
         "source": {
             "name": source.name,

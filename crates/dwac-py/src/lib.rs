@@ -191,7 +191,10 @@ fn compile_source(
 ) -> Result<Grammar, String> {
     let mut opts = EngineOptions::default();
     if let Some(w) = o.mask_work {
+        // (The diagnostic budget is for the run-time path of UNDECIDED tokens: the states over
+        // it are not saturated either.)
         opts.mask_options.work_per_lexer_state = w;
+        opts.mask_options.saturate = false;
     }
     let default_draft = match o.draft.as_deref() {
         None => None,

@@ -337,6 +337,11 @@ pub struct MaskTables {
     /// Per lexer state: tokens the DWA leaves UNDECIDED (too many or too long lexings), decided
     /// at run time by committing them; a set or [`NONE`].
     pub undecided: Array<u32>,
+    /// Per lexer state (format 4.1; empty when no state has one): a second DWA state that
+    /// thread's stacks are read from as well, or [`NONE`]. It decides tokens the start state's
+    /// automaton could not be built for (their lexings saturated backwards instead); its
+    /// outputs join the start state's.
+    pub aux_start: Array<u32>,
     /// Per DWA state: its explicit edges are `edge_off[d]..edge_off[d+1]` (indices into
     /// `edge_outcome`).
     pub edge_off: Array<u32>,
@@ -504,6 +509,8 @@ impl MaskTables {
         check(self.start_rho.iter().all(|&s| set_ok(s)), "start output out of range")?;
         check(self.undecided.len() == lexer_states as usize, "undecided table size")?;
         check(self.undecided.iter().all(|&s| set_ok(s)), "undecided set out of range")?;
+        check(self.aux_start.is_empty() || self.aux_start.len() == lexer_states as usize, "aux start table size")?;
+        check(self.aux_start.iter().all(|&d| d == NONE || (d as usize) < n), "aux start state out of range")?;
         check(self.outcome_off.len() == n + 1, "outcome offsets size")?;
         check(self.outcome_off.first() == Some(&0), "outcome offsets start")?;
         check(self.outcome_off.windows(2).all(|w| w[0] < w[1]), "every state has its DEFAULT outcome")?;

@@ -240,11 +240,14 @@ where
             let d0 = t.start.get(th.q as usize).copied().unwrap_or(NONE);
             let r0 = t.start_rho.get(th.q as usize).copied().unwrap_or(NONE);
             output(t, r0, seed, out, &mut fresh, sc, words);
-            if d0 == NONE {
-                continue;
-            }
-            for h in th.heads {
-                sc.pending.push(Item { node: h.clone(), d: d0, seed });
+            let d1 = t.aux_start.get(th.q as usize).copied().unwrap_or(NONE);
+            for d in [d0, d1] {
+                if d == NONE {
+                    continue;
+                }
+                for h in th.heads {
+                    sc.pending.push(Item { node: h.clone(), d, seed });
+                }
             }
         }
         walk(t, sc, out, &mut fresh, words);
@@ -448,6 +451,14 @@ mod tests {
                     .into(),
                 start_rho: (0..lexer_states).map(|_| set_or_none(&mut rng)).collect::<Vec<_>>().into(),
                 undecided: vec![NONE; lexer_states].into(),
+                aux_start: if rng.below(2) == 0 {
+                    Vec::new().into()
+                } else {
+                    (0..lexer_states)
+                        .map(|_| if rng.below(3) == 0 { NONE } else { rng.below(states) as u32 })
+                        .collect::<Vec<_>>()
+                        .into()
+                },
                 edge_off: dwa.edge_off,
                 label_off: dwa.label_off,
                 edge_label: dwa.edge_label,
@@ -498,11 +509,12 @@ mod tests {
                     }
                 };
                 add(t.start_rho[*q as usize]);
-                let d0 = t.start[*q as usize];
-                if d0 == NONE {
-                    continue;
-                }
-                let mut stack: Vec<(NodeRef, u32)> = heads.iter().map(|h| (h.clone(), d0)).collect();
+                let aux = t.aux_start.get(*q as usize).copied().unwrap_or(NONE);
+                let mut stack: Vec<(NodeRef, u32)> = [t.start[*q as usize], aux]
+                    .into_iter()
+                    .filter(|&d| d != NONE)
+                    .flat_map(|d| heads.iter().map(move |h| (h.clone(), d)))
+                    .collect();
                 while let Some((node, d)) = stack.pop() {
                     let (d2, rho) = t.step(d, node.state);
                     add(rho);

@@ -46,6 +46,8 @@ pub(crate) fn mask_stats_json(stats: &CompileStats) -> serde_json::Value {
             "lexer_states_with_dwa": m.lexer_states_with_dwa,
             "lexer_states_over_budget": m.lexer_states_over_budget,
             "lexer_states_cut": m.lexer_states_cut,
+            "tokens_saturated": m.tokens_saturated,
+            "second_starts": m.second_starts,
             "lexer_states_shared": m.lexer_states_shared,
             "lexer_states_renamed": m.lexer_states_renamed,
             "slowest_lexer_state_ms": (m.slowest_lexer_state_ms * 10.0).round() / 10.0,

@@ -380,7 +380,7 @@ mod tests {
         let src = "start: x+\nx: \"a\" | \"b\" | \"ab\"\n";
         let g = dwac_compile::parse_source(dwac_compile::SourceKind::Lark, src).expect("grammar");
         let opts = EngineOptions {
-            mask_options: MaskOptions { work_per_lexer_state: 0, ..MaskOptions::default() },
+            mask_options: MaskOptions { work_per_lexer_state: 0, saturate: false, ..MaskOptions::default() },
             ..EngineOptions::default()
         };
         let (engine, stats) = compile_engine_with(&g, vocab, &opts).expect("compile");

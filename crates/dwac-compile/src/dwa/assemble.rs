@@ -14,6 +14,7 @@ use dwac_runtime::DEAD;
 use super::compose::Step;
 use super::determinize::{Assembled, Determinizer, LocalDwa, StateKey};
 use super::minimize;
+use super::saturate;
 use super::terminal_dwa::{Sig, TokenClass, Tokens};
 use super::tokensets::{TokenSets, Union};
 use super::{FastMap, MaskOptions, MaskStats};
@@ -77,13 +78,15 @@ struct Shared {
     start: u32,
     start_rho: u32,
     undecided: u32,
+    aux_start: u32,
     counts: StateCounts,
 }
 
 impl Shared {
     fn of(out: &MaskTables, q: u32, counts: StateCounts) -> Shared {
         let q = q as usize;
-        Shared { start: out.start[q], start_rho: out.start_rho[q], undecided: out.undecided[q], counts }
+        let aux_start = out.aux_start.get(q).copied().unwrap_or(NONE);
+        Shared { start: out.start[q], start_rho: out.start_rho[q], undecided: out.undecided[q], aux_start, counts }
     }
 }
 
@@ -126,6 +129,8 @@ pub(super) struct Assembler {
     link: bool,
     /// [`MaskOptions::max_dwa_states`].
     max_dwa_states: usize,
+    /// [`MaskOptions::saturate`].
+    saturate: bool,
     /// The automaton built for (thread class, the classes' lexings), with its configurations and
     /// serial number; `None`: over budget.
     #[allow(clippy::type_complexity, reason = "a memo table whose key and value are documented above")]
@@ -166,6 +171,7 @@ impl Assembler {
             n_tokens,
             link: opts.link_states,
             max_dwa_states: opts.max_dwa_states,
+            saturate: opts.saturate,
             built_for: FastMap::default(),
             serial: 0,
             shared: FastMap::default(),
@@ -180,7 +186,11 @@ impl Assembler {
         self.out.start.to_mut()[q as usize] = sh.start;
         self.out.start_rho.to_mut()[q as usize] = sh.start_rho;
         self.out.undecided.to_mut()[q as usize] = sh.undecided;
+        let aux = sh.aux_start;
         sh.counts.add_to(&mut self.stats);
+        if aux != NONE {
+            self.set_aux_start(q, aux);
+        }
         self.stats.lexer_states_shared += 1;
     }
 
@@ -214,7 +224,7 @@ impl Assembler {
         // lexeme: `----…` under an ambiguous expression grammar) and build the rest, halving the
         // longest lexing kept until the build fits.
         let mut classes = classes;
-        let mut dropped: Vec<u32> = Vec::new();
+        let mut dropped: Vec<TokenClass> = Vec::new();
         if built.is_none() && !classes.is_empty() {
             let depth_of = |mut n: u32| {
                 let mut d = 0u32;
@@ -226,8 +236,11 @@ impl Assembler {
             };
             let depths: Vec<u32> =
                 classes.iter().map(|c| c.sigs.iter().map(|&(n, _)| depth_of(n)).max().unwrap_or(0)).collect();
-            // (Each failed attempt costs a whole budget: start where long runs are already out.)
-            let mut limit = (depths.iter().copied().max().unwrap_or(0) / 2).min(MAX_CUT_DEPTH);
+            // (Each failed attempt costs a whole budget: start where long runs are already out,
+            // and with saturation, which decides the tokens left out, at the shortest cut.)
+            let longest = depths.iter().copied().max().unwrap_or(0);
+            let mut limit =
+                if self.saturate { MIN_CUT_DEPTH.min(longest / 2) } else { (longest / 2).min(MAX_CUT_DEPTH) };
             while limit >= MIN_CUT_DEPTH {
                 let keep: Vec<TokenClass> =
                     classes.iter().zip(&depths).filter(|&(_, &d)| d <= limit).map(|(c, _)| c.clone()).collect();
@@ -235,7 +248,7 @@ impl Assembler {
                     if let Some(b) = self.build_or_reuse(det, nodes, thread, &keep) {
                         for (c, &d) in classes.iter().zip(&depths) {
                             if d > limit {
-                                dropped.extend(c.tokens.iter());
+                                dropped.push(c.clone());
                             }
                         }
                         classes = keep;
@@ -248,9 +261,12 @@ impl Assembler {
             }
         }
         if !dropped.is_empty() {
+            // The tokens left out, decided by a second automaton saturated backwards where
+            // their lexings allow it, else UNDECIDED.
+            let left = self.saturated(det, nodes, q, &dropped, false);
             let mut all: Vec<u32> = self.sets.members(self.out.undecided[q as usize]);
             let had = all.len();
-            all.extend(dropped);
+            all.extend(left);
             all.sort_unstable();
             all.dedup();
             self.stats.undecided_tokens += all.len() - had;
@@ -265,9 +281,11 @@ impl Assembler {
                 (local, id)
             }
             None => {
-                // Over budget: every token with a lexing here is decided at run time.
+                // Over budget even when cut: the automaton saturated backwards is the state's
+                // own, and the tokens it cannot express are decided at run time.
+                let left = self.saturated(det, nodes, q, &classes, true);
                 let mut all: Vec<u32> = self.sets.members(self.out.undecided[q as usize]);
-                all.extend(classes.iter().flat_map(|c| c.tokens.iter()));
+                all.extend(left);
                 all.sort_unstable();
                 all.dedup();
                 self.stats.undecided_tokens += all.len() - self.sets.members(self.out.undecided[q as usize]).len();
@@ -294,8 +312,31 @@ impl Assembler {
             stages.lap("assemble");
             return;
         }
+        let (start, start_rho, ids) = self.append(&local, &classes);
+        self.out.start.to_mut()[q as usize] = start;
+        self.out.start_rho.to_mut()[q as usize] = start_rho;
+        for (d, k) in local.keys.iter().enumerate() {
+            if let Some(k) = k {
+                self.keys.entry(k.clone()).or_insert(ids[d]);
+            }
+        }
+        if let Some(k) = share_key {
+            self.shared.insert(k, Shared::of(&self.out, q, before.since(&self.stats)));
+        }
+        let tokens = classes.iter().map(|c| c.tokens.clone()).collect();
+        self.assembled.entry(akey).or_default().push((
+            tokens,
+            self.out.start[q as usize],
+            self.out.start_rho[q as usize],
+        ));
+        stages.lap("assemble");
+    }
+
+    /// Append `local`'s states (its class outputs expanded into token sets of `classes`):
+    /// its start state and start output in the assembled tables (or `NONE`), and the
+    /// assembled id of every local state (links: the state they stand for).
+    fn append(&mut self, local: &LocalDwa, classes: &[TokenClass]) -> (u32, u32, Vec<u32>) {
         // Class sets → token sets (memoized per local set).
-        let classes = &classes;
         let mut expand: FastMap<u32, u32> = FastMap::default();
         let mut to_tokens = |set: u32, sets: &mut TokenSets| -> u32 {
             if set == 0 {
@@ -318,8 +359,8 @@ impl Assembler {
             }
         }
         let global = |d: u32| if d == DEAD { DEAD } else { ids[d as usize] };
-        self.out.start.to_mut()[q as usize] = if local.start == DEAD { NONE } else { global(local.start) };
-        self.out.start_rho.to_mut()[q as usize] = to_tokens(local.start_rho, &mut self.sets);
+        let start = if local.start == DEAD { NONE } else { global(local.start) };
+        let start_rho = to_tokens(local.start_rho, &mut self.sets);
         for (d, st) in local.states.iter().enumerate() {
             if local.links.contains_key(&(d as u32)) {
                 continue;
@@ -332,21 +373,45 @@ impl Assembler {
             let default = (global(st.default.0), to_tokens(st.default.1, &mut self.sets));
             self.writer.push(&mut self.out, default, edges);
         }
-        for (d, k) in local.keys.iter().enumerate() {
-            if let Some(k) = k {
-                self.keys.entry(k.clone()).or_insert(ids[d]);
+        (start, start_rho, ids)
+    }
+
+    /// Decide `classes` of lexer state `q` by an automaton saturated backwards
+    /// ([`saturate`]), appended as the state's start (`main`) or second start: the tokens of
+    /// the classes it cannot express are returned (to be left UNDECIDED).
+    fn saturated(
+        &mut self,
+        det: &Determinizer,
+        nodes: &[(u32, Step)],
+        q: u32,
+        classes: &[TokenClass],
+        main: bool,
+    ) -> Vec<u32> {
+        let sat =
+            if self.saturate { saturate::saturate(det.comp.lr.tables, &det.comp.terms, nodes, classes) } else { None };
+        let mut decided = vec![false; classes.len()];
+        if let Some(sat) = sat {
+            let ours: Vec<TokenClass> = sat.decided.iter().map(|&i| classes[i].clone()).collect();
+            let (start, _, _) = self.append(&sat.dwa, &ours);
+            if main {
+                self.out.start.to_mut()[q as usize] = start;
+            } else if start != NONE {
+                self.set_aux_start(q, start);
+            }
+            for &i in &sat.decided {
+                decided[i] = true;
+                self.stats.tokens_saturated += classes[i].tokens.len();
             }
         }
-        if let Some(k) = share_key {
-            self.shared.insert(k, Shared::of(&self.out, q, before.since(&self.stats)));
+        classes.iter().zip(&decided).filter(|&(_, &d)| !d).flat_map(|(c, _)| c.tokens.iter()).collect()
+    }
+
+    /// Lexer state `q`'s second start (`MaskTables::aux_start`, filled with `NONE` on first use).
+    fn set_aux_start(&mut self, q: u32, d: u32) {
+        if self.out.aux_start.is_empty() {
+            self.out.aux_start = vec![NONE; self.out.start.len()].into();
         }
-        let tokens = classes.iter().map(|c| c.tokens.clone()).collect();
-        self.assembled.entry(akey).or_default().push((
-            tokens,
-            self.out.start[q as usize],
-            self.out.start_rho[q as usize],
-        ));
-        stages.lap("assemble");
+        self.out.aux_start.to_mut()[q as usize] = d;
     }
 
     /// The assembled automaton has grown past [`MaskOptions::max_dwa_states`].
@@ -434,6 +499,7 @@ impl Assembler {
         minimize::compact_sets(out, bitmap);
         stages.add("minimize", t_min.elapsed());
         stats.dwa_states_assembled = assembled_states;
+        stats.second_starts = out.aux_start.iter().filter(|&&d| d != NONE).count();
         stats.dwa_states_linked = linked;
         stats.dwa_states = out.num_states();
         stats.token_sets = out.num_sets();
@@ -451,7 +517,7 @@ fn max_lookback(t: &MaskTables) -> u32 {
     let mut best = 0;
     let succ = |d: u32| t.edges(d).map(|e| e.1).chain(std::iter::once(t.default_edge(d).0)).filter(|&x| x != DEAD);
     let mut stack: Vec<(u32, bool)> = Vec::new();
-    for &s in t.start.iter().filter(|&&s| s != NONE) {
+    for s in minimize::roots(t) {
         stack.clear();
         stack.push((s, false));
         while let Some((d, post)) = stack.pop() {

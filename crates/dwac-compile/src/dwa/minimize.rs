@@ -38,6 +38,11 @@ fn row(t: &MaskTables, d: u32, class: &[u32]) -> Row {
     (def.0, def.1, edges)
 }
 
+/// The start states, then the second starts (`MaskTables::aux_start`), in lexer-state order.
+pub fn roots(t: &MaskTables) -> Vec<u32> {
+    t.start.iter().chain(t.aux_start.iter()).copied().filter(|&s| s != NONE).collect()
+}
+
 /// The states reachable from the start states, in reverse topological order if there is no
 /// cycle (`Err(reachable)` otherwise).
 fn postorder(t: &MaskTables) -> Result<Vec<u32>, Vec<bool>> {
@@ -47,7 +52,7 @@ fn postorder(t: &MaskTables) -> Result<Vec<u32>, Vec<bool>> {
     let mut order = Vec::with_capacity(n);
     let mut cyclic = false;
     let mut stack: Vec<(u32, bool)> = Vec::new();
-    for &s in t.start.iter().filter(|&&s| s != NONE) {
+    for s in roots(t) {
         stack.push((s, false));
         while let Some((d, post)) = stack.pop() {
             let di = d as usize;
@@ -143,7 +148,7 @@ pub fn minimize(t: &mut MaskTables) -> (usize, usize) {
             queue.push_back(c);
         }
     };
-    for &s in t.start.iter().filter(|&&s| s != NONE) {
+    for s in roots(t) {
         visit(class[s as usize], &mut order, &mut queue);
         while let Some(c) = queue.pop_front() {
             let (d, _, edges) = {
@@ -170,6 +175,9 @@ pub fn minimize(t: &mut MaskTables) -> (usize, usize) {
     let start: Vec<u32> =
         t.start.iter().map(|&s| if s == NONE { NONE } else { new_id[class[s as usize] as usize] }).collect();
     t.start = start.into();
+    let aux: Vec<u32> =
+        t.aux_start.iter().map(|&s| if s == NONE { NONE } else { new_id[class[s as usize] as usize] }).collect();
+    t.aux_start = aux.into();
     (t.edge_off, t.label_off, t.edge_label, t.edge_outcome) =
         (out.edge_off, out.label_off, out.edge_label, out.edge_outcome);
     (t.outcome_off, t.outcome_target, t.outcome_rho) = (out.outcome_off, out.outcome_target, out.outcome_rho);

@@ -10,6 +10,7 @@
 //! | [`compose`] | composition of a token's terminals and its lookahead check, with push/pop cancellation and priority guards |
 //! | [`horizon`] | bounded-horizon equivalence of lexer states |
 //! | [`determinize`] | weighted determinization into the Parser DWA of each lexer state, sharing states between lexer states by key |
+//! | `saturate` | backward saturation (pre*) of the lexings a lexer state's build had to leave out: a second automaton per lexer state |
 //! | [`minimize`] | minimization of the assembled automaton across lexer states; token sets compacted and cut into blocks |
 //! | [`sets`] | interned terminal and token-class sets |
 //! | `tokensets` | interned token sets over token ids, unions of token classes |
@@ -24,6 +25,7 @@ pub mod compose;
 pub mod determinize;
 pub mod horizon;
 pub mod minimize;
+mod saturate;
 pub mod sets;
 pub mod templates;
 pub mod terminal_dwa;
@@ -84,6 +86,11 @@ pub struct MaskOptions {
     /// instead of walking it (`terminal_dwa/rename.rs`; the tables are the same either way; not
     /// part of the grammar fingerprint).
     pub rename_states: bool,
+    /// Decide the tokens a lexer state's build had to leave out (or, over budget even when
+    /// cut, all its tokens) by an automaton saturated backwards (`saturate.rs`) where their
+    /// lexings allow it, instead of leaving them UNDECIDED. Off only to exercise the run-time
+    /// path of UNDECIDED tokens (written to the fingerprint when off).
+    pub saturate: bool,
 }
 
 impl Default for MaskOptions {
@@ -96,6 +103,7 @@ impl Default for MaskOptions {
             max_dwa_states: 8_000_000,
             follow_bytes: false,
             rename_states: true,
+            saturate: true,
         }
     }
 }
@@ -124,6 +132,11 @@ pub struct MaskStats {
     /// Lexer states whose automaton exceeded its budget with every token, and was built for the
     /// tokens whose lexings are shorter (the others UNDECIDED).
     pub lexer_states_cut: usize,
+    /// Tokens left out of a cut lexer state's build and decided by its second automaton,
+    /// saturated backwards (`saturate`) instead of being left UNDECIDED.
+    pub tokens_saturated: usize,
+    /// Lexer states with a second start (`MaskTables::aux_start`, format 4.1).
+    pub second_starts: usize,
     /// Tokens the vocabulary walk left UNDECIDED, by the limit that made it so (counted per
     /// subtree walked, so an upper bound on distinct pairs; the rest of `undecided_tokens`
     /// comes from lexer states over the work budget).

@@ -17,8 +17,9 @@ pub const ENDIAN_PROBE: u32 = 0xFEFF;
 pub const MAJOR: u16 = 4;
 
 /// Format minor version: a reader accepts older minors (and ignores optional sections it does
-/// not know).
-pub const MINOR: u16 = 0;
+/// not know). 4.1 adds `dwa.aux_start`; a writer marks a file 4.1 only when it has that section,
+/// so a file without it stays readable by 4.0 readers.
+pub const MINOR: u16 = 1;
 
 /// Size of [`Header`].
 pub const HEADER_LEN: usize = 256;
@@ -158,6 +159,9 @@ pub mod kind {
     pub const DWA_OUTCOME_TARGET: u32 = 0x050D;
     /// Per outcome, its output token set (format 4.0) [u32, narrowable].
     pub const DWA_OUTCOME_RHO: u32 = 0x050E;
+    /// Per lexer state, a second DWA state to read its threads' stacks from (format 4.1; present
+    /// only when some state has one, and then required: without it masks would lack tokens).
+    pub const DWA_AUX_START: u32 = 0x050F;
     pub const SET_OFF: u32 = 0x0601;
     pub const SET_RANGES: u32 = 0x0602;
     pub const SET_DENSE: u32 = 0x0603;
@@ -209,6 +213,7 @@ pub fn kind_info(k: u32) -> Option<(&'static str, usize)> {
         DWA_OUTCOME_OFF => ("dwa.outcome_off", 4),
         DWA_OUTCOME_TARGET => ("dwa.outcome_target", 4),
         DWA_OUTCOME_RHO => ("dwa.outcome_rho", 4),
+        DWA_AUX_START => ("dwa.aux_start", 4),
         SET_OFF => ("sets.offsets", 4),
         SET_RANGES => ("sets.ranges", 4),
         SET_DENSE => ("sets.dense", 4),

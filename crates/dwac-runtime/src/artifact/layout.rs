@@ -75,6 +75,9 @@ pub fn columns(engine: &Engine) -> Vec<(u32, u32, Vec<u8>)> {
             (KILL_K, b(&m.kill_k)),
             (KILL_SET, b(&m.kill_set)),
         ]);
+        if !m.aux_start.is_empty() {
+            out.push((DWA_AUX_START, b(&m.aux_start)));
+        }
     }
     out.into_iter().map(|(k, (f, bytes))| (k, f, bytes)).collect()
 }
@@ -87,7 +90,8 @@ pub fn header_for(engine: &Engine) -> Header {
         label: LABEL,
         endian: ENDIAN_PROBE,
         major: MAJOR,
-        minor: MINOR,
+        // (4.0 unless the file uses what 4.1 added.)
+        minor: if engine.mask_tables().is_some_and(|m| !m.aux_start.is_empty()) { MINOR } else { 0 },
         flags: if engine.mask_tables().is_some() { FLAG_MASK } else { 0 },
         header_len: HEADER_LEN as u32,
         file_len: 0,

@@ -288,6 +288,13 @@ impl Artifact {
         let has_mask = h.flags & FLAG_MASK != 0;
         let find = |k: u32| sections.iter().find(|e| e.kind == k);
         for k in (0..0x0800).filter(|&k| kind_info(k).is_some()) {
+            if k == DWA_AUX_START {
+                // (4.1, and only where some lexer state has a second start.)
+                if find(k).is_some() && (!has_mask || h.minor < 1) {
+                    return Err(corrupt("dwa.aux_start without the mask flag or in a 4.0 file"));
+                }
+                continue;
+            }
             let want = !is_mask_kind(k) || has_mask;
             if want != find(k).is_some() {
                 let name = kind_info(k).map_or("?", |i| i.0);
@@ -396,6 +403,11 @@ impl Artifact {
                 start: c32(DWA_START)?,
                 start_rho: c32(DWA_START_RHO)?,
                 undecided: c32(DWA_UNDECIDED)?,
+                aux_start: if sections.iter().any(|e| e.kind == DWA_AUX_START) {
+                    c32(DWA_AUX_START)?
+                } else {
+                    Array::default()
+                },
                 edge_off: c32(DWA_EDGE_OFF)?,
                 label_off: c32(DWA_LABEL_OFF)?,
                 edge_label: cn(DWA_EDGE_LABEL)?,

@@ -152,14 +152,15 @@ fn slow_mask_warning(p: &MaskProbe, ms: &dwac_compile::dwa::MaskStats) -> Option
         }
         if ms.lexer_states_over_budget > 0 {
             causes.push(format!(
-                "{} lexer states over the determinizer's work budget (all their tokens)",
+                "{} lexer states over the determinizer's work budget (their tokens that backward saturation cannot \
+                 decide: lexings with a priority guard or an ignored terminal, or past its budget)",
                 ms.lexer_states_over_budget
             ));
         }
         if ms.lexer_states_cut > 0 {
             causes.push(format!(
                 "{} lexer states over the determinizer's work budget with all their tokens, built without the tokens \
-                 of longest lexings (those are the UNDECIDED ones)",
+                 of longest lexings (those of them that backward saturation cannot decide are the UNDECIDED ones)",
                 ms.lexer_states_cut
             ));
         }
