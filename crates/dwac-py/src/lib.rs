@@ -191,10 +191,8 @@ fn compile_source(
 ) -> Result<Grammar, String> {
     let mut opts = EngineOptions::default();
     if let Some(w) = o.mask_work {
-        // (The diagnostic budget is for the run-time path of UNDECIDED tokens: the states over
-        // it are not saturated either.)
-        opts.mask_options.work_per_lexer_state = w;
-        opts.mask_options.saturate = false;
+        opts.mask_options =
+            dwac_compile::dwa::MaskOptions { work_per_lexer_state: w, saturate: false, ..opts.mask_options };
     }
     let default_draft = match o.draft.as_deref() {
         None => None,
@@ -259,10 +257,9 @@ impl Grammar {
     /// `warnings`), `draft` (`"draft4"`, `"draft6"`, `"draft7"`, `"2019-09"`, `"2020-12"`),
     /// `strict` (keys and items a schema does not name refused; tags' schemas too). No GIL.
     ///
-    /// `_mask_work_per_lexer_state` is a diagnostic and test option, not for serving: the
-    /// compiler's work budget per lexer state (`MaskOptions::work_per_lexer_state`); a lexer
-    /// state over it gets no automaton and all its tokens are left UNDECIDED, decided at run
-    /// time by committing them (slow masks). It is recorded in the artifact's options.
+    /// `_mask_work_per_lexer_state` is a diagnostic and test option, not for serving: the compiler's work
+    /// budget per lexer state (`MaskOptions::work_per_lexer_state`); a lexer state over it gets no automaton
+    /// (nor a saturated one): its tokens are UNDECIDED, decided at run time by commit. Recorded in the options.
     #[staticmethod]
     #[pyo3(signature = (kind, source, tokenizer, compact = false, lenient = false, draft = None, _mask_work_per_lexer_state = None, max_whitespace = None, strict = false))]
     #[expect(clippy::too_many_arguments, reason = "the Python signature: keyword arguments, each an option")]
