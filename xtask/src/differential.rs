@@ -28,26 +28,41 @@ use dwac_tests::differential::differential;
 use dwac_tests::{engine_from_file, json_dumps, maskbench_instances};
 use serde_json::json;
 
+#[derive(clap::Args)]
 pub struct Args {
+    /// Grammar (repository-relative).
+    #[arg(long, default_value = "grammars/json.lark")]
     pub grammar: String,
+    /// Tokenizers (names under ../shared/data/tokenizers or paths); repeat the flag.
+    #[arg(long = "tokenizer", default_values_t = ["gpt2".to_string(), "qwen3".to_string(), "deepseek-r1".to_string(), "phi-3.5-mini".to_string()])]
     pub tokenizers: Vec<String>,
+    /// Use only the first N instances.
+    #[arg(long)]
     pub limit: Option<usize>,
+    /// Print the report as JSON.
+    #[arg(long)]
     pub json: bool,
-    /// Run the MaskBench schemas (Glaiveai2K + Github_easy; `Some(0)`: all, `Some(n)`: the first
-    /// n of each split) instead of the grammar.
+    /// Run the MaskBench schemas (first N of each of Glaiveai2K and Github_easy; 0: all)
+    /// over their valid instances instead of the grammar.
+    #[arg(long)]
     pub schemas: Option<usize>,
-    /// Only the schemas named in this file (see `main.rs`).
+    /// With `--schemas`: only the schemas named in this file (one name per line, e.g.
+    /// `o21456` or `Github_easy---o21456`; `#` starts a comment).
+    #[arg(long)]
     pub schema_list: Option<String>,
-    /// Run the large schemas of this folder that have valid instances (`schemas/large`, made by
-    /// `cargo xtask large-schemas`) instead.
+    /// Run the large schemas of this folder that have valid instances (e.g. `schemas/large`).
+    #[arg(long)]
     pub large: Option<String>,
-    /// Run the GBNF workload's grammars over their texts instead (`bench::gbnf_sources`).
+    /// Run the grammars without a lexer of the GBNF bench workload (llama.cpp's, GBNF from
+    /// its JSON-Schema converter, ours) over their texts instead.
+    #[arg(long)]
     pub gbnf: bool,
-    /// Run the character-level Lark grammars of the shared collection over their texts instead
-    /// (`bench::lark_chars_sources`).
+    /// Run the character-level Lark grammars of the shared collection over their texts
+    /// (`tests/data/lark-chars`) instead.
+    #[arg(long)]
     pub lark_chars: bool,
-    /// Build every lexer state's automaton by backward saturation alone (a determinizer work
-    /// budget of 0): the saturation checked against the reference on whole grammars.
+    /// Build every lexer state's automaton by backward saturation alone (work budget 0).
+    #[arg(long)]
     pub saturate_only: bool,
 }
 

@@ -11,9 +11,11 @@
 //! - `cargo xtask schema-bench [--limit N] [--peer] [--json] [--out FILE]`: MaskBench schemas
 //!   (Glaiveai2K + Github_easy) compiled in a limited worker subprocess, instances judged, compile
 //!   times and table sizes; `--peer` runs llguidance on the same jobs (`schema_bench/`).
-//! - `cargo xtask differential [--tokenizer T]... [--schemas N]`: the Parser DWA mask against the
-//!   reference mask at every step, over the MaskBench instances with the JSON grammar, or over the
-//!   MaskBench schemas (`differential.rs`).
+//! - `cargo xtask differential [--tokenizer T]... [--schemas N | --gbnf | --lark-chars]
+//!   [--saturate-only]`: the Parser DWA mask against the reference mask at every step, over the
+//!   MaskBench instances with the JSON grammar, the MaskBench schemas, or the grammars without a
+//!   lexer over their texts; `--saturate-only` builds every automaton by backward saturation
+//!   (`differential.rs`).
 
 mod bench;
 mod differential;
@@ -216,41 +218,7 @@ enum Cmd {
     },
     /// The Parser DWA mask against the reference mask at every step of the MaskBench valid
     /// instances (reference masks cached by configuration).
-    Differential {
-        /// Grammar (repository-relative).
-        #[arg(long, default_value = "grammars/json.lark")]
-        grammar: String,
-        /// Tokenizers (names under ../shared/data/tokenizers or paths); repeat the flag.
-        #[arg(long = "tokenizer", default_values_t = ["gpt2".to_string(), "qwen3".to_string(), "deepseek-r1".to_string(), "phi-3.5-mini".to_string()])]
-        tokenizers: Vec<String>,
-        /// Use only the first N instances.
-        #[arg(long)]
-        limit: Option<usize>,
-        #[arg(long)]
-        json: bool,
-        /// Run the MaskBench schemas (first N of each of Glaiveai2K and Github_easy; 0: all)
-        /// over their valid instances instead of the grammar.
-        #[arg(long)]
-        schemas: Option<usize>,
-        /// With `--schemas`: only the schemas named in this file (one name per line, e.g.
-        /// `o21456` or `Github_easy---o21456`; `#` starts a comment).
-        #[arg(long)]
-        schema_list: Option<String>,
-        /// Run the large schemas of this folder that have valid instances (e.g. `schemas/large`).
-        #[arg(long)]
-        large: Option<String>,
-        /// Run the grammars without a lexer of the GBNF bench workload (llama.cpp's, GBNF from
-        /// its JSON-Schema converter, ours) over their texts instead.
-        #[arg(long)]
-        gbnf: bool,
-        /// Run the character-level Lark grammars of the shared collection over their texts
-        /// (`tests/data/lark-chars`) instead.
-        #[arg(long)]
-        lark_chars: bool,
-        /// Build every lexer state's automaton by backward saturation alone (work budget 0).
-        #[arg(long)]
-        saturate_only: bool,
-    },
+    Differential(differential::Args),
     /// Large JSON Schemas assembled from real parts (`tools-N.json`: an `anyOf` of N Glaive
     /// function calls; `k8s-N.json`: a `$defs` graph of N object definitions of the Kubernetes
     /// shape), written to `--out` (`large_schemas.rs`).
@@ -389,28 +357,6 @@ fn main() -> Result<()> {
             large_schemas::run(large_schemas::Args { out, tools, k8s })
         }
         Cmd::SchemaWorker { tokenizer } => schema_bench::worker(&tokenizer),
-        Cmd::Differential {
-            grammar,
-            tokenizers,
-            limit,
-            json,
-            schemas,
-            schema_list,
-            large,
-            gbnf,
-            lark_chars,
-            saturate_only,
-        } => differential::run(differential::Args {
-            grammar,
-            tokenizers,
-            limit,
-            json,
-            schemas,
-            schema_list,
-            large,
-            gbnf,
-            lark_chars,
-            saturate_only,
-        }),
+        Cmd::Differential(args) => differential::run(args),
     }
 }
