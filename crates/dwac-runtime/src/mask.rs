@@ -5,7 +5,8 @@
 //!
 //! For every thread `(q, inhibitors, heads)`: the seed is every token, minus the tokens that fire
 //! one of the thread's carried inhibitors (`KILL`); tokens in `start_rho[q]` are allowed at once;
-//! every head starts a walk at `start[q]`. A walk item `(node, d, seed)` reads `node`'s LR state,
+//! every head starts a walk at `start[q]`, and at `aux_start[q]` too where the lexer state has a
+//! second start (tokens decided by an automaton saturated backwards). A walk item `(node, d, seed)` reads `node`'s LR state,
 //! outputs `seed ∩ ρ(edge)` and continues to every predecessor of `node`, unless the new state
 //! is final. The result is the union over all paths, which is exact because the DWA's states
 //! carry their residual token sets (`E(path) = seed ∩ F(path)`, and ∩ distributes over ∪).
