@@ -1,18 +1,19 @@
 //! Backward saturation (`dwac-compile/src/dwa/saturate.rs`) against the reference mask: the
-//! tokens an over-budget lexer state's build leaves out, and whole lexer states built by it.
+//! tokens of an over-budget lexer state, beside a forward build or as the whole state.
 
 use super::*;
 
-/// The tokens an over-budget lexer state's build leaves out are decided by a second automaton
-/// saturated backwards (`dwa/saturate.rs`), not left UNDECIDED: an ambiguous expression grammar
-/// whose operand may be empty (Lua's shape: every `-` an operator or a prefix, ~2ⁿ stacks for a
-/// run of n), long runs in the vocabulary, a budget that cuts them out. Masks equal the
-/// reference; with saturation off the same build leaves them UNDECIDED.
+/// The tokens of an over-budget lexer state are decided by an automaton saturated backwards
+/// (`dwa/saturate.rs`), not left UNDECIDED: an ambiguous expression grammar whose operand may be
+/// empty (Lua's shape: every `-` an operator or a prefix, ~2ⁿ stacks for a run of n), long runs
+/// in the vocabulary, a tight work budget. Lexings with a priority guard (`K` over `X` on `xx`)
+/// are built forward, and the saturated automaton is the state's second start. Masks equal the
+/// reference; with saturation off the same build leaves tokens UNDECIDED.
 #[test]
 fn left_out_lexings_are_decided_by_a_saturated_second_automaton() {
     const BUDGET: u64 = 1_500;
     use dwac_compile::dwa::{build_mask_tables, MaskOptions};
-    let src = "start: e\ne: e \"-\" e | \"-\" e | X | t\nt: (\"[\" e \"]\")*\nX: /x+/\n";
+    let src = "start: e\ne: e \"-\" e | \"-\" e | X | \"#\" K | t\nt: (\"[\" e \"]\")*\nX: /x+/\nK.2: \"xx\"\n";
     // (Runs up to 20, walks of 6 tokens: the reference commits every token, a GLR parse cubic
     // in the text's dashes under this grammar.)
     let runs: Vec<String> = (2..=20)
@@ -25,9 +26,10 @@ fn left_out_lexings_are_decided_by_a_saturated_second_automaton() {
             "xx".into(),
             "---x".into(),
             "-----------xx".into(),
+            "#xx".into(),
         ])
         .collect();
-    let vocab = vocab_over(b"x-[]", 1, &runs.iter().map(String::as_str).collect::<Vec<_>>());
+    let vocab = vocab_over(b"x-[]#", 1, &runs.iter().map(String::as_str).collect::<Vec<_>>());
     let g = dwac_compile::parse_source(dwac_compile::SourceKind::Lark, src).unwrap();
     let c = dwac_compile::compile_grammar(&g).unwrap();
     let off = MaskOptions { work_per_lexer_state: BUDGET, saturate: false, ..MaskOptions::default() };
@@ -36,7 +38,7 @@ fn left_out_lexings_are_decided_by_a_saturated_second_automaton() {
     let tight = MaskOptions { work_per_lexer_state: BUDGET, ..MaskOptions::default() };
     let (mask, stats) = build_mask_tables(&c.tables, &vocab, &tight).unwrap();
     eprintln!("{stats:?}");
-    assert!(stats.lexer_states_cut > 0 && stats.second_starts > 0, "{stats:?}");
+    assert!(stats.second_starts > 0, "{stats:?}");
     assert!(stats.undecided_tokens == 0 && stats.tokens_saturated > 0, "{stats:?}");
     assert!(mask.aux_start.iter().any(|&d| d != dwac_runtime::dwa::NONE));
     let engine = Arc::new(Engine::with_mask(c.tables.clone(), vocab.clone(), Some(mask)).unwrap());
@@ -45,7 +47,11 @@ fn left_out_lexings_are_decided_by_a_saturated_second_automaton() {
     // Every lexer state saturated (a work budget of 0: no forward build at all).
     let none = MaskOptions { work_per_lexer_state: 0, ..MaskOptions::default() };
     let (mask, stats) = build_mask_tables(&c.tables, &vocab, &none).unwrap();
-    assert_eq!((stats.undecided_tokens, stats.second_starts), (0, 0), "{stats:?}");
+    // (Only tokens whose lexings may carry the guard, those with an `x`, stay UNDECIDED, in
+    // some of the lexer states, decided by commit.)
+    let guarded = (0..vocab.len() as u32).filter(|&v| vocab.token_bytes(v).is_some_and(|b| b.contains(&b'x'))).count();
+    assert!(stats.second_starts == 0 && stats.undecided_tokens > 0, "{stats:?}");
+    assert!(stats.undecided_tokens <= guarded * stats.lexer_states_over_budget, "{guarded} with `x`: {stats:?}");
     assert!(stats.lexer_states_over_budget > 0 && stats.tokens_saturated > 0, "{stats:?}");
     let engine = Arc::new(Engine::with_mask(c.tables, vocab, Some(mask)).unwrap());
     let n = differential(&engine, 24, 6, 44);

@@ -24,6 +24,12 @@ use crate::stages::Stages;
 /// it, the state's tokens are all left UNDECIDED, as they were.
 const MIN_CUT_DEPTH: u32 = 8;
 
+/// With saturation on, a lexer state's forward build first gets this share of the work budget
+/// (1/2): the builds of every grammar of the test corpora that fit the budget fit in it (the
+/// largest, robots.txt's, takes 44%), and one that does not, an exponential blow-up such as
+/// Lua's operator runs, fails in half the time before saturation decides it.
+const FIRST_ATTEMPT_SHARE: u64 = 2;
+
 /// The longest lexing length an over-budget lexer state is first cut at.
 const MAX_CUT_DEPTH: u32 = 32;
 
@@ -131,10 +137,12 @@ pub(super) struct Assembler {
     max_dwa_states: usize,
     /// [`MaskOptions::saturate`].
     saturate: bool,
+    /// [`MaskOptions::work_per_lexer_state`].
+    work_per_lexer_state: u64,
     /// The automaton built for (thread class, the classes' lexings), with its configurations and
-    /// serial number; `None`: over budget.
+    /// serial number; `Err(budget)`: over that work budget.
     #[allow(clippy::type_complexity, reason = "a memo table whose key and value are documented above")]
-    built_for: FastMap<(u32, Vec<Vec<Sig>>), Option<(Rc<LocalDwa>, usize, usize)>>,
+    built_for: FastMap<(u32, Vec<Vec<Sig>>), Result<(Rc<LocalDwa>, usize, usize), u64>>,
     /// Local automata are told apart by a serial number, never by address: an automaton
     /// replaced in `built_for` is freed, and a later one may get its address, which would then
     /// find the freed one's entries in `assembled`.
@@ -172,6 +180,7 @@ impl Assembler {
             link: opts.link_states,
             max_dwa_states: opts.max_dwa_states,
             saturate: opts.saturate,
+            work_per_lexer_state: opts.work_per_lexer_state,
             built_for: FastMap::default(),
             serial: 0,
             shared: FastMap::default(),
@@ -218,12 +227,36 @@ impl Assembler {
         self.out.undecided.to_mut()[q as usize] = self.sets.intern(undecided);
         self.stats.token_classes += classes.len();
         stages.skip();
-        let mut built = self.build_or_reuse(det, nodes, thread, &classes);
-        // Over budget: rather than leave every token UNDECIDED, leave only the tokens whose
+        // With saturation on, the forward build first gets a share of the work budget: a state
+        // past it whose lexings saturation expresses is decided by saturation, and only if that
+        // fails does the forward build get the whole budget.
+        let full = self.work_per_lexer_state;
+        let first = if self.saturate { full / FIRST_ATTEMPT_SHARE } else { full };
+        let mut built = self.build_or_reuse(det, nodes, thread, &classes, first);
+        let mut classes = classes;
+        // Over budget: the classes saturation expresses get the saturated automaton (below),
+        // the others are built forward, cut if need be.
+        let mut saturated: Option<(Vec<TokenClass>, saturate::Saturated)> = None;
+        if built.is_none() && self.saturate && !classes.is_empty() {
+            let (ours, rest): (Vec<TokenClass>, Vec<TokenClass>) =
+                classes.iter().cloned().partition(|c| saturate::expressible(nodes, c));
+            if !ours.is_empty() {
+                if let Some(sat) = saturate::saturate(det.comp.lr.tables, &det.comp.terms, nodes, &ours) {
+                    saturated = Some((ours, sat));
+                    if !rest.is_empty() {
+                        built = self.build_or_reuse(det, nodes, thread, &rest, full);
+                    }
+                    classes = rest;
+                }
+            }
+            if saturated.is_none() && first < full {
+                built = self.build_or_reuse(det, nodes, thread, &classes, full);
+            }
+        }
+        // Still over budget: rather than leave every token UNDECIDED, leave only the tokens whose
         // lexings are longest (a character-level grammar's runs of punctuation, each character a
         // lexeme: `----…` under an ambiguous expression grammar) and build the rest, halving the
         // longest lexing kept until the build fits.
-        let mut classes = classes;
         let mut dropped: Vec<TokenClass> = Vec::new();
         if built.is_none() && !classes.is_empty() {
             let depth_of = |mut n: u32| {
@@ -245,7 +278,7 @@ impl Assembler {
                 let keep: Vec<TokenClass> =
                     classes.iter().zip(&depths).filter(|&(_, &d)| d <= limit).map(|(c, _)| c.clone()).collect();
                 if keep.len() < classes.len() {
-                    if let Some(b) = self.build_or_reuse(det, nodes, thread, &keep) {
+                    if let Some(b) = self.build_or_reuse(det, nodes, thread, &keep, full) {
                         for (c, &d) in classes.iter().zip(&depths) {
                             if d > limit {
                                 dropped.push(c.clone());
@@ -260,17 +293,34 @@ impl Assembler {
                 limit /= 2;
             }
         }
+        let main = built.is_none();
+        if let Some((ours, sat)) = saturated {
+            // The saturated automaton: the state's own if nothing else was built, else its
+            // second start.
+            let left = self.saturated(q, &ours, Some(sat), main);
+            self.undecide(q, left);
+            if main {
+                // The classes neither saturation nor a cut build decides.
+                let left: Vec<u32> = classes.iter().chain(&dropped).flat_map(|c| c.tokens.iter()).collect();
+                self.undecide(q, left);
+                classes.clear();
+                dropped.clear();
+            }
+        } else if main && !classes.is_empty() {
+            // Over budget even when cut (or saturation over its own budget): the automaton
+            // saturated backwards is the state's own, and the tokens it cannot express are
+            // decided at run time.
+            let sat = self.saturate_if_on(det, nodes, &classes);
+            let left = self.saturated(q, &classes, sat, true);
+            self.undecide(q, left);
+            classes.clear();
+        }
         if !dropped.is_empty() {
-            // The tokens left out, decided by a second automaton saturated backwards where
-            // their lexings allow it, else UNDECIDED.
-            let left = self.saturated(det, nodes, q, &dropped, false);
-            let mut all: Vec<u32> = self.sets.members(self.out.undecided[q as usize]);
-            let had = all.len();
-            all.extend(left);
-            all.sort_unstable();
-            all.dedup();
-            self.stats.undecided_tokens += all.len() - had;
-            self.out.undecided.to_mut()[q as usize] = self.sets.intern(all);
+            // The tokens a cut left out, decided by a second automaton saturated backwards
+            // where their lexings allow it, else UNDECIDED.
+            let sat = self.saturate_if_on(det, nodes, &dropped);
+            let left = self.saturated(q, &dropped, sat, false);
+            self.undecide(q, left);
         }
         stages.lap("determinize");
         let slowest = (walk + tq.elapsed()).as_secs_f64() * 1e3;
@@ -281,16 +331,7 @@ impl Assembler {
                 (local, id)
             }
             None => {
-                // Over budget even when cut: the automaton saturated backwards is the state's
-                // own, and the tokens it cannot express are decided at run time.
-                let left = self.saturated(det, nodes, q, &classes, true);
-                let mut all: Vec<u32> = self.sets.members(self.out.undecided[q as usize]);
-                all.extend(left);
-                all.sort_unstable();
-                all.dedup();
-                self.stats.undecided_tokens += all.len() - self.sets.members(self.out.undecided[q as usize]).len();
                 self.stats.lexer_states_over_budget += 1;
-                self.out.undecided.to_mut()[q as usize] = self.sets.intern(all);
                 if let Some(k) = share_key {
                     self.shared.insert(k, Shared::of(&self.out, q, before.since(&self.stats)));
                 }
@@ -379,16 +420,7 @@ impl Assembler {
     /// Decide `classes` of lexer state `q` by an automaton saturated backwards
     /// ([`saturate`]), appended as the state's start (`main`) or second start: the tokens of
     /// the classes it cannot express are returned (to be left UNDECIDED).
-    fn saturated(
-        &mut self,
-        det: &Determinizer,
-        nodes: &[(u32, Step)],
-        q: u32,
-        classes: &[TokenClass],
-        main: bool,
-    ) -> Vec<u32> {
-        let sat =
-            if self.saturate { saturate::saturate(det.comp.lr.tables, &det.comp.terms, nodes, classes) } else { None };
+    fn saturated(&mut self, q: u32, classes: &[TokenClass], sat: Option<saturate::Saturated>, main: bool) -> Vec<u32> {
         let mut decided = vec![false; classes.len()];
         if let Some(sat) = sat {
             let ours: Vec<TokenClass> = sat.decided.iter().map(|&i| classes[i].clone()).collect();
@@ -406,6 +438,34 @@ impl Assembler {
         classes.iter().zip(&decided).filter(|&(_, &d)| !d).flat_map(|(c, _)| c.tokens.iter()).collect()
     }
 
+    /// The automaton saturated backwards for `classes`, if saturation is on and within budget.
+    fn saturate_if_on(
+        &self,
+        det: &Determinizer,
+        nodes: &[(u32, Step)],
+        classes: &[TokenClass],
+    ) -> Option<saturate::Saturated> {
+        if self.saturate {
+            saturate::saturate(det.comp.lr.tables, &det.comp.terms, nodes, classes)
+        } else {
+            None
+        }
+    }
+
+    /// Add `tokens` to lexer state `q`'s UNDECIDED set.
+    fn undecide(&mut self, q: u32, tokens: Vec<u32>) {
+        if tokens.is_empty() {
+            return;
+        }
+        let mut all: Vec<u32> = self.sets.members(self.out.undecided[q as usize]);
+        let had = all.len();
+        all.extend(tokens);
+        all.sort_unstable();
+        all.dedup();
+        self.stats.undecided_tokens += all.len() - had;
+        self.out.undecided.to_mut()[q as usize] = self.sets.intern(all);
+    }
+
     /// Lexer state `q`'s second start (`MaskTables::aux_start`, filled with `NONE` on first use).
     fn set_aux_start(&mut self, q: u32, d: u32) {
         if self.out.aux_start.is_empty() {
@@ -414,15 +474,16 @@ impl Assembler {
         self.out.aux_start.to_mut()[q as usize] = d;
     }
 
-    /// The assembled automaton has grown past [`MaskOptions::max_dwa_states`].
-    /// The automaton of a lexer state with these classes: built, or an earlier state's with the
-    /// same thread class and lexings (`None`: over budget). Classes are referred to by index.
+    /// The automaton of a lexer state with these classes: built within `budget` (work), or an
+    /// earlier state's with the same thread class and lexings (`None`: over budget). Classes are
+    /// referred to by index.
     fn build_or_reuse(
         &mut self,
         det: &mut Determinizer,
         nodes: &[(u32, Step)],
         thread: u32,
         classes: &[TokenClass],
+        budget: u64,
     ) -> Option<(Rc<LocalDwa>, usize, usize)> {
         // A lexer state's automaton depends only on its thread's class and its classes'
         // lexings (classes are referred to by index): states with the same share one.
@@ -431,7 +492,7 @@ impl Assembler {
         // same lexings but other tokens builds its own, unless assembly finds it has the
         // same tokens too.)
         let reusable = self.built_for.get(&key).filter(|b| match b {
-            Some((local, _, id)) => {
+            Ok((local, _, id)) => {
                 local.links.is_empty() || {
                     let akey = (*id, classes.iter().map(|c| c.tokens.len()).collect::<Vec<_>>());
                     self.assembled.get(&akey).is_some_and(|variants| {
@@ -439,10 +500,10 @@ impl Assembler {
                     })
                 }
             }
-            None => true,
+            Err(over) => *over >= budget,
         });
         match reusable {
-            Some(b) => b.clone(),
+            Some(b) => b.clone().ok(),
             None => {
                 let mut asm = Tables {
                     union: &mut self.union,
@@ -452,16 +513,21 @@ impl Assembler {
                     keys: &self.keys,
                     link: self.link,
                 };
-                let b = det.build(classes, nodes, thread, &mut asm).ok().map(|l| {
-                    self.serial += 1;
-                    (Rc::new(l), det.num_configs(), self.serial)
-                });
+                det.work_budget = budget;
+                let b = match det.build(classes, nodes, thread, &mut asm) {
+                    Ok(l) => {
+                        self.serial += 1;
+                        Ok((Rc::new(l), det.num_configs(), self.serial))
+                    }
+                    Err(_) => Err(budget),
+                };
                 self.built_for.insert(key, b.clone());
-                b
+                b.ok()
             }
         }
     }
 
+    /// The assembled automaton has grown past [`MaskOptions::max_dwa_states`].
     pub(super) fn over_budget(&self) -> bool {
         self.out.num_states() > self.max_dwa_states
     }

@@ -4,9 +4,9 @@
 //! The forward composition ([`compose`](super::compose)) keeps every distinct known segment a
 //! lexing can push above the real stack. Under an ambiguous grammar whose operators may stand
 //! alone (Lua's `exp binop exp` and `unop exp` with an empty operand), a run of `n` operator
-//! characters pushes ~2ⁿ distinct segments (each character an operator or a prefix), so those
-//! tokens are cut from the build and were decided at run time by committing them, a GLR parse
-//! that is cubic in the run's length (milliseconds per token).
+//! characters pushes ~2ⁿ distinct segments (each character an operator or a prefix): no forward
+//! build of such a lexer state fits a budget, and committing those tokens at run time is a GLR
+//! parse cubic in the run's length (milliseconds per token).
 //!
 //! Here the same question is answered backwards. The lexing trie and the LR tables form a
 //! pushdown system: a control state is a position in the trie (a node whose step is done, a
@@ -15,8 +15,9 @@
 //! reaches acceptance is regular, and the classic saturation (pre*, Bouajjani–Esparza–Maler)
 //! computes an automaton for it in polynomial time, reading the stack top down. The runtime
 //! reads GSS paths top down through a DWA, so that automaton, determinized, is one more DWA:
-//! its start is the lexer state's second start (`MaskTables::aux_start`), its outputs the token
-//! classes whose lexings are accepted.
+//! the lexer state's start, or its second start (`MaskTables::aux_start`) beside a forward build
+//! of the classes it does not express; its outputs are the token classes whose lexings are
+//! accepted. Transitions carry sets of LR states (see [`System`]).
 //!
 //! Rules, for a terminal `t` run by control state `x` (a step's terminal, or a lookahead check's):
 //! * `ACTION(s, t) ∋ reduce A → α`: pop `s` and `|α| − 1` more states (any), reveal `r`, push
@@ -31,6 +32,8 @@
 //! does. Steps with a priority guard (a negative condition: no guard terminal shiftable) or an
 //! ignored terminal's pass are not expressed; classes with such a lexing stay UNDECIDED.
 
+use std::rc::Rc;
+
 use dwac_runtime::{Action, LrTables, DEAD};
 
 use super::compose::{Step, ANY};
@@ -39,14 +42,20 @@ use super::sets::SetPool;
 use super::terminal_dwa::TokenClass;
 use super::FastMap;
 
-/// A set with the compile-time maps' fixed-seed hasher (deterministic).
-type FastSet<T> = std::collections::HashSet<T, foldhash::fast::FixedState>;
+/// Control states running a terminal (one per step or lookahead check and terminal) past which
+/// saturation is not tried: its automaton grows with them (`robotstxt.lark`'s lexer state 0,
+/// 44,448 classes, makes 1.7 million control states in all, and subsets that outgrow memory).
+const MAX_STEPS: usize = 250_000;
 
-/// A transition label that matches every LR state.
-const WILD: u32 = u32::MAX;
+/// Transitions and derived rules (pairs of control states) the saturation may add before it
+/// gives up (the tokens stay UNDECIDED).
+const MAX_PAIRS: usize = 8_000_000;
 
-/// Transitions the saturation may add before it gives up (the tokens stay UNDECIDED).
-const MAX_TRANSITIONS: usize = 8_000_000;
+/// Words of their label sets (256 MB).
+const MAX_WORDS: usize = 32 << 20;
+
+/// Control states in the subsets of the determinized automaton, summed over its states.
+const MAX_SUBSET_SIZES: usize = 16 << 20;
 
 /// States the determinized automaton may have.
 const MAX_STATES: usize = 1 << 15;
@@ -75,30 +84,56 @@ pub struct Saturated {
     pub decided: Vec<usize>,
 }
 
+/// A set of LR states (a transition's labels), `words` 64-bit words wide.
+type Bits = [u64];
+
+fn has(b: &Bits, s: u32) -> bool {
+    b[s as usize / 64] >> (s % 64) & 1 == 1
+}
+
+fn set(b: &mut Bits, s: u32) {
+    b[s as usize / 64] |= 1 << (s % 64);
+}
+
+fn is_empty(b: &Bits) -> bool {
+    b.iter().all(|&w| w == 0)
+}
+
+/// The pushdown system and its saturated automaton. Transitions carry sets of LR states: the
+/// rules of one terminal treat all the states with the same action alike (every state that
+/// shifts `t` to `p`), so a set per (from, to) pair keeps the saturation's work per pair, not
+/// per state.
 struct System<'a> {
     lr: &'a LrTables,
+    /// Words per label set.
+    w: usize,
+    /// The set of every LR state (the label of a transition that pops any state).
+    all: Vec<u64>,
     ctl: Vec<Ctl>,
     ids: FastMap<Ctl, u32>,
-    /// Transitions (from, label, to), and their indices.
-    trans: FastSet<(u32, u32, u32)>,
-    out_by: FastMap<(u32, u32), Vec<u32>>,
-    out_labels: Vec<Vec<u32>>,
-    wild_out: Vec<Vec<u32>>,
+    /// Transitions by (from, to): their index; per index its target and (in `labels`) its set.
+    edge_ix: FastMap<(u32, u32), u32>,
+    edge_to: Vec<u32>,
+    labels: Vec<u64>,
+    /// Per control state, the indices of its transitions.
+    out: Vec<Vec<u32>>,
+    /// Transitions (from, to) whose sets grew, the new states of each in `work_bits`.
+    work: Vec<(u32, u32)>,
+    work_bits: Vec<u64>,
     /// Control states that take every transition of this one (a node's step continues into its
     /// children's terminals and its ends' checks).
     eps_preds: Vec<Vec<u32>>,
-    /// Push rules ⟨p1, g⟩ → ⟨p2, h g⟩ (`h` pushed on top of `g`) by (p2, h), as (p1, g), and by
-    /// p2, as (h, p1, g).
-    push_by: FastMap<(u32, u32), Vec<(u32, u32)>>,
-    push_all: Vec<Vec<(u32, u32, u32)>>,
-    /// Rules derived from push rules: "p1 reads g wherever q1 reads g", by (q1, g) as p1 and by
-    /// q1 as (p1, g).
-    derived: FastSet<(u32, u32, u32)>,
-    derived_by: FastMap<(u32, u32), Vec<u32>>,
-    derived_all: Vec<Vec<(u32, u32)>>,
-    work: Vec<(u32, u32, u32)>,
+    /// Push rules ⟨p1, g⟩ → ⟨p2, h g⟩ for every `g` of a set, by p2, as (h, p1, the set's index in
+    /// `gsets`).
+    push: Vec<Vec<(u32, u32, u32)>>,
+    gsets: Vec<u64>,
+    /// Rules derived from push rules: "p1 reads g wherever q1 reads g" for every `g` of a set,
+    /// by (p1, q1) as the index of the set in `derived_bits`, and by q1 as (p1, that index).
+    derived_ix: FastMap<(u32, u32), u32>,
+    derived_bits: Vec<u64>,
+    derived_by: Vec<Vec<(u32, u32)>>,
     /// Per terminal: (state, its actions on the terminal).
-    actions: FastMap<u32, Vec<(u32, Vec<Action>)>>,
+    actions: FastMap<u32, Rc<Vec<(u32, Vec<Action>)>>>,
     /// Per state, the states with a shift or GOTO into it (the LR automaton backwards).
     lr_preds: Vec<Vec<u32>>,
     /// Per (state, m): the states `m` edges back from it, as a set id in `revealed`: the states a
@@ -110,21 +145,29 @@ struct System<'a> {
 
 impl<'a> System<'a> {
     fn new(lr: &'a LrTables) -> System<'a> {
+        let w = (lr.num_states as usize).div_ceil(64).max(1);
+        let mut all = vec![0u64; w];
+        for s in 0..lr.num_states {
+            set(&mut all, s);
+        }
         System {
             lr,
+            w,
+            all,
             ctl: Vec::new(),
             ids: FastMap::default(),
-            trans: Default::default(),
-            out_by: FastMap::default(),
-            out_labels: Vec::new(),
-            wild_out: Vec::new(),
-            eps_preds: Vec::new(),
-            push_by: FastMap::default(),
-            push_all: Vec::new(),
-            derived: Default::default(),
-            derived_by: FastMap::default(),
-            derived_all: Vec::new(),
+            edge_ix: FastMap::default(),
+            edge_to: Vec::new(),
+            labels: Vec::new(),
+            out: Vec::new(),
             work: Vec::new(),
+            work_bits: Vec::new(),
+            eps_preds: Vec::new(),
+            push: Vec::new(),
+            gsets: Vec::new(),
+            derived_ix: FastMap::default(),
+            derived_bits: Vec::new(),
+            derived_by: Vec::new(),
             actions: FastMap::default(),
             lr_preds: Vec::new(),
             back: FastMap::default(),
@@ -140,38 +183,77 @@ impl<'a> System<'a> {
         let i = self.ctl.len() as u32;
         self.ctl.push(c);
         self.ids.insert(c, i);
-        self.out_labels.push(Vec::new());
-        self.wild_out.push(Vec::new());
+        self.out.push(Vec::new());
         self.eps_preds.push(Vec::new());
-        self.push_all.push(Vec::new());
-        self.derived_all.push(Vec::new());
+        self.push.push(Vec::new());
+        self.derived_by.push(Vec::new());
         i
     }
 
-    fn add(&mut self, from: u32, label: u32, to: u32) {
-        if self.trans.insert((from, label, to)) {
-            self.work.push((from, label, to));
+    /// The label set of transition `e`.
+    fn label(&self, e: u32) -> &Bits {
+        &self.labels[e as usize * self.w..(e as usize + 1) * self.w]
+    }
+
+    /// Add the states `l` to the transition from `from` to `to`.
+    fn add(&mut self, from: u32, l: &Bits, to: u32) {
+        let w = self.w;
+        let next = self.edge_to.len() as u32;
+        let e = *self.edge_ix.entry((from, to)).or_insert(next) as usize;
+        if e == self.edge_to.len() {
+            self.edge_to.push(to);
+            self.labels.extend(std::iter::repeat_n(0, w));
+            self.out[from as usize].push(e as u32);
+        }
+        let at = self.work_bits.len();
+        let mut grew = false;
+        for (i, &x) in l.iter().enumerate() {
+            let old = &mut self.labels[e * w + i];
+            let new = x & !*old;
+            *old |= new;
+            grew |= new != 0;
+            self.work_bits.push(new);
+        }
+        if grew {
+            self.work.push((from, to));
+        } else {
+            self.work_bits.truncate(at);
         }
     }
 
-    /// Rule ⟨p1, g⟩ → ⟨p2, h g⟩: on top `g`, `p1` pushes `h` and continues as `p2`.
-    fn add_push(&mut self, p1: u32, g: u32, p2: u32, h: u32) {
-        self.push_by.entry((p2, h)).or_default().push((p1, g));
-        self.push_all[p2 as usize].push((h, p1, g));
+    /// A set of the given LR states (an index into `gsets`).
+    fn gset(&mut self, states: &[u32]) -> u32 {
+        let i = (self.gsets.len() / self.w) as u32;
+        self.gsets.extend(std::iter::repeat_n(0, self.w));
+        let w = self.w;
+        let b = &mut self.gsets[i as usize * w..];
+        for &s in states {
+            set(b, s);
+        }
+        i
+    }
+
+    /// Rule ⟨p1, g⟩ → ⟨p2, h g⟩ for every `g` of `gs`: on top `g`, `p1` pushes `h` and continues
+    /// as `p2`.
+    fn add_push(&mut self, p1: u32, gs: &[u32], p2: u32, h: u32) {
+        let g = self.gset(gs);
+        self.push[p2 as usize].push((h, p1, g));
     }
 
     /// Every state with an action on `t`, and those actions.
-    fn actions_on(&mut self, t: u32) -> Vec<(u32, Vec<Action>)> {
+    fn actions_on(&mut self, t: u32) -> Rc<Vec<(u32, Vec<Action>)>> {
         let lr = self.lr;
         self.actions
             .entry(t)
             .or_insert_with(|| {
-                (0..lr.num_states)
-                    .filter_map(|s| {
-                        let a = lr.actions(s, t);
-                        (!a.is_empty()).then(|| (s, a.iter().map(|&x| Action::unpack(x)).collect()))
-                    })
-                    .collect()
+                Rc::new(
+                    (0..lr.num_states)
+                        .filter_map(|s| {
+                            let a = lr.actions(s, t);
+                            (!a.is_empty()).then(|| (s, a.iter().map(|&x| Action::unpack(x)).collect()))
+                        })
+                        .collect(),
+                )
             })
             .clone()
     }
@@ -222,14 +304,17 @@ impl<'a> System<'a> {
     fn terminal_rules(&mut self, x: u32, t: u32, on_shift: Result<u32, u32>) {
         let lr = self.lr;
         // Per nonterminal reduced to, the states its reductions can reveal (GOTO rules are made
-        // for those only).
+        // for those only); the states that shift to each state; those that accept; those that
+        // pop by (nonterminal, length).
         let mut reveals: FastMap<u32, Vec<u32>> = FastMap::default();
-        let mut pops: Vec<(u32, u32, u32)> = Vec::new();
-        for (s, acts) in self.actions_on(t) {
-            for a in acts {
+        let mut shifts: FastMap<u32, Vec<u32>> = FastMap::default();
+        let mut accepts: Vec<u32> = Vec::new();
+        let mut pops: FastMap<(u32, u32), Vec<u32>> = FastMap::default();
+        for (s, acts) in self.actions_on(t).iter() {
+            for &a in acts {
                 match (a, on_shift) {
-                    (Action::Shift(p), Ok(node)) => self.add_push(x, s, node, p),
-                    (Action::Shift(_) | Action::Accept, Err(acc)) => self.add(x, s, acc),
+                    (Action::Shift(p), Ok(_)) => shifts.entry(p).or_default().push(*s),
+                    (Action::Shift(_) | Action::Accept, Err(_)) => accepts.push(*s),
                     (Action::Accept, Ok(_)) => {}
                     (Action::Reduce(r), _) => {
                         let (Some(&m), Some(&a)) = (lr.rule_len.get(r as usize), lr.rule_lhs.get(r as usize)) else {
@@ -238,29 +323,49 @@ impl<'a> System<'a> {
                         if m == 0 {
                             continue;
                         }
-                        let from = self.revealed_by(s, m);
+                        let from = self.revealed_by(*s, m);
                         reveals.entry(a).or_default().extend(self.revealed.get(from));
-                        pops.push((s, a, m));
+                        pops.entry((a, m)).or_default().push(*s);
                     }
                 }
             }
         }
-        let mut reveals: Vec<(u32, Vec<u32>)> = reveals.into_iter().collect();
-        reveals.sort_unstable();
-        for (a, mut rs) in reveals {
-            rs.sort_unstable();
-            rs.dedup();
-            let r0 = self.id(Ctl::Reduce { x, a, j: 0 });
-            for r in rs {
-                let g = lr.goto(r, a);
-                if g != DEAD {
-                    self.add_push(r0, r, x, g);
+        match on_shift {
+            Ok(node) => {
+                let mut shifts: Vec<(u32, Vec<u32>)> = shifts.into_iter().collect();
+                shifts.sort_unstable();
+                for (p, ss) in shifts {
+                    self.add_push(x, &ss, node, p);
                 }
             }
+            Err(acc) if !accepts.is_empty() => {
+                let mut b = vec![0u64; self.w];
+                accepts.iter().for_each(|&s| set(&mut b, s));
+                self.add(x, &b, acc);
+            }
+            Err(_) => {}
         }
-        for (s, a, m) in pops {
+        let mut reveals: Vec<(u32, Vec<u32>)> = reveals.into_iter().collect();
+        reveals.sort_unstable();
+        for (a, rs) in reveals {
+            let r0 = self.id(Ctl::Reduce { x, a, j: 0 });
+            // By the state GOTO pushes: the revealed states that push it.
+            let mut by_goto: Vec<(u32, u32)> =
+                rs.iter().map(|&r| (lr.goto(r, a), r)).filter(|&(g, _)| g != DEAD).collect();
+            by_goto.sort_unstable();
+            by_goto.dedup();
+            for group in by_goto.chunk_by(|p, q| p.0 == q.0) {
+                let gs: Vec<u32> = group.iter().map(|&(_, r)| r).collect();
+                self.add_push(r0, &gs, x, group[0].0);
+            }
+        }
+        let mut pops: Vec<((u32, u32), Vec<u32>)> = pops.into_iter().collect();
+        pops.sort_unstable();
+        for ((a, m), ss) in pops {
             let top = self.reduction(x, a, m);
-            self.add(x, s, top);
+            let mut b = vec![0u64; self.w];
+            ss.iter().for_each(|&s| set(&mut b, s));
+            self.add(x, &b, top);
         }
     }
 
@@ -277,78 +382,79 @@ impl<'a> System<'a> {
             let fresh = !self.ids.contains_key(&c);
             let i = self.id(c);
             if fresh {
-                self.add(i, WILD, below);
+                let all = std::mem::take(&mut self.all);
+                self.add(i, &all, below);
+                self.all = all;
             }
             below = i;
         }
         below
     }
 
-    /// Add derived rule "p1 reads g wherever q1 reads g", applying it to what q1 has.
-    fn derive(&mut self, p1: u32, g: u32, q1: u32) {
-        if !self.derived.insert((p1, g, q1)) {
+    /// Add derived rule "p1 reads g wherever q1 reads g" for every `g` of `gs`, applying it to
+    /// what q1 has.
+    fn derive(&mut self, p1: u32, gs: &Bits, q1: u32) {
+        let w = self.w;
+        let next = (self.derived_bits.len() / w) as u32;
+        let d = *self.derived_ix.entry((p1, q1)).or_insert(next) as usize;
+        if d as u32 == next {
+            self.derived_bits.extend(std::iter::repeat_n(0, w));
+            self.derived_by[q1 as usize].push((p1, d as u32));
+        }
+        let mut new = vec![0u64; w];
+        for (i, &x) in gs.iter().enumerate() {
+            let old = &mut self.derived_bits[d * w + i];
+            new[i] = x & !*old;
+            *old |= new[i];
+        }
+        if is_empty(&new) {
             return;
         }
-        self.derived_by.entry((q1, g)).or_default().push(p1);
-        self.derived_all[q1 as usize].push((p1, g));
-        if let Some(v) = self.out_by.get(&(q1, g)) {
-            for i in 0..v.len() {
-                let q2 = self.out_by[&(q1, g)][i];
-                self.add(p1, g, q2);
+        let mut l = vec![0u64; w];
+        for k in 0..self.out[q1 as usize].len() {
+            let e = self.out[q1 as usize][k];
+            l.iter_mut().zip(self.label(e)).zip(&new).for_each(|((o, a), b)| *o = a & b);
+            if !is_empty(&l) {
+                let to = self.edge_to[e as usize];
+                self.add(p1, &l, to);
             }
-        }
-        for i in 0..self.wild_out[q1 as usize].len() {
-            let q2 = self.wild_out[q1 as usize][i];
-            self.add(p1, g, q2);
         }
     }
 
     /// The saturation loop; `false` past the transition budget.
     fn saturate(&mut self) -> bool {
-        while let Some((q, l, q2)) = self.work.pop() {
-            if self.trans.len() > MAX_TRANSITIONS {
+        let w = self.w;
+        let mut d = vec![0u64; w];
+        let mut l = vec![0u64; w];
+        while let Some((q, q2)) = self.work.pop() {
+            if self.labels.len() + self.derived_bits.len() > MAX_WORDS
+                || self.edge_to.len() + self.derived_ix.len() > MAX_PAIRS
+            {
                 return false;
             }
+            let at = self.work_bits.len() - w;
+            d.copy_from_slice(&self.work_bits[at..]);
+            self.work_bits.truncate(at);
             let qi = q as usize;
-            if l == WILD {
-                self.wild_out[qi].push(q2);
-            } else {
-                let e = self.out_by.entry((q, l)).or_default();
-                if e.is_empty() {
-                    self.out_labels[qi].push(l);
-                }
-                e.push(q2);
-            }
             for i in 0..self.eps_preds[qi].len() {
                 let p = self.eps_preds[qi][i];
-                self.add(p, l, q2);
+                self.add(p, &d, q2);
             }
-            // ⟨p1, g⟩ → ⟨q, l g⟩ and q reads l to q2: p1 reads g wherever q2 reads g.
-            if l == WILD {
-                for i in 0..self.push_all[qi].len() {
-                    let (_, p1, g) = self.push_all[qi][i];
-                    self.derive(p1, g, q2);
-                }
-            } else if let Some(v) = self.push_by.get(&(q, l)) {
-                for i in 0..v.len() {
-                    let (p1, g) = self.push_by[&(q, l)][i];
-                    self.derive(p1, g, q2);
+            // ⟨p1, g⟩ → ⟨q, h g⟩ and q reads h to q2: p1 reads g wherever q2 reads g.
+            for i in 0..self.push[qi].len() {
+                let (h, p1, g) = self.push[qi][i];
+                if has(&d, h) {
+                    l.copy_from_slice(&self.gsets[g as usize * w..(g as usize + 1) * w]);
+                    self.derive(p1, &l, q2);
                 }
             }
-            // Rules waiting on q reading l.
-            if l == WILD {
-                let mut i = 0;
-                while i < self.derived_all[qi].len() {
-                    let (p1, g) = self.derived_all[qi][i];
-                    self.add(p1, g, q2);
-                    i += 1;
-                }
-            } else if self.derived_by.contains_key(&(q, l)) {
-                let mut i = 0;
-                while i < self.derived_by[&(q, l)].len() {
-                    let p1 = self.derived_by[&(q, l)][i];
-                    self.add(p1, l, q2);
-                    i += 1;
+            // Rules waiting on q reading what it now reads.
+            for i in 0..self.derived_by[qi].len() {
+                let (p1, di) = self.derived_by[qi][i];
+                let g = &self.derived_bits[di as usize * w..(di as usize + 1) * w];
+                l.iter_mut().zip(g).zip(&d).for_each(|((o, a), b)| *o = a & b);
+                if !is_empty(&l) {
+                    self.add(p1, &l, q2);
                 }
             }
         }
@@ -356,11 +462,9 @@ impl<'a> System<'a> {
     }
 }
 
-/// Build the automaton of `classes` (lexings as [`TokenClass::sigs`] over the trie `nodes`,
-/// step terminal sets and lookahead classes in `terms`) on the LR tables `lr`; `None` if no
-/// class can be expressed or a budget is exceeded.
-pub fn saturate(lr: &LrTables, terms: &SetPool, nodes: &[(u32, Step)], classes: &[TokenClass]) -> Option<Saturated> {
-    let expressible = |mut n: u32| {
+/// Whether saturation expresses every lexing of `class`: steps without a priority guard only.
+pub fn expressible(nodes: &[(u32, Step)], class: &TokenClass) -> bool {
+    class.sigs.iter().all(|&(mut n, _)| {
         while n != 0 {
             match nodes[n as usize] {
                 (parent, Step::Shift { guard: 0, .. }) => n = parent,
@@ -368,13 +472,17 @@ pub fn saturate(lr: &LrTables, terms: &SetPool, nodes: &[(u32, Step)], classes: 
             }
         }
         true
-    };
-    let decided: Vec<usize> =
-        (0..classes.len()).filter(|&i| classes[i].sigs.iter().all(|&(n, _)| expressible(n))).collect();
+    })
+}
+
+/// Build the automaton of `classes` (lexings as [`TokenClass::sigs`] over the trie `nodes`,
+/// step terminal sets and lookahead classes in `terms`) on the LR tables `lr`; `None` if no
+/// class can be expressed or a budget is exceeded.
+pub fn saturate(lr: &LrTables, terms: &SetPool, nodes: &[(u32, Step)], classes: &[TokenClass]) -> Option<Saturated> {
+    let decided: Vec<usize> = (0..classes.len()).filter(|&i| expressible(nodes, &classes[i])).collect();
     if decided.is_empty() {
         return None;
     }
-    let mut sys = System::new(lr);
     // The sub-trie of those classes: ends, the classes at each, and the children of each node.
     let mut ends: FastMap<(u32, u32), u32> = FastMap::default();
     let mut at_end: Vec<Vec<u32>> = Vec::new();
@@ -399,15 +507,29 @@ pub fn saturate(lr: &LrTables, terms: &SetPool, nodes: &[(u32, Step)], classes: 
             }
         }
     }
+    let steps: usize = ends.keys().map(|&(_, la)| if la == ANY { 0 } else { terms.get(la).len() }).sum::<usize>()
+        + children
+            .values()
+            .flatten()
+            .map(|&c| match nodes[c as usize].1 {
+                Step::Shift { terms: set, .. } => terms.get(set).len(),
+                _ => 0,
+            })
+            .sum::<usize>();
+    if steps > MAX_STEPS {
+        return None;
+    }
+    let mut sys = System::new(lr);
     let root = sys.id(Ctl::Node(0));
     let mut ends_sorted: Vec<((u32, u32), u32)> = ends.iter().map(|(&k, &e)| (k, e)).collect();
     ends_sorted.sort_unstable();
     for ((node, la), e) in ends_sorted {
         let at = sys.id(Ctl::Node(node));
         let acc = sys.id(Ctl::Accept(e));
-        sys.add(acc, WILD, acc);
+        let all = sys.all.clone();
+        sys.add(acc, &all, acc);
         if la == ANY {
-            sys.add(at, WILD, acc);
+            sys.add(at, &all, acc);
             continue;
         }
         for &t in terms.get(la) {
@@ -449,9 +571,12 @@ fn determinize(sys: &System, root: u32, at_end: &[Vec<u32>], classes: usize) -> 
     let words = classes.div_ceil(64).max(1);
     // Per control state, the classes it can reach (a backward fixpoint over the transitions).
     let mut preds: Vec<Vec<u32>> = vec![Vec::new(); n];
-    for &(f, _, t) in &sys.trans {
-        if f != t {
-            preds[t as usize].push(f);
+    for (f, es) in sys.out.iter().enumerate() {
+        for &e in es {
+            let t = sys.edge_to[e as usize];
+            if f as u32 != t {
+                preds[t as usize].push(f as u32);
+            }
         }
     }
     let mut reach = vec![0u64; n * words];
@@ -495,7 +620,8 @@ fn determinize(sys: &System, root: u32, at_end: &[Vec<u32>], classes: usize) -> 
                   open: &[u64],
                   sets: &mut SetPool,
                   index: &mut FastMap<Key, u32>,
-                  todo: &mut Vec<Key>|
+                  todo: &mut Vec<Key>,
+                  sizes: &mut usize|
      -> (u32, u32) {
         let mut out: Vec<u32> = Vec::new();
         let mut open = open.to_vec();
@@ -533,6 +659,7 @@ fn determinize(sys: &System, root: u32, at_end: &[Vec<u32>], classes: usize) -> 
         let key = (rest, still);
         let next_id = index.len() as u32;
         let id = *index.entry(key.clone()).or_insert_with(|| {
+            *sizes += key.0.len();
             todo.push(key);
             next_id
         });
@@ -548,28 +675,48 @@ fn determinize(sys: &System, root: u32, at_end: &[Vec<u32>], classes: usize) -> 
             }
         })
         .collect();
-    let (start, start_rho) = target(vec![root], &all, &mut sets, &mut index, &mut todo);
+    let mut sizes = 0usize;
+    let (start, start_rho) = target(vec![root], &all, &mut sets, &mut index, &mut todo, &mut sizes);
+    // Per LR state, the control states the subset's transitions that read it (but not every
+    // state) lead to.
+    let mut by_label: Vec<Vec<u32>> = vec![Vec::new(); sys.lr.num_states as usize];
     let mut done = 0usize;
     while done < todo.len() {
-        if todo.len() > MAX_STATES {
+        if todo.len() > MAX_STATES || sizes > MAX_SUBSET_SIZES {
             return None;
         }
         let (subset, open) = todo[done].clone();
         done += 1;
-        let wild: Vec<u32> = subset.iter().flat_map(|&q| sys.wild_out[q as usize].iter().copied()).collect();
-        let mut labels: Vec<u32> = subset.iter().flat_map(|&q| sys.out_labels[q as usize].iter().copied()).collect();
+        let mut wild: Vec<u32> = Vec::new();
+        let mut labels: Vec<u32> = Vec::new();
+        for &q in &subset {
+            for &e in &sys.out[q as usize] {
+                let (l, to) = (sys.label(e), sys.edge_to[e as usize]);
+                if l == &sys.all[..] {
+                    wild.push(to);
+                    continue;
+                }
+                for (i, &word) in l.iter().enumerate() {
+                    let mut word = word;
+                    while word != 0 {
+                        let s = (i * 64) as u32 + word.trailing_zeros();
+                        word &= word - 1;
+                        let v = &mut by_label[s as usize];
+                        if v.is_empty() {
+                            labels.push(s);
+                        }
+                        v.push(to);
+                    }
+                }
+            }
+        }
         labels.sort_unstable();
-        labels.dedup();
-        let default = target(wild.clone(), &open, &mut sets, &mut index, &mut todo);
+        let default = target(wild.clone(), &open, &mut sets, &mut index, &mut todo, &mut sizes);
         let mut edges = Vec::with_capacity(labels.len());
         for l in labels {
             let mut next = wild.clone();
-            for &q in &subset {
-                if let Some(v) = sys.out_by.get(&(q, l)) {
-                    next.extend(v);
-                }
-            }
-            let (t, o) = target(next, &open, &mut sets, &mut index, &mut todo);
+            next.append(&mut by_label[l as usize]);
+            let (t, o) = target(next, &open, &mut sets, &mut index, &mut todo, &mut sizes);
             if (t, o) != default {
                 edges.push((l, t, o));
             }
