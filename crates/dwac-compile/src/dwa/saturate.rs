@@ -84,6 +84,9 @@ pub struct Saturated {
     pub decided: Vec<usize>,
 }
 
+/// The states with an action on a terminal, and those actions.
+type ActionsOn = Vec<(u32, Vec<Action>)>;
+
 /// A set of LR states (a transition's labels), `words` 64-bit words wide.
 type Bits = [u64];
 
@@ -133,7 +136,7 @@ struct System<'a> {
     derived_bits: Vec<u64>,
     derived_by: Vec<Vec<(u32, u32)>>,
     /// Per terminal: (state, its actions on the terminal).
-    actions: FastMap<u32, Rc<Vec<(u32, Vec<Action>)>>>,
+    actions: FastMap<u32, Rc<ActionsOn>>,
     /// Per state, the states with a shift or GOTO into it (the LR automaton backwards).
     lr_preds: Vec<Vec<u32>>,
     /// Per (state, m): the states `m` edges back from it, as a set id in `revealed`: the states a
@@ -241,7 +244,7 @@ impl<'a> System<'a> {
     }
 
     /// Every state with an action on `t`, and those actions.
-    fn actions_on(&mut self, t: u32) -> Rc<Vec<(u32, Vec<Action>)>> {
+    fn actions_on(&mut self, t: u32) -> Rc<ActionsOn> {
         let lr = self.lr;
         self.actions
             .entry(t)
