@@ -48,7 +48,7 @@ use super::FastMap;
 const MAX_STEPS: usize = 250_000;
 
 /// Transitions and derived rules (pairs of control states) the saturation may add before it
-/// gives up (the tokens stay UNDECIDED).
+/// gives up (and the forward build takes over, `assemble.rs`).
 const MAX_PAIRS: usize = 8_000_000;
 
 /// Words of their label sets (256 MB).
@@ -87,7 +87,7 @@ pub struct Saturated {
 /// The states with an action on a terminal, and those actions.
 type ActionsOn = Vec<(u32, Vec<Action>)>;
 
-/// A set of LR states (a transition's labels), `words` 64-bit words wide.
+/// A set of LR states (a transition's labels), [`System::w`] 64-bit words wide.
 type Bits = [u64];
 
 fn has(b: &Bits, s: u32) -> bool {
