@@ -2,6 +2,8 @@
 //! [`GrammarTables`](dwac_runtime::GrammarTables) → the Parser DWA (`dwa`) → the artifact (`artifact`: the writer; the
 //! runtime reads the same tables back as zero-copy views).
 
+#![forbid(unsafe_code)]
+
 pub mod artifact;
 pub mod dwa;
 pub mod lexer;

@@ -2,6 +2,8 @@
 //! the normalization passes (useless symbols, ε-rules, unit cycles, right recursion).
 //! It knows no vocabulary and no artifacts (token terminals name tokens; the compiler finds them).
 
+#![forbid(unsafe_code)]
+
 pub mod diag;
 mod ebnf;
 pub mod gbnf;

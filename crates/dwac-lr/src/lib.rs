@@ -31,6 +31,8 @@
 //!   it has no index and `S'` has no id: `num_nonterminals` is the grammar's.
 //! * Ignored terminals never appear in rules, so they never appear in ACTION rows.
 
+#![forbid(unsafe_code)]
+
 use dwac_grammar::normalize::Normalized;
 use dwac_grammar::{Grammar, Symbol};
 use dwac_runtime::{Action, LrTables};

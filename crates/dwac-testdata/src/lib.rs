@@ -5,6 +5,8 @@
 //! CI always has them, so a missing folder or file is a failure with a message naming the path
 //! and the variable, never a test that notes "skipping" and passes.
 
+#![forbid(unsafe_code)]
+
 use std::ffi::OsStr;
 use std::fmt;
 use std::path::{Path, PathBuf};
