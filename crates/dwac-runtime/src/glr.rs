@@ -5,6 +5,9 @@
 //! one future: the same lexer thread). Nodes created here have only frozen predecessors,
 //! because every reduction pops at least one symbol.
 
+use std::collections::HashSet;
+use std::sync::Arc;
+
 use crate::gss::{push_unique, Node, NodeRef};
 use crate::tables::{Action, LrTables, DEAD};
 
@@ -21,9 +24,15 @@ pub(crate) struct Closure {
     locals: Vec<Local>,
     /// (local node, rule, restrict the first popped edge to this pred index)
     work: Vec<(u32, u32, u32)>,
-    paths: Vec<(NodeRef, u32)>,
+    /// The nodes revealed by a reduction (each once), and the next level of its walk.
     revealed: Vec<NodeRef>,
+    next: Vec<NodeRef>,
+    /// The nodes of a large level, by address (the level holds them, so addresses are stable).
+    seen: HashSet<usize>,
 }
+
+/// A level of a reduction's walk up to this many nodes is deduplicated by a linear scan.
+const SMALL_LEVEL: usize = 16;
 
 const ANY_EDGE: u32 = u32::MAX;
 
@@ -77,24 +86,44 @@ impl Closure {
         if len == 0 {
             return;
         }
-        // Nodes revealed by popping `len` symbols, the first edge from local node `i`.
-        self.paths.clear();
-        self.revealed.clear();
-        let mut paths = std::mem::take(&mut self.paths);
+        // Nodes revealed by popping `len` symbols, the first edge from local node `i`: the nodes
+        // `len - 1` edges below that edge's targets, level by level, each node once per level
+        // (under an ambiguous prefix many paths meet in one node; walked path by path, a
+        // reduction of length 3 visited every pair of edges).
+        let mut frontier = std::mem::take(&mut self.revealed);
+        let mut next = std::mem::take(&mut self.next);
+        frontier.clear();
         let preds = self.preds_of(i);
         if edge == ANY_EDGE {
-            paths.extend(preds.iter().map(|p| (p.clone(), len - 1)));
+            frontier.extend(preds.iter().cloned());
         } else if let Some(p) = preds.get(edge as usize) {
-            paths.push((p.clone(), len - 1));
+            frontier.push(p.clone());
         }
-        self.paths = paths;
-        while let Some((n, rest)) = self.paths.pop() {
-            if rest == 0 {
-                push_unique(&mut self.revealed, &n);
-            } else {
-                self.paths.extend(n.preds.iter().map(|p| (p.clone(), rest - 1)));
+        for _ in 1..len {
+            next.clear();
+            self.seen.clear();
+            for n in &frontier {
+                for p in n.preds.iter() {
+                    // (A linear scan while the level is small: most grammars' stacks have one
+                    // predecessor per node.)
+                    let fresh = if next.len() < SMALL_LEVEL {
+                        !next.iter().any(|m| Arc::ptr_eq(m, p))
+                    } else {
+                        if self.seen.is_empty() {
+                            self.seen.extend(next.iter().map(|m| Arc::as_ptr(m) as usize));
+                        }
+                        self.seen.insert(Arc::as_ptr(p) as usize)
+                    };
+                    if fresh {
+                        next.push(p.clone());
+                    }
+                }
             }
+            std::mem::swap(&mut frontier, &mut next);
         }
+        next.clear();
+        self.next = next;
+        self.revealed = frontier;
         let revealed = std::mem::take(&mut self.revealed);
         for r in &revealed {
             let target = lr.goto(r.state, lhs);
@@ -110,7 +139,7 @@ impl Closure {
                 Some(j) => {
                     let l = &mut self.locals[j];
                     if let Some(o) = &l.orig {
-                        if o.preds.iter().any(|p| std::sync::Arc::ptr_eq(p, r)) {
+                        if o.preds.iter().any(|p| Arc::ptr_eq(p, r)) {
                             continue;
                         }
                         l.preds = o.preds.to_vec();
