@@ -242,8 +242,8 @@ fn small_artifact() -> (Vocabulary, Vec<u8>) {
 }
 
 /// A small artifact that uses what format 4.1 added: an ambiguous expression grammar whose
-/// operand may be empty (runs of `-`), compiled under a work budget that cuts its lexer states,
-/// so the runs left out are decided by second automata (`dwa.aux_start`).
+/// operand may be empty (runs of `-`), compiled under a tight work budget, so the runs are
+/// decided by saturated automata beside forward builds: second starts (`dwa.aux_start`).
 fn small_artifact_with_second_starts() -> (Vocabulary, Vec<u8>) {
     let runs: Vec<Vec<u8>> = (1..=24).map(|n| vec![b'-'; n]).collect();
     let mut toks: Vec<&[u8]> = vec![b"x", b"[", b"]", b"x-", b"-x", b"]-", b"[-", b"#", b"xx", b"#xx"];
