@@ -7,8 +7,9 @@ use std::sync::Arc;
 use dwac_compile::artifact::{artifact_bytes, compress, SourceInfo, TokenizerInfo};
 use dwac_compile::{compile_engine, parse_source_with, CompileStats, EngineOptions, SourceKind};
 use dwac_grammar::schema::SchemaOptions;
-use dwac_runtime::artifact::{self, reseal_all, ArtifactError, Header, MAJOR, MINOR};
-use dwac_runtime::{Artifact, Engine, Matcher, Vocabulary};
+use dwac_runtime::unstable::artifact::{self, reseal_all, Header, MAJOR, MINOR};
+use dwac_runtime::ArtifactError;
+use dwac_runtime::{Artifact, Engine, Matcher, OpenOptions, Vocabulary};
 use dwac_tests::*;
 
 /// Compile a source for `vocab` and lay out its artifact.
@@ -66,7 +67,7 @@ fn assert_round_trip(engine: &Engine, stats: &CompileStats, bytes: &[u8], tok: &
     assert_eq!(e2.vocab(), engine.vocab(), "{name}");
     assert_eq!(e2.tables(), engine.tables(), "{name}");
     assert_eq!(e2.mask_tables(), engine.mask_tables(), "{name}");
-    assert!(e2.tables().lexer.trans.is_view() && e2.vocab().bytes.is_view(), "{name}: tables must be views");
+    assert!(e2.tables().lexer.trans.is_view() && e2.vocab().is_view(), "{name}: tables must be views");
     assert_eq!(art.header().tokenizer_fingerprint, tok.fingerprint);
     let meta: serde_json::Value = serde_json::from_str(art.metadata()).unwrap();
     assert_eq!(meta["source"]["name"], name);
@@ -275,7 +276,7 @@ fn only_artifacts_with_second_starts_are_format_4_1() {
         let meta: serde_json::Value = serde_json::from_str(a.metadata()).unwrap();
         assert_eq!(meta["format"].as_str().unwrap(), format!("dwac artifact 4.{minor}"));
         let aux = &a.engine().mask_tables().unwrap().aux_start;
-        assert_eq!(aux.iter().any(|&d| d != dwac_runtime::dwa::NONE), minor == 1);
+        assert_eq!(aux.iter().any(|&d| d != dwac_runtime::unstable::NONE), minor == 1);
     }
     // A file with second starts that claims 4.0 is refused (a 4.0 reader would drop its tokens).
     let mut b = small_artifact_with_second_starts().1;
@@ -373,11 +374,11 @@ fn wrong_magic_newer_version_misalignment_and_garbage_are_typed_errors() {
     let raw: &'static mut [u8] = zerocopy::IntoBytes::as_mut_bytes(words);
     raw[1..1 + bytes.len()].copy_from_slice(&bytes);
     let raw: &'static [u8] = raw;
-    assert!(matches!(Artifact::from_static(&raw[1..1 + bytes.len()]), Err(ArtifactError::Misaligned { .. })));
+    assert!(matches!(OpenOptions::new().from_static(&raw[1..1 + bytes.len()]), Err(ArtifactError::Misaligned { .. })));
     let mut aligned = vec![0u64; bytes.len().div_ceil(8)];
     zerocopy::IntoBytes::as_mut_bytes(&mut aligned[..])[..bytes.len()].copy_from_slice(&bytes);
     let aligned: &'static [u64] = Box::leak(aligned.into_boxed_slice());
-    let a = Artifact::from_static(&zerocopy::IntoBytes::as_bytes(aligned)[..bytes.len()]).unwrap();
+    let a = OpenOptions::new().from_static(&zerocopy::IntoBytes::as_bytes(aligned)[..bytes.len()]).unwrap();
     assert!(a.engine().tables().lexer.trans.is_view());
     // Garbage and foreign files.
     assert!(matches!(Artifact::from_bytes(b""), Err(ArtifactError::Truncated { .. })));
@@ -405,7 +406,7 @@ fn zstd_transport_form_and_files_open_like_the_plain_bytes() {
     assert_eq!(d.engine().mask_tables(), a.engine().mask_tables());
     assert!(c.is_mapped() && !d.is_mapped());
     // Unchecked opening reads the same tables.
-    let e = unsafe { Artifact::open_unchecked(&p) }.unwrap();
+    let e = OpenOptions::new().verify(false).open(&p).unwrap();
     assert_eq!(e.engine().tables(), a.engine().tables());
     // A truncated zstd frame is an error.
     assert!(Artifact::from_bytes(&z[..z.len() - 3]).is_err());
@@ -427,7 +428,7 @@ fn the_transport_filter_shrinks_the_frame_and_round_trips() {
     assert_eq!(Artifact::from_bytes(&z).unwrap().engine().mask_tables(), a.engine().mask_tables());
     let ranges = dwac_compile::artifact::delta_ranges(&bytes);
     assert!(!ranges.is_empty(), "the vocabulary offsets at least gain from delta coding");
-    let (read, frame) = dwac_runtime::transport::parse_filter(&z).unwrap();
+    let (read, frame) = dwac_runtime::unstable::transport::parse_filter(&z).unwrap();
     assert_eq!(read, ranges);
     let plain = zstd::bulk::compress(&bytes, 9).unwrap();
     assert!(frame.len() < plain.len(), "filtered {} vs plain {}", frame.len(), plain.len());
@@ -435,7 +436,7 @@ fn the_transport_filter_shrinks_the_frame_and_round_trips() {
     // Dropping the filter frame leaves delta-coded sections: their checksums fail.
     assert!(matches!(Artifact::from_bytes(frame), Err(ArtifactError::Checksum { .. })));
     // A filter range past the decompressed size, or a foreign skippable frame, is refused.
-    let mut far = dwac_runtime::transport::filter_frame(&[(bytes.len() as u64, 4)]);
+    let mut far = dwac_runtime::unstable::transport::filter_frame(&[(bytes.len() as u64, 4)]);
     far.extend_from_slice(frame);
     assert!(matches!(Artifact::from_bytes(&far), Err(ArtifactError::Zstd(_))));
     let mut foreign = z.clone();
@@ -450,7 +451,7 @@ fn the_transport_filter_shrinks_the_frame_and_round_trips() {
 #[test]
 fn the_transport_form_without_vocabulary_needs_its_own() {
     use dwac_compile::artifact::{compress_without_vocabulary, VOCABULARY_SECTIONS};
-    use dwac_runtime::transport::{elided_frame, parse_frames};
+    use dwac_runtime::unstable::transport::{elided_frame, parse_frames};
     let tok = dwac_vocab::Tokenizer::default_embedded().unwrap();
     let info = TokenizerInfo { name: "gpt2".into(), fingerprint: tok.fingerprint() };
     let src = "start: \"(\" start \")\" | NAME\nNAME: /[a-z]+/\n";
@@ -462,39 +463,42 @@ fn the_transport_form_without_vocabulary_needs_its_own() {
     kinds.sort_unstable();
     assert_eq!(parse_frames(&zv).unwrap().elided, kinds);
     assert!(matches!(Artifact::from_bytes(&zv), Err(ArtifactError::VocabularyNeeded)));
-    let a = Artifact::from_bytes_with_vocabulary(&zv, tok.vocab()).unwrap();
+    let a = OpenOptions::new().vocabulary(tok.vocab()).from_bytes(&zv).unwrap();
     assert_eq!(a.as_bytes(), &bytes[..], "the artifact that was compressed, byte for byte");
     // The other forms open with a vocabulary too (it is not needed, and not read).
     for form in [&bytes, &z] {
-        assert_eq!(Artifact::from_bytes_with_vocabulary(form, tok.vocab()).unwrap().as_bytes(), &bytes[..]);
+        assert_eq!(OpenOptions::new().vocabulary(tok.vocab()).from_bytes(form).unwrap().as_bytes(), &bytes[..]);
     }
     // From a file.
     let path = std::env::temp_dir().join(format!("dwac-novocab-{}.dwa.zst", std::process::id()));
     std::fs::write(&path, &zv).unwrap();
     assert!(matches!(Artifact::open(&path), Err(ArtifactError::VocabularyNeeded)));
-    assert_eq!(Artifact::open_with_vocabulary(&path, tok.vocab()).unwrap().as_bytes(), &bytes[..]);
+    assert_eq!(OpenOptions::new().vocabulary(tok.vocab()).open(&path).unwrap().as_bytes(), &bytes[..]);
     let _ = std::fs::remove_file(&path);
     // One token's bytes changed (same lengths): the checksum of vocab.bytes tells.
     let mut tokens: Vec<Vec<u8>> =
         (0..tok.vocab().len() as u32).map(|v| tok.vocab().token_bytes(v).unwrap_or_default().to_vec()).collect();
     tokens[300][0] ^= 1;
     let special = (0..tokens.len() as u32).map(|v| tok.vocab().is_special(v)).collect();
-    let forged = Vocabulary::from_tokens(&tokens, special, tok.vocab().eos.to_vec());
+    let forged = Vocabulary::from_tokens(&tokens, special, tok.vocab().eos().to_vec());
     assert!(matches!(
-        Artifact::from_bytes_with_vocabulary(&zv, &forged),
+        OpenOptions::new().vocabulary(&forged).from_bytes(&zv),
         Err(ArtifactError::VocabularyMismatch { section }) if section == "vocab.bytes"
     ));
     // Another vocabulary (another length) is refused on its offsets.
     let small = synthetic_vocab(&[b"(", b")", b"ab"]);
-    assert!(matches!(Artifact::from_bytes_with_vocabulary(&zv, &small), Err(ArtifactError::VocabularyMismatch { .. })));
+    assert!(matches!(
+        OpenOptions::new().vocabulary(&small).from_bytes(&zv),
+        Err(ArtifactError::VocabularyMismatch { .. })
+    ));
     // Two such frames, or one that lists a section other than the vocabulary's, are refused.
     let mut twice = elided_frame(&kinds);
     twice.extend_from_slice(&zv);
-    assert!(matches!(Artifact::from_bytes_with_vocabulary(&twice, tok.vocab()), Err(ArtifactError::Zstd(_))));
+    assert!(matches!(OpenOptions::new().vocabulary(tok.vocab()).from_bytes(&twice), Err(ArtifactError::Zstd(_))));
     let data = parse_frames(&zv).unwrap().data.to_vec();
     let mut other = elided_frame(&[artifact::kind::LEX_TRANS]);
     other.extend_from_slice(&data);
-    assert!(matches!(Artifact::from_bytes_with_vocabulary(&other, tok.vocab()), Err(ArtifactError::Zstd(_))));
+    assert!(matches!(OpenOptions::new().vocabulary(tok.vocab()).from_bytes(&other), Err(ArtifactError::Zstd(_))));
     // Dropping the frame leaves zeros where the vocabulary was: its checksums fail.
     assert!(matches!(Artifact::from_bytes(&data), Err(ArtifactError::Checksum { .. })));
 }
@@ -505,7 +509,7 @@ fn the_transport_form_without_vocabulary_needs_its_own() {
 /// typed error.
 #[test]
 fn narrow_columns_are_written_when_they_fit_and_read_back_exactly() {
-    use dwac_runtime::array::Col;
+    use dwac_runtime::unstable::Col;
     let (_, bytes) = small_artifact();
     let a = Artifact::from_bytes(&bytes).unwrap();
     let narrow: Vec<u32> =
@@ -562,7 +566,7 @@ fn a_different_tokenizer_is_refused_naming_both_fingerprints_and_the_first_token
     let mut toks: Vec<Vec<u8>> = (0..v.len() as u32).map(|i| v.token_bytes(i).unwrap().to_vec()).collect();
     toks[1000] = b"changed".to_vec();
     let special: Vec<bool> = (0..v.len() as u32).map(|i| v.is_special(i)).collect();
-    let changed = Vocabulary::from_tokens(&toks, special, v.eos.to_vec());
+    let changed = Vocabulary::from_tokens(&toks, special, v.eos().to_vec());
     let e = art.check_tokenizer(&[1; 32], &changed).unwrap_err().to_string();
     assert!(e.contains("first differing token: id 1000"), "{e}");
     assert!(e.contains("given \"changed\""), "{e}");
@@ -604,7 +608,7 @@ fn golden_artifacts_of_every_format_version_still_open_and_mask_exactly() {
         assert!(meta["format"].as_str().unwrap().starts_with(&format!("dwac artifact {MAJOR}.")));
         if f == current {
             let aux = &a.engine().mask_tables().unwrap().aux_start;
-            assert!(aux.iter().any(|&d| d != dwac_runtime::dwa::NONE), "the 4.1 golden file has second starts");
+            assert!(aux.iter().any(|&d| d != dwac_runtime::unstable::NONE), "the 4.1 golden file has second starts");
         }
         let e = a.engine();
         let n = e.vocab().len() as u32;

@@ -31,10 +31,13 @@ use dwac_compile::dwa::terminal_dwa::{
 };
 use dwac_compile::dwa::{build_mask_tables, MaskOptions};
 use dwac_compile::{compile_grammar, parse_source, SourceKind};
-use dwac_runtime::dwa::{MaskTables, NONE};
-use dwac_runtime::lexer::Inhibitor;
-use dwac_runtime::trie::Trie;
-use dwac_runtime::{GrammarTables, LexerTables, LrTables, Vocabulary, DEAD};
+use dwac_runtime::unstable::Inhibitor;
+use dwac_runtime::unstable::Trie;
+use dwac_runtime::unstable::{MaskTables, NONE};
+use dwac_runtime::{
+    unstable::{GrammarTables, LexerTables, LrTables, DEAD},
+    Vocabulary,
+};
 use dwac_tests::*;
 
 mod sharing;

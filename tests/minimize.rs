@@ -15,8 +15,11 @@ use std::collections::VecDeque;
 
 use dwac_compile::dwa::{build_mask_tables, MaskOptions, MaskStats};
 use dwac_compile::{compile_grammar, parse_source, SourceKind};
-use dwac_runtime::dwa::{MaskTables, NONE};
-use dwac_runtime::{GrammarTables, Vocabulary, DEAD};
+use dwac_runtime::unstable::{MaskTables, NONE};
+use dwac_runtime::{
+    unstable::{GrammarTables, DEAD},
+    Vocabulary,
+};
 use dwac_tests::*;
 
 /// The number of behaviour classes of the automaton's states (Moore refinement from one

@@ -13,7 +13,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use dwac_runtime::lexer::Inhibitor;
+use dwac_runtime::unstable::Inhibitor;
 use dwac_runtime::{Engine, Matcher};
 use dwac_tests::*;
 

@@ -5,7 +5,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 use dwac_compile::{compile_grammar, parse_source, SourceKind};
-use dwac_runtime::{Engine, GrammarTables, Matcher};
+use dwac_runtime::{unstable::GrammarTables, Engine, Matcher};
 use dwac_tests::*;
 
 fn json_tables() -> GrammarTables {

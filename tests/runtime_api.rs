@@ -97,7 +97,7 @@ fn forced_tokens_and_bytes_fast_forward_exactly_what_the_grammar_forces() {
     assert_eq!(m.forced_tokens(3).unwrap().len(), 3);
     let mut done = Matcher::new(e.clone());
     done.commit_bytes(b"hello world5").unwrap();
-    let eos = e.vocab().eos[0];
+    let eos = e.vocab().eos()[0];
     assert_eq!(done.forced_tokens(10).unwrap(), vec![eos], "only the end token is left");
     // With multi-byte tokens there is a choice ("h" or "he"), so no token is forced, but the
     // bytes still are.
@@ -222,7 +222,7 @@ fn reset_returns_to_the_start_and_keeps_the_rollback_bound() {
 #[test]
 fn terminated_and_accepting_follow_their_contract() {
     let (e, tok) = json_engine();
-    let eos = e.vocab().eos[0];
+    let eos = e.vocab().eos()[0];
     let mut m = Matcher::new(e.clone());
     let doc = tok.encode("{\"a\": 1}").unwrap();
     for (i, &t) in doc.iter().enumerate() {

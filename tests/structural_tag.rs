@@ -26,7 +26,7 @@ fn engine(tag: &Value, tok: &Tokenizer) -> Arc<Engine> {
 fn accepts(e: &Arc<Engine>, tok: &Tokenizer, text: &str) -> bool {
     let mut m = Matcher::new(Arc::clone(e));
     let ids = tok.encode(text).expect("encode");
-    let eos = e.vocab().eos[0];
+    let eos = e.vocab().eos()[0];
     ids.iter().all(|&t| m.commit(t).is_ok()) && m.commit(eos).is_ok()
 }
 

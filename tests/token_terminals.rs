@@ -268,7 +268,7 @@ TEXT: /[^<"{]+/
     let ok = allowed(&m);
     assert!(ok.contains(&call) && !ok.contains(&call_end));
     assert!(!ok.contains(&enc("<")[0]), "no text `<` where only the token may come");
-    let eos = tok.vocab().eos[0];
+    let eos = tok.vocab().eos()[0];
     assert!(!ok.contains(&eos), "nothing said yet after the thought");
 }
 
@@ -297,7 +297,7 @@ fn an_embedded_json_schema_between_tool_call_tokens() {
     };
     let accepts = |ids: &[u32]| -> bool {
         let mut m = Matcher::new(Arc::clone(&e));
-        ids.iter().all(|&t| m.commit(t).is_ok()) && allowed(&m).contains(&tok.vocab().eos[0])
+        ids.iter().all(|&t| m.commit(t).is_ok()) && allowed(&m).contains(&tok.vocab().eos()[0])
     };
     let valid = [r#"{"city": "Paris"}"#, r#"{"city": "São Paulo", "days": 3}"#, r#"{ "city" : "Oslo" , "days":1 }"#];
     let invalid = [

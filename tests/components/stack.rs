@@ -203,7 +203,7 @@ fn check_determinized(name: &str, tables: &GrammarTables, vocab: &Vocabulary, st
                 }
             }
             if q == lex.start && shiftable(lr, stack, lr.eof()) {
-                want.extend(vocab.eos.iter().copied());
+                want.extend(vocab.eos().iter().copied());
             }
             for u in &undecided {
                 want.remove(u);

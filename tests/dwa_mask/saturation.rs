@@ -40,7 +40,7 @@ fn left_out_lexings_are_decided_by_a_saturated_second_automaton() {
     eprintln!("{stats:?}");
     assert!(stats.second_starts > 0, "{stats:?}");
     assert!(stats.undecided_tokens == 0 && stats.tokens_saturated > 0, "{stats:?}");
-    assert!(mask.aux_start.iter().any(|&d| d != dwac_runtime::dwa::NONE));
+    assert!(mask.aux_start.iter().any(|&d| d != dwac_runtime::unstable::NONE));
     let engine = Arc::new(Engine::with_mask(c.tables.clone(), vocab.clone(), Some(mask)).unwrap());
     let n = differential(&engine, 24, 6, 43);
     assert!(n > 100, "{n} masks compared");

@@ -33,7 +33,7 @@ fn engine(c: &ToolCalling, vocab: &Vocabulary) -> Result<Arc<Engine>, String> {
 /// Does the engine take `ids` and then the end token?
 fn accepts(e: &Arc<Engine>, ids: &[u32]) -> bool {
     let mut m = Matcher::new(Arc::clone(e));
-    ids.iter().all(|&t| m.commit(t).is_ok()) && m.commit(e.vocab().eos[0]).is_ok()
+    ids.iter().all(|&t| m.commit(t).is_ok()) && m.commit(e.vocab().eos()[0]).is_ok()
 }
 
 /// Every choice of one format: `turns[i]` is accepted exactly under the choices `ok[i]` lists
@@ -159,7 +159,7 @@ fn smollm2_and_llama3_turns() {
     let tag = toks.len() as u32;
     toks.push(b"<|python_tag|>".to_vec());
     special.push(true);
-    let llama = Vocabulary::from_tokens(&toks, special, v.eos.to_vec());
+    let llama = Vocabulary::from_tokens(&toks, special, v.eos().to_vec());
     let w = w.replace("arguments", "parameters");
     let t = t.replace("arguments", "parameters");
     let enc = |s: &str| -> Vec<u32> {

@@ -278,8 +278,12 @@ pub fn random_grammar(rng: &mut Rng) -> String {
 /// Shift `t` (or accept `$`) on an explicit stack with the LR tables: every stack reached by
 /// reductions on lookahead `t` followed by shifting `t` (every conflict path followed), and
 /// whether some reduction sequence reaches an accept action (for `t = $`).
-pub fn lr_shift(lr: &dwac_runtime::LrTables, stack: &[u32], t: u32) -> (std::collections::BTreeSet<Vec<u32>>, bool) {
-    use dwac_runtime::{Action, DEAD};
+pub fn lr_shift(
+    lr: &dwac_runtime::unstable::LrTables,
+    stack: &[u32],
+    t: u32,
+) -> (std::collections::BTreeSet<Vec<u32>>, bool) {
+    use dwac_runtime::unstable::{Action, DEAD};
     let mut out = std::collections::BTreeSet::new();
     let mut accepted = false;
     let mut seen = std::collections::BTreeSet::new();

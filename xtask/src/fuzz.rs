@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use dwac_runtime::artifact::reseal_all;
+use dwac_runtime::unstable::artifact::reseal_all;
 use dwac_runtime::{Artifact, Engine, Matcher, Vocabulary};
 use dwac_tests::Rng;
 

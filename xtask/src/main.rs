@@ -331,7 +331,7 @@ fn main() -> Result<()> {
         Cmd::BenchWorker { tokenizer, jobs, out, replays, eos, grammar, python_separators } => {
             let eos = match eos {
                 Some(e) => e.split(',').map(|x| x.trim().parse::<u32>()).collect::<Result<Vec<_>, _>>()?,
-                None => self::tokenizer(&tokenizer.display().to_string())?.vocab().eos.to_vec(),
+                None => self::tokenizer(&tokenizer.display().to_string())?.vocab().eos().to_vec(),
             };
             bench::worker(bench::WorkerArgs { tokenizer, jobs, out, replays, eos, grammar, python_separators })
         }

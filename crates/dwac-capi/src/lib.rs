@@ -115,6 +115,8 @@ impl From<CommitError> for DwacError {
             CommitError::Rejected { .. } => DwacStatus::Rejected,
             CommitError::Terminated => DwacStatus::Terminated,
             CommitError::RollbackTooFar { .. } => DwacStatus::RollbackTooFar,
+            // An error of a later runtime: refused, with its message.
+            _ => DwacStatus::Rejected,
         };
         DwacError::new(code, e.to_string())
     }

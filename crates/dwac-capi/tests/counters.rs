@@ -8,7 +8,7 @@ use std::ptr;
 use std::sync::Arc;
 
 use dwac::*;
-use dwac_runtime::artifact::{columns, header_for, layout};
+use dwac_runtime::unstable::artifact::{columns, header_for, layout};
 use dwac_runtime::{Artifact, Engine, Matcher};
 
 /// A C handle for an artifact held in memory.

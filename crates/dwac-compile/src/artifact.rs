@@ -1,5 +1,5 @@
 //! The artifact writer: an [`Engine`] plus where it came from → the bytes `docs/FORMAT.md`
-//! specifies (laid out by `dwac_runtime::artifact::layout`, the same section list the reader
+//! specifies (laid out by `dwac_runtime::unstable::artifact::layout`, the same section list the reader
 //! uses), written atomically, optionally in the zstd transport form.
 //!
 //! The bytes are deterministic: the same source, options, tokenizer and compiler version give
@@ -9,7 +9,7 @@ use std::io::Write;
 use std::path::Path;
 
 use dwac_grammar::schema::SchemaOptions;
-use dwac_runtime::artifact::{self, hex};
+use dwac_runtime::unstable::artifact::{self, hex};
 use dwac_runtime::Engine;
 use serde_json::json;
 use sha2::{Digest, Sha256};
@@ -141,7 +141,7 @@ pub fn metadata(
             "name": tokenizer.name,
             "fingerprint": hex(&tokenizer.fingerprint),
             "vocab_size": engine.vocab().len(),
-            "eos": &engine.vocab().eos[..],
+            "eos": engine.vocab().eos(),
         },
         "grammar": {
             "terminals": stats.terminals,
@@ -204,7 +204,7 @@ pub fn compress(bytes: &[u8], level: i32) -> std::io::Result<Vec<u8>> {
 /// The sections [`compress_without_vocabulary`] leaves out: the vocabulary's token bytes,
 /// offsets and special flags (its end tokens, a few bytes, stay).
 pub const VOCABULARY_SECTIONS: [u32; 3] = {
-    use dwac_runtime::artifact::kind::*;
+    use dwac_runtime::unstable::artifact::kind::*;
     [VOCAB_OFFSETS, VOCAB_BYTES, VOCAB_SPECIAL]
 };
 
@@ -229,7 +229,7 @@ fn compress_sections(bytes: &[u8], level: i32, leave_out: &[u32]) -> std::io::Re
     for &(off, len) in &elided {
         filtered[off as usize..(off + len) as usize].fill(0);
     }
-    dwac_runtime::transport::delta(&mut filtered, &ranges);
+    dwac_runtime::unstable::transport::delta(&mut filtered, &ranges);
     let mut c = zstd::bulk::Compressor::new(level)?;
     c.include_checksum(true)?;
     c.include_contentsize(true)?;
@@ -237,10 +237,10 @@ fn compress_sections(bytes: &[u8], level: i32, leave_out: &[u32]) -> std::io::Re
     if !leave_out.is_empty() {
         let mut kinds = leave_out.to_vec();
         kinds.sort_unstable();
-        out.extend_from_slice(&dwac_runtime::transport::elided_frame(&kinds));
+        out.extend_from_slice(&dwac_runtime::unstable::transport::elided_frame(&kinds));
     }
     if !ranges.is_empty() {
-        out.extend_from_slice(&dwac_runtime::transport::filter_frame(&ranges));
+        out.extend_from_slice(&dwac_runtime::unstable::transport::filter_frame(&ranges));
     }
     out.extend_from_slice(&c.compress(&filtered)?);
     Ok(out)
@@ -249,7 +249,7 @@ fn compress_sections(bytes: &[u8], level: i32, leave_out: &[u32]) -> std::io::Re
 /// Every section of a laid-out artifact as (kind, offset, length), in bounds; empty if `bytes`
 /// is not a readable artifact.
 fn section_ranges(bytes: &[u8]) -> Vec<(u32, u64, u64)> {
-    use dwac_runtime::artifact::HEADER_LEN;
+    use dwac_runtime::unstable::artifact::HEADER_LEN;
     let u32_at = |at: usize| bytes.get(at..at + 4).map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")));
     let u64_at = |at: usize| bytes.get(at..at + 8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")));
     let Some(count) = u32_at(64) else { return Vec::new() };
@@ -271,7 +271,7 @@ fn section_ranges(bytes: &[u8]) -> Vec<(u32, u64, u64)> {
 /// Offsets, sorted labels and the edges' weights gain most. Empty if `bytes` is not a readable
 /// artifact.
 pub fn delta_ranges(bytes: &[u8]) -> Vec<(u64, u64)> {
-    use dwac_runtime::artifact::kind_info;
+    use dwac_runtime::unstable::artifact::kind_info;
     let size = |b: &[u8]| zstd::bulk::compress(b, 1).map_or(usize::MAX, |z| z.len());
     let mut ranges = Vec::new();
     for (kind, offset, length) in section_ranges(bytes) {
@@ -281,7 +281,7 @@ pub fn delta_ranges(bytes: &[u8]) -> Vec<(u64, u64)> {
             continue;
         }
         let mut d = data.to_vec();
-        dwac_runtime::transport::delta(&mut d, &[(0, len as u64)]);
+        dwac_runtime::unstable::transport::delta(&mut d, &[(0, len as u64)]);
         if size(&d) < size(data) {
             ranges.push((offset, length));
         }

@@ -8,7 +8,7 @@
 use std::collections::{HashMap, VecDeque};
 
 use dwac_grammar::{Munch, Terminal};
-use dwac_runtime::tables::{LexerTables, DEAD, MUNCH_GLOBAL, MUNCH_NONE, MUNCH_OWN};
+use dwac_runtime::unstable::{LexerTables, DEAD, MUNCH_GLOBAL, MUNCH_NONE, MUNCH_OWN};
 use regex_automata::nfa::thompson::{self, State, WhichCaptures, NFA};
 use regex_automata::util::primitives::StateID;
 use regex_automata::util::syntax;

@@ -1,5 +1,5 @@
 //! dwac-compile: grammar IR → normalized grammar → LR tables + lexer DFA → the runtime's
-//! [`GrammarTables`](dwac_runtime::GrammarTables) → the Parser DWA (`dwa`) → the artifact (`artifact`: the writer; the
+//! [`GrammarTables`](dwac_runtime::unstable::GrammarTables) → the Parser DWA (`dwa`) → the artifact (`artifact`: the writer; the
 //! runtime reads the same tables back as zero-copy views).
 
 #![forbid(unsafe_code)]

@@ -4,7 +4,7 @@
 //! hundreds of rounds for length-bounded terminals (a 253-character hostname); Hopcroft's
 //! algorithm does not.
 
-use dwac_runtime::DEAD;
+use dwac_runtime::unstable::DEAD;
 
 /// Partition `0..256` into classes of bytes that every state treats alike (equal columns of
 /// the transition table), numbered in order of their smallest byte.

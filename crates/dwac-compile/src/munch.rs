@@ -17,8 +17,8 @@ use std::collections::{HashMap, HashSet};
 
 use dwac_grammar::{Grammar, Symbol, Warning};
 use dwac_lr::Item;
-use dwac_runtime::lexer::{Inhibitor, K_ALL};
-use dwac_runtime::{LexerTables, LrTables, DEAD};
+use dwac_runtime::unstable::{Inhibitor, K_ALL};
+use dwac_runtime::unstable::{LexerTables, LrTables, DEAD};
 
 /// Lexer steps the boundary exploration may take before the analysis gives up.
 const STEP_BUDGET: u64 = 40_000_000;

@@ -8,7 +8,7 @@ use dwac_grammar::lift::{self, LiftOptions, LiftReport};
 use dwac_grammar::normalize::{normalize_with, NormalizeOptions, Normalized};
 use dwac_grammar::schema::{compile_schema, SchemaOptions};
 use dwac_grammar::{Grammar, Munch, Symbol, Terminal, Warning};
-use dwac_runtime::{Engine, GrammarTables, Vocabulary};
+use dwac_runtime::{unstable::GrammarTables, Engine, Vocabulary};
 
 use crate::dwa::{build_mask_tables_prepared, prepare_vocabulary, MaskOptions, MaskStats};
 use crate::stages::Stages;

@@ -58,7 +58,7 @@ pub fn probe_masks(engine: &Arc<Engine>, opts: &ProbeOptions) -> MaskProbe {
         let mut per_state: Vec<(u32, usize)> = (0..t.undecided.len() as u32)
             .filter_map(|q| {
                 let set = *t.undecided.get(q as usize)?;
-                if set == dwac_runtime::dwa::NONE {
+                if set == dwac_runtime::unstable::NONE {
                     return None;
                 }
                 let mut n = 0;
@@ -110,7 +110,7 @@ pub fn probe_masks(engine: &Arc<Engine>, opts: &ProbeOptions) -> MaskProbe {
             }
             // An allowed token that is not an end token (the walk goes on): the first one at or
             // after a random id (wrapping round), a word scan rather than a list of the mask.
-            for &e in &vocab.eos {
+            for &e in vocab.eos() {
                 if let Some(w) = mask.get_mut((e / 32) as usize) {
                     *w &= !(1 << (e % 32));
                 }

@@ -78,7 +78,7 @@ pub fn resolve(g: &Grammar, vocab: &Vocabulary) -> Result<Option<(Grammar, Vocab
             format!("token references need a vocabulary of at most {MAX_TOKENS} tokens; this one has {n}"),
         ));
     }
-    let eos: BTreeSet<u32> = vocab.eos.iter().copied().collect();
+    let eos: BTreeSet<u32> = vocab.eos().iter().copied().collect();
     // Tokens by their bytes, for `<text>` items (built only for the lengths named).
     let lens: BTreeSet<usize> = g
         .terminals
@@ -190,7 +190,7 @@ pub fn grammar_vocabulary(vocab: &Vocabulary, escaped: &BTreeSet<u32>) -> Vocabu
             special.push(vocab.is_special(v) || unmatchable(vocab, v));
         }
     }
-    Vocabulary::from_tokens(&tokens, special, vocab.eos.to_vec())
+    Vocabulary::from_tokens(&tokens, special, vocab.eos().to_vec())
 }
 
 /// A regex matching exactly the escapes of `ids` (sorted, distinct, nonempty): a trie over the

@@ -9,7 +9,7 @@ use std::collections::{HashSet, VecDeque};
 use dwac_compile::build_lexer;
 use dwac_grammar::schema::strings::{string_regexes, StringConstraints};
 use dwac_grammar::{Munch, Terminal};
-use dwac_runtime::LexerTables;
+use dwac_runtime::unstable::LexerTables;
 
 fn regexes(min: Option<u64>, max: Option<u64>, pattern: Option<&str>, format: Option<&str>) -> Vec<String> {
     let len = StringConstraints { min_length: min, max_length: max, ..Default::default() };
@@ -117,7 +117,7 @@ fn a_large_bound_on_an_email_fits_the_budget() {
         let mut q = lex.start;
         for &b in s.as_bytes() {
             q = lex.step(q, b);
-            if q == dwac_runtime::DEAD {
+            if q == dwac_runtime::unstable::DEAD {
                 return false;
             }
         }

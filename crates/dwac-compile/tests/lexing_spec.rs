@@ -6,8 +6,11 @@ use std::sync::Arc;
 
 use dwac_compile::{build_lexer, compile_engine};
 use dwac_grammar::{Grammar, Munch, Symbol, Terminal};
-use dwac_runtime::lexer::Inhibitor;
-use dwac_runtime::{LexerTables, Matcher, Vocabulary, DEAD};
+use dwac_runtime::unstable::Inhibitor;
+use dwac_runtime::{
+    unstable::{LexerTables, DEAD},
+    Matcher, Vocabulary,
+};
 
 /// Run the streaming lexer (ARCHITECTURE.md "The contract"), returning the terminal sequences of the
 /// branches at a lexeme boundary after `input`. The "parser" is `shiftable(seq, t)`: can `t`

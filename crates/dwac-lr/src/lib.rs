@@ -2,7 +2,7 @@
 //! (ARCHITECTURE.md "Invariants", normalized grammar).
 //!
 //! [`build`] takes a [`Normalized`] grammar (ε-free; reduced and cycle-free in practice)
-//! and produces [`dwac_runtime::LrTables`]:
+//! and produces [`dwac_runtime::unstable::LrTables`]:
 //!
 //! 1. **LR(0) canonical collection** over the grammar augmented with `S' → S`. States are
 //!    identified by their kernels (sorted item lists). State 0 is the start state, and
@@ -35,7 +35,7 @@
 
 use dwac_grammar::normalize::Normalized;
 use dwac_grammar::{Grammar, Symbol};
-use dwac_runtime::{Action, LrTables};
+use dwac_runtime::unstable::{Action, LrTables};
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::hash::{BuildHasherDefault, Hasher};

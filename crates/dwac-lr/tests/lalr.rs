@@ -8,7 +8,7 @@ mod support;
 use dwac_grammar::normalize::{eliminate_epsilon, normalize, remove_unit_cycles, remove_useless, Normalized};
 use dwac_grammar::{Grammar, Symbol};
 use dwac_lr::{build, build_with, LrBuild, LrConfig, LrError};
-use dwac_runtime::{Action, LrTables, DEAD};
+use dwac_runtime::unstable::{Action, LrTables, DEAD};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use support::*;
 

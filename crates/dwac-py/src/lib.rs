@@ -17,7 +17,7 @@ use pyo3::types::{PyBytes, PyDict};
 use dwac_compile::artifact::{artifact_bytes, write_atomically, SourceInfo, TokenizerInfo};
 use dwac_compile::{compile_engine_with, parse_source_with, regex_grammar, EngineOptions, SourceKind};
 use dwac_grammar::schema::{Draft, SchemaOptions, Whitespace};
-use dwac_runtime::{Artifact, MaskCounters, MaskError, Matcher as RMatcher};
+use dwac_runtime::{Artifact, MaskCounters, MaskError, Matcher as RMatcher, OpenOptions};
 
 pyo3::create_exception!(_dwac, DwacError, PyValueError, "An error from dwac: a bad grammar or schema (with its location), a corrupt or mismatched artifact, a refused token, a bad buffer.");
 
@@ -140,7 +140,7 @@ impl Tokenizer {
     /// The end-of-sequence token ids.
     #[getter]
     fn eos_token_ids(&self) -> Vec<u32> {
-        self.inner.vocab().eos.to_vec()
+        self.inner.vocab().eos().to_vec()
     }
 
     /// The vocabulary's fingerprint (hex): artifacts record it.
@@ -297,7 +297,7 @@ impl Grammar {
         let tok = tokenizer.map(|t| (Arc::clone(&t.inner), t.width));
         py.detach(move || {
             let opened = match &tok {
-                Some((t, _)) => Artifact::open_with_vocabulary(&path, t.vocab()),
+                Some((t, _)) => OpenOptions::new().vocabulary(t.vocab()).open(&path),
                 None => Artifact::open(&path),
             };
             let artifact = opened.map_err(|e| {
@@ -369,12 +369,7 @@ impl Grammar {
     /// an artifact without a Parser DWA (every mask is then the reference mask).
     #[getter]
     fn undecided_tokens(&self) -> Option<u64> {
-        let t = self.artifact.engine().mask_tables()?;
-        let mut n = 0u64;
-        for &set in t.undecided.iter().filter(|&&s| s != dwac_runtime::dwa::NONE) {
-            t.for_each_token(set, |_| n += 1);
-        }
-        Some(n)
+        self.artifact.engine().undecided_tokens()
     }
 
     fn __repr__(&self) -> String {

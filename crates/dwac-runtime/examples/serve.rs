@@ -23,7 +23,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         matcher.fill_mask(&mut mask)?;
         let allowed = |v: u32| mask[(v / 32) as usize] >> (v % 32) & 1 == 1;
         let n = engine.vocab().len() as u32;
-        let eos = engine.vocab().eos.first().copied();
+        let eos = engine.vocab().eos().first().copied();
         let pick = (0..n).find(|&v| allowed(v) && Some(v) != eos && step < 30).or(eos.filter(|&e| allowed(e)));
         let Some(token) = pick else { break };
         if Some(token) == eos {

@@ -54,11 +54,13 @@ impl Backing {
     }
 
     #[cfg(feature = "mmap")]
+    /// Map a file's bytes (feature `mmap`).
     pub fn from_mmap(map: memmap2::Mmap) -> Backing {
         Backing(Arc::new(BackingInner::Mmap(map)))
     }
 
     #[inline]
+    /// The bytes held.
     pub fn bytes(&self) -> &[u8] {
         match &*self.0 {
             BackingInner::Heap(w, len) => w.as_bytes().get(..*len).unwrap_or(&[]),
@@ -111,6 +113,7 @@ enum Repr<T> {
 }
 
 impl<T: Elem> Array<T> {
+    /// An empty owned array.
     pub const fn new() -> Array<T> {
         Array { ptr: std::ptr::NonNull::dangling(), len: 0, repr: Repr::Owned(Vec::new()) }
     }
@@ -139,6 +142,7 @@ impl<T: Elem> Array<T> {
     }
 
     #[inline]
+    /// The elements.
     pub fn as_slice(&self) -> &[T] {
         // SAFETY: `ptr` points at `len` initialized, properly aligned elements owned by
         // `self.repr` (see the field's invariant), which lives as long as `&self`, and nothing
@@ -168,14 +172,17 @@ impl<T: Elem> Array<T> {
         VecGuard { array: self }
     }
 
+    /// Append `x` (an owned array; a view is copied first).
     pub fn push(&mut self, x: T) {
         self.to_mut().push(x);
     }
 
+    /// Append `xs` (an owned array; a view is copied first).
     pub fn extend_from_slice(&mut self, xs: &[T]) {
         self.to_mut().extend_from_slice(xs);
     }
 
+    /// The elements as a `Vec` (copied if this is a view).
     pub fn into_vec(self) -> Vec<T> {
         match self.repr {
             Repr::Owned(v) => v,
@@ -300,7 +307,9 @@ impl<'a, T: Elem> IntoIterator for &'a Array<T> {
 /// reader's view of a narrowed section is [`Col::Narrow`].
 #[derive(Clone, Debug)]
 pub enum Col {
+    /// 32-bit entries.
     Wide(Array<u32>),
+    /// 16-bit entries (every value at most [`NARROW_MAX`]; `0xFFFF` stands for `u32::MAX`).
     Narrow(Array<u16>),
 }
 
@@ -317,11 +326,13 @@ fn widen(x: u16) -> u32 {
 }
 
 impl Col {
+    /// An empty owned column of 32-bit entries.
     pub const fn new() -> Col {
         Col::Wide(Array::new())
     }
 
     #[inline]
+    /// Number of entries.
     pub fn len(&self) -> usize {
         match self {
             Col::Wide(a) => a.len(),
@@ -330,6 +341,8 @@ impl Col {
     }
 
     #[inline]
+    /// Has the column no entries?
+    #[cfg(feature = "unstable")]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -373,6 +386,7 @@ impl Col {
     }
 
     /// The values as `u16`s, if every one fits (see the type's docs).
+    #[cfg(feature = "unstable")]
     pub fn narrowed(&self) -> Option<Vec<u16>> {
         self.iter()
             .map(|x| match x {
@@ -385,6 +399,7 @@ impl Col {
 
     /// Mutable access to the values as an owned `u32` vector (a narrow or viewed column is
     /// copied first).
+    #[cfg(feature = "unstable")]
     pub fn to_mut(&mut self) -> VecGuard<'_, u32> {
         if let Col::Narrow(_) = self {
             *self = Col::Wide(self.iter().collect());
@@ -395,11 +410,14 @@ impl Col {
         }
     }
 
+    /// Append `x` (widening a narrow column first if need be).
+    #[cfg(feature = "unstable")]
     pub fn push(&mut self, x: u32) {
         self.to_mut().push(x);
     }
 
     /// Is this a view of an artifact (not an owned copy)?
+    #[cfg(feature = "unstable")]
     pub fn is_view(&self) -> bool {
         match self {
             Col::Wide(a) => a.is_view(),
@@ -407,6 +425,8 @@ impl Col {
         }
     }
 
+    /// The entries as 32-bit values.
+    #[cfg(feature = "unstable")]
     pub fn to_vec(&self) -> Vec<u32> {
         self.iter().collect()
     }
@@ -445,7 +465,8 @@ impl FromIterator<u32> for Col {
     }
 }
 
-#[cfg(test)]
+// (The tests build tables with the writer's side: feature `unstable`.)
+#[cfg(all(test, feature = "unstable"))]
 mod tests {
     use super::*;
 

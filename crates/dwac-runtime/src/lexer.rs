@@ -9,7 +9,9 @@ pub const K_ALL: u32 = u32::MAX;
 /// `s` is the DFA state reached by continuing it; `k` is [`K_ALL`] or one terminal id.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Inhibitor {
+    /// The lexer state the inhibitor was carried from.
     pub s: u32,
+    /// Its inhibition set: a terminal, or [`K_ALL`].
     pub k: u32,
 }
 

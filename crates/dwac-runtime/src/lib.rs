@@ -37,40 +37,33 @@
 //! Depends on `zerocopy` (and, with the default features, `memmap2` and `zstd`; `rayon` for
 //! parallel [`fill_masks`]).
 //!
-//! The table types and modules hidden from these docs are the compiler's and the tests' view
-//! of the same data; they are not a stable API.
+//! Open an artifact with options ([`OpenOptions`]: a vocabulary for a transport form that
+//! leaves it out, verification off for files verified at deploy time) or with the defaults
+//! ([`Artifact::open`], [`Artifact::from_bytes`]).
+//!
+//! With the feature `unstable`, the module `unstable` gives the compiler and the tests the
+//! tables themselves and the artifact writer: not a stable API, and not needed to serve.
 
-#[doc(hidden)]
-pub mod array;
-#[doc(hidden)]
-pub mod artifact;
+mod array;
+mod artifact;
 mod batch;
-#[doc(hidden)]
-pub mod dwa;
+mod dwa;
 mod glr;
-#[doc(hidden)]
-pub mod gss;
-#[doc(hidden)]
-pub mod lexer;
-#[doc(hidden)]
-pub mod mask;
+mod gss;
+mod lexer;
+mod mask;
 mod matcher;
 mod prio;
-#[doc(hidden)]
-pub mod tables;
-#[doc(hidden)]
-pub mod trie;
+mod tables;
+mod trie;
+#[cfg(feature = "unstable")]
+pub mod unstable;
 
-pub use artifact::{transport, Artifact, ArtifactError};
+pub use artifact::{Artifact, ArtifactError, OpenOptions};
 pub use batch::fill_masks;
 pub use mask::MaskCounters;
 pub use matcher::{CommitError, CommitTokensError, Engine, MaskError, MaskScratch, Matcher};
-pub use tables::Vocabulary;
-
-#[doc(hidden)]
-pub use array::{Array, Backing};
-#[doc(hidden)]
-pub use tables::{Action, GrammarTables, LexerTables, LrTables, TableError, DEAD};
+pub use tables::{TableError, Vocabulary};
 
 // Servers share engines and artifacts across threads and move matchers between them.
 const _: () = {

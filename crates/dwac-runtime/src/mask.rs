@@ -362,7 +362,8 @@ fn clear_range(mask: &mut [u32], lo: u32, hi: u32) {
     mask[wh] &= !hi_bits;
 }
 
-#[cfg(test)]
+// (The tests build tables with the writer's side: feature `unstable`.)
+#[cfg(all(test, feature = "unstable"))]
 mod tests {
     use super::*;
 

@@ -22,17 +22,18 @@ pub const MUNCH_NONE: u8 = 2;
 #[derive(Clone, Debug, Default)]
 pub struct Vocabulary {
     /// `offsets[i]..offsets[i+1]` are token `i`'s bytes in `bytes`; `len = n_tokens + 1`.
-    pub offsets: Array<u32>,
-    pub bytes: Array<u8>,
+    pub(crate) offsets: Array<u32>,
+    /// Every token's bytes, one after the other.
+    pub(crate) bytes: Array<u8>,
     /// Per token: 1 for a special (control) token, never allowed by a mask unless it is an
     /// end token; else 0.
-    pub special: Array<u8>,
+    pub(crate) special: Array<u8>,
     /// End-of-sequence token ids, sorted.
-    pub eos: Array<u32>,
+    pub(crate) eos: Array<u32>,
     /// The tokenizer's text of its special tokens (which have no bytes), sorted: how a grammar
     /// names them (`<|python_tag|>`) at compile time. Not stored in artifacts (a compiled
     /// grammar holds token ids).
-    pub special_names: std::sync::Arc<[(Box<str>, u32)]>,
+    pub(crate) special_names: std::sync::Arc<[(Box<str>, u32)]>,
 }
 
 impl PartialEq for Vocabulary {
@@ -82,10 +83,12 @@ impl Vocabulary {
         self.special_names[from..].iter().take_while(move |(n, _)| &**n == name).map(|&(_, id)| id)
     }
 
+    /// Number of tokens.
     pub fn len(&self) -> usize {
         self.offsets.len().saturating_sub(1)
     }
 
+    /// Has the vocabulary no tokens?
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -97,10 +100,30 @@ impl Vocabulary {
         self.bytes.get(a as usize..b as usize)
     }
 
+    /// Is token `id` a special (control) token?
     pub fn is_special(&self, id: u32) -> bool {
         self.special.get(id as usize).is_some_and(|&s| s != 0)
     }
 
+    /// The end-of-sequence token ids, sorted.
+    pub fn eos(&self) -> &[u32] {
+        &self.eos
+    }
+
+    /// The tokenizer's text of its special tokens, with their ids, sorted by text (see
+    /// [`Vocabulary::with_special_names`]).
+    pub fn special_names(&self) -> &[(Box<str>, u32)] {
+        &self.special_names
+    }
+
+    /// Are the token bytes and offsets views of an artifact's bytes (not copies)? Unstable
+    /// (feature `unstable`).
+    #[cfg(feature = "unstable")]
+    pub fn is_view(&self) -> bool {
+        self.bytes.is_view() && self.offsets.is_view()
+    }
+
+    /// Is token `id` an end-of-sequence token?
     pub fn is_eos(&self, id: u32) -> bool {
         self.eos.binary_search(&id).is_ok()
     }
@@ -109,7 +132,9 @@ impl Vocabulary {
 /// One byte DFA for all terminals (`L = (Q, q0, δ, acc)`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LexerTables {
+    /// Number of states.
     pub num_states: u32,
+    /// Number of terminals.
     pub num_terminals: u32,
     /// `u64` words per terminal bitset: `ceil(num_terminals / 64)`.
     pub words: u32,
@@ -122,16 +147,19 @@ pub struct LexerTables {
     pub trans: Col,
     /// The class of each byte (256 entries, each below `num_classes`).
     pub byte_class: Array<u8>,
+    /// Number of byte classes.
     pub num_classes: u32,
     /// `accept[accept_off[q]..accept_off[q+1]]`: terminals matching the lexeme that led to `q`,
     /// sorted. Not filtered by priority: priorities are contextual (see [`LexerTables::priority`]).
     pub accept_off: Array<u32>,
+    /// Accepted terminals (see `accept_off`).
     pub accept: Array<u32>,
     /// Bitsets `Next⁺` of terminals still reachable by ≥ 1 more byte, interned: row `r` is
     /// `next_plus[r * words ..][..words]`, and state `q` has row `next_plus_row[q]` (format 3.1;
     /// a 3.0 file has one row per state, read as `next_plus_row[q] = q`). Many lexer states
     /// share a row: a Kubernetes-shaped schema's 32,934 states have a few hundred.
     pub next_plus: Array<u64>,
+    /// Per state: its row in `next_plus`.
     pub next_plus_row: Col,
     /// Bitset of ignored terminals.
     pub ignored: Array<u64>,
@@ -144,11 +172,13 @@ pub struct LexerTables {
     /// Further successors of `q0` (other lexer components): on byte `b`,
     /// `fork[fork_off[b]..fork_off[b+1]]`, besides `step(q0, b)`. `fork_off` has 257 entries.
     pub fork_off: Array<u32>,
+    /// Further successors of `q0` (see `fork_off`).
     pub fork: Array<u32>,
 }
 
 impl LexerTables {
     #[inline]
+    /// The state after byte `b` from state `q` ([`DEAD`] if none).
     pub fn step(&self, q: u32, b: u8) -> u32 {
         self.trans.get(q as usize * self.num_classes as usize + self.byte_class[b as usize] as usize)
     }
@@ -167,11 +197,13 @@ impl LexerTables {
     }
 
     #[inline]
+    /// The terminals state `q` accepts, sorted.
     pub fn accepts(&self, q: u32) -> &[u32] {
         &self.accept[self.accept_off[q as usize] as usize..self.accept_off[q as usize + 1] as usize]
     }
 
     #[inline]
+    /// State `q`'s `Next⁺` bitset.
     pub fn next_plus(&self, q: u32) -> &[u64] {
         let (w, r) = (self.words as usize, self.next_plus_row.get(q as usize) as usize);
         &self.next_plus[r * w..(r + 1) * w]
@@ -197,6 +229,7 @@ impl LexerTables {
     }
 
     #[inline]
+    /// Is terminal `t` ignored?
     pub fn is_ignored(&self, t: u32) -> bool {
         self.ignored[(t / 64) as usize] >> (t % 64) & 1 == 1
     }
@@ -205,17 +238,23 @@ impl LexerTables {
 /// One LR action, packed: tag in the top two bits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Action {
+    /// Shift, going to the state.
     Shift(u32),
+    /// Reduce by the rule.
     Reduce(u32),
+    /// Accept (on `$`).
     Accept,
 }
 
 impl Action {
     const SHIFT: u32 = 0;
     const REDUCE: u32 = 1 << 30;
+    #[cfg(feature = "unstable")]
     const ACCEPT: u32 = 2 << 30;
     const MASK: u32 = (1 << 30) - 1;
 
+    /// The action as one word.
+    #[cfg(feature = "unstable")]
     pub fn pack(self) -> u32 {
         match self {
             Action::Shift(s) => Self::SHIFT | s,
@@ -224,6 +263,7 @@ impl Action {
         }
     }
 
+    /// The action of a word made by [`Action::pack`].
     pub fn unpack(x: u32) -> Action {
         match x & !Self::MASK {
             Self::SHIFT => Action::Shift(x & Self::MASK),
@@ -237,8 +277,11 @@ impl Action {
 /// ACTION kept for GLR. Rows are sparse and sorted so lookups are binary searches.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LrTables {
+    /// Number of states.
     pub num_states: u32,
+    /// Number of terminals (without `$`).
     pub num_terminals: u32,
+    /// Number of nonterminals.
     pub num_nonterminals: u32,
     /// State `p`'s ACTION row: entries `action_row[p]..action_row[p+1]`.
     pub action_row: Array<u32>,
@@ -246,13 +289,17 @@ pub struct LrTables {
     pub action_term: Array<u32>,
     /// ... and its actions `actions[action_off[e]..action_off[e+1]]` (packed [`Action`]s).
     pub action_off: Array<u32>,
+    /// Packed [`Action`]s (see `action_off`).
     pub actions: Array<u32>,
     /// State `p`'s GOTO row: entries `goto_row[p]..goto_row[p+1]` of (`goto_nt`, `goto_target`), sorted by nt.
     pub goto_row: Array<u32>,
+    /// Per GOTO entry: the nonterminal.
     pub goto_nt: Array<u32>,
+    /// Per GOTO entry: the target state.
     pub goto_target: Array<u32>,
     /// Per rule: left-hand nonterminal and right-hand length (≥ 1: the grammar is ε-free).
     pub rule_lhs: Array<u32>,
+    /// Per rule: its right-hand length.
     pub rule_len: Array<u32>,
 }
 
@@ -263,6 +310,7 @@ impl LrTables {
     }
 
     /// The terminals with an action in state `p`, ascending.
+    #[cfg(feature = "unstable")]
     pub fn action_terminals(&self, p: u32) -> &[u32] {
         let (a, b) = (self.action_row[p as usize] as usize, self.action_row[p as usize + 1] as usize);
         &self.action_term[a..b]
@@ -291,6 +339,7 @@ impl LrTables {
 
     /// Build from dense per-state maps (used by the table builder).
     /// `rows[p]` = sorted (terminal, sorted actions); `gotos[p]` = sorted (nt, target).
+    #[cfg(feature = "unstable")]
     pub fn from_rows(
         num_terminals: u32,
         num_nonterminals: u32,
@@ -332,7 +381,9 @@ impl LrTables {
 /// Everything `commit` and the reference mask need: the lexer and the parser tables.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct GrammarTables {
+    /// The lexer.
     pub lexer: LexerTables,
+    /// The LR tables.
     pub lr: LrTables,
     /// Terminal names, for diagnostics.
     pub terminal_names: Vec<String>,
@@ -340,7 +391,7 @@ pub struct GrammarTables {
 
 /// Tables whose indices do not line up. Checked once, so the runtime can index freely.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TableError(pub String);
+pub struct TableError(pub(crate) String);
 
 impl std::fmt::Display for TableError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -365,6 +416,7 @@ fn check_offsets(off: &[u32], n: usize, len: usize, what: &str) -> Result<(), Ta
 }
 
 impl Vocabulary {
+    /// Check every index the tables hold is in range.
     pub fn validate(&self) -> Result<(), TableError> {
         let n = self.len();
         check(n < u32::MAX as usize, "vocabulary too large")?;
@@ -377,6 +429,7 @@ impl Vocabulary {
 }
 
 impl LexerTables {
+    /// Check every index the tables hold is in range.
     pub fn validate(&self) -> Result<(), TableError> {
         let (n, nt) = (self.num_states as usize, self.num_terminals);
         let w = self.words as usize;
@@ -412,6 +465,7 @@ impl LexerTables {
 }
 
 impl LrTables {
+    /// Check every index the tables hold is in range.
     pub fn validate(&self) -> Result<(), TableError> {
         let n = self.num_states as usize;
         check(n > 0, "LR table has no states")?;
@@ -442,6 +496,7 @@ impl LrTables {
 }
 
 impl GrammarTables {
+    /// Check every index the tables hold is in range.
     pub fn validate(&self) -> Result<(), TableError> {
         self.lexer.validate()?;
         self.lr.validate()?;

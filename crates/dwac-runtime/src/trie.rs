@@ -4,9 +4,13 @@
 /// and ends tokens `tokens[tok_off[i]..tok_off[i+1]]`. Node 0 is the root (the empty prefix).
 #[derive(Debug)]
 pub struct Trie {
+    /// Per node: its first edge (nodes + 1 entries).
     pub child_off: Vec<u32>,
+    /// Edges (byte, child), sorted by byte within a node.
     pub edges: Vec<(u8, u32)>,
+    /// Per node: its first token (nodes + 1 entries).
     pub tok_off: Vec<u32>,
+    /// The tokens each node ends.
     pub tokens: Vec<u32>,
 }
 
@@ -72,16 +76,19 @@ impl Trie {
     }
 
     #[inline]
+    /// Node `n`'s children (byte, node), sorted by byte.
     pub fn children(&self, n: u32) -> &[(u8, u32)] {
         &self.edges[self.child_off[n as usize] as usize..self.child_off[n as usize + 1] as usize]
     }
 
     #[inline]
+    /// The tokens ending at node `n`.
     pub fn tokens_at(&self, n: u32) -> &[u32] {
         &self.tokens[self.tok_off[n as usize] as usize..self.tok_off[n as usize + 1] as usize]
     }
 
     /// Every token in the subtree of `n` (its own and its descendants').
+    #[cfg(feature = "unstable")]
     pub fn subtree_tokens(&self, n: u32, out: &mut Vec<u32>) {
         let mut stack = vec![n];
         while let Some(x) = stack.pop() {
@@ -91,7 +98,8 @@ impl Trie {
     }
 }
 
-#[cfg(test)]
+// (The tests build tables with the writer's side: feature `unstable`.)
+#[cfg(all(test, feature = "unstable"))]
 mod tests {
     use super::*;
 

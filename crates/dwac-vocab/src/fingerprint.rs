@@ -39,7 +39,7 @@ pub(crate) fn compute(v: &Vocabulary) -> [u8; 32] {
         h.update((b.len() as u32).to_le_bytes());
         h.update(b);
     }
-    let mut eos = v.eos.to_vec();
+    let mut eos = v.eos().to_vec();
     eos.sort_unstable();
     eos.dedup();
     h.update((eos.len() as u32).to_le_bytes());

@@ -209,7 +209,7 @@ impl fmt::Debug for Tokenizer {
             .field("name", &self.name)
             .field("family", &self.family)
             .field("vocab_size", &self.vocab.len())
-            .field("eos", &self.vocab.eos)
+            .field("eos", &self.vocab.eos())
             .field("fingerprint", &self.fingerprint_hex())
             .finish_non_exhaustive()
     }
@@ -387,7 +387,7 @@ impl Tokenizer {
                 return Err(VocabError::EosOutOfRange { file: "override".into(), id: e as u64, size });
             }
         }
-        let mut special: Vec<bool> = self.vocab.special.iter().map(|&s| s != 0).collect();
+        let mut special: Vec<bool> = (0..self.vocab.len() as u32).map(|id| self.vocab.is_special(id)).collect();
         for &e in eos {
             if let Some(s) = special.get_mut(e as usize) {
                 *s = true;
@@ -396,7 +396,7 @@ impl Tokenizer {
         let tokens: Vec<Vec<u8>> =
             (0..size as u32).map(|i| self.vocab.token_bytes(i).unwrap_or_default().to_vec()).collect();
         let names: Vec<(String, u32)> =
-            self.vocab.special_names.iter().map(|(n, id)| (n.to_string(), *id)).chain(texts(&tokens)).collect();
+            self.vocab.special_names().iter().map(|(n, id)| (n.to_string(), *id)).chain(texts(&tokens)).collect();
         self.vocab = vocabulary(&tokens, special, eos.to_vec(), names)?;
         self.fingerprint = fingerprint::compute(&self.vocab);
         Ok(self)

@@ -102,7 +102,7 @@ fn compare(vocab: &str, hf: &str) -> (Tokenizer, Tokenizer) {
 fn gpt2_gguf_and_tokenizer_json_are_one_vocabulary() {
     let (g, h) = compare("gpt-2", "gpt2");
     assert_eq!(g.vocab().len(), 50257);
-    assert_eq!(g.vocab().eos, h.vocab().eos);
+    assert_eq!(g.vocab().eos(), h.vocab().eos());
     assert_eq!(g.fingerprint(), h.fingerprint());
     // The embedded default is the same vocabulary too.
     assert_eq!(g.fingerprint(), Tokenizer::default_embedded().unwrap().fingerprint());
@@ -117,7 +117,7 @@ fn phi3_gguf_and_tokenizer_json_are_one_vocabulary() {
     assert_eq!(g.family(), Family::SentencePiece);
     assert_eq!(g.vocab().len(), 32011);
     assert!(g.vocab().is_special(2));
-    assert_eq!(g.vocab().eos, h.vocab().eos);
+    assert_eq!(g.vocab().eos(), h.vocab().eos());
     assert_eq!(g.fingerprint(), h.fingerprint());
 }
 
@@ -132,8 +132,8 @@ fn qwen2_gguf_is_the_tokenizer_json_plus_its_padding_tokens() {
         assert_eq!(g.vocab().token_bytes(id), Some(format!("[PAD{id}]").as_bytes()));
         assert!(!g.vocab().is_special(id));
     }
-    assert_eq!(g.vocab().eos, vec![151643]);
-    assert_eq!(g.vocab().eos, h.vocab().eos);
+    assert_eq!(g.vocab().eos(), vec![151643]);
+    assert_eq!(g.vocab().eos(), h.vocab().eos());
     assert_ne!(g.fingerprint(), h.fingerprint());
 }
 

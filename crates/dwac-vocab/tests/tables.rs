@@ -43,7 +43,7 @@ fn gpt2_tables() {
     assert_eq!(tok.name(), "gpt2");
     assert_eq!(tok.family(), Family::ByteLevel);
     assert_eq!(v.len(), 50257);
-    assert_eq!(v.eos, vec![50256]);
+    assert_eq!(v.eos(), [50256]);
     assert_eq!(bytes(&tok, 50256), b""); // special: no bytes
     assert!(v.is_special(50256));
     assert_eq!(bytes(&tok, model_id(&data, "gpt2", "Ġthe")), b" the");
@@ -70,8 +70,8 @@ fn qwen_tables() {
     assert_eq!(q2.vocab().len(), 151646);
     assert_eq!(q3.vocab().len(), 151669);
     // qwen2's tokenizer_config/special_tokens_map name <|endoftext|>; qwen3's names <|im_end|>.
-    assert_eq!(q2.vocab().eos, vec![151643]);
-    assert_eq!(q3.vocab().eos, vec![151645]);
+    assert_eq!(q2.vocab().eos(), [151643]);
+    assert_eq!(q3.vocab().eos(), [151645]);
     for t in [&q2, &q3] {
         assert_eq!(t.family(), Family::ByteLevel);
         // Special tokens have no bytes.
@@ -111,7 +111,7 @@ fn deepseek_tables() {
     let v = t.vocab();
     assert_eq!(t.family(), Family::ByteLevel);
     assert_eq!(v.len(), 128815);
-    assert_eq!(v.eos, vec![1]);
+    assert_eq!(v.eos(), [1]);
     assert_eq!(bytes(&t, 0), b""); // special: no bytes
     assert_eq!(bytes(&t, 1), b"");
     // A non-special added token outside the byte-level alphabet: its raw UTF-8 (HF's ByteLevel decoder).
@@ -137,7 +137,7 @@ fn phi_tables() {
     assert_eq!(t.family(), Family::SentencePiece);
     assert_eq!(v.len(), 32011);
     // tokenizer_config.json: eos_token "<|endoftext|>".
-    assert_eq!(v.eos, vec![32000]);
+    assert_eq!(v.eos(), [32000]);
     assert_eq!(bytes(&t, 13), b"\n");
     assert_eq!(bytes(&t, model_id(&data, "phi-3.5-mini", "<0x0A>")), b"\n");
     assert_eq!(bytes(&t, 3), b"\x00");
@@ -215,7 +215,7 @@ fn eos_override_changes_fingerprint() {
     let t2 = t.clone().with_eos(&[50256]).expect("same eos");
     assert_eq!(t2.fingerprint(), fp);
     let t3 = t.clone().with_eos(&[50256, 13]).expect("eos override");
-    assert_eq!(t3.vocab().eos, vec![13, 50256]);
+    assert_eq!(t3.vocab().eos(), [13, 50256]);
     assert!(t3.vocab().is_special(13));
     assert_ne!(t3.fingerprint(), fp);
     assert!(matches!(t.clone().with_eos(&[]), Err(VocabError::NoEos)));
@@ -315,7 +315,7 @@ fn tiny_byte_level_tokenizer() {
     let t = from_value(&tiny_byte_level(), None).expect("load");
     assert_eq!(t.family(), Family::ByteLevel);
     assert_eq!(t.vocab().len(), 259);
-    assert_eq!(t.vocab().eos, vec![257]); // well-known fallback
+    assert_eq!(t.vocab().eos(), [257]); // well-known fallback
     assert_eq!(t.vocab().token_bytes(256), Some(&b" a"[..]));
     assert_eq!(t.vocab().token_bytes(258), Some(&b"<tag>"[..]));
     // Truncation (max_length 2), NFKC, add_prefix_space and rstrip/lstrip are all ignored.
@@ -330,7 +330,7 @@ fn tiny_byte_level_tokenizer() {
 fn tiny_metaspace_tokenizer() {
     let t = from_value(&tiny_metaspace(), None).expect("load");
     assert_eq!(t.family(), Family::SentencePiece);
-    assert_eq!(t.vocab().eos, vec![2]);
+    assert_eq!(t.vocab().eos(), [2]);
     assert_eq!(t.vocab().token_bytes(262), Some(&b" a"[..]));
     assert_eq!(t.vocab().token_bytes(3 + 10), Some(&b"\n"[..]));
     assert_eq!(t.encode("a a").expect("encode"), vec![260, 262]);
@@ -359,7 +359,7 @@ fn unigram_without_byte_fallback_reports_unencodable_text() {
     });
     let t = from_value(&v, None).expect("load");
     assert_eq!(t.family(), Family::SentencePiece);
-    assert_eq!(t.vocab().eos, vec![1]);
+    assert_eq!(t.vocab().eos(), [1]);
     assert_eq!(t.vocab().token_bytes(5), Some(&b" a"[..]));
     let ids = t.encode("a ab").expect("encode");
     assert_eq!(spell(&t, &ids), b"a ab");
@@ -374,13 +374,13 @@ fn eos_from_side_files() {
     let json = serde_json::to_vec(&tiny_byte_level()).expect("json");
     // tokenizer_config.json: string or {"content": ...}.
     let t = from_value(&tiny_byte_level(), Some(&json!({"eos_token": "<tag>"}))).expect("load");
-    assert_eq!(t.vocab().eos, vec![258]);
+    assert_eq!(t.vocab().eos(), [258]);
     assert!(t.vocab().is_special(258));
     let t = from_value(&tiny_byte_level(), Some(&json!({"eos_token": {"content": "Ġa"}}))).expect("load");
-    assert_eq!(t.vocab().eos, vec![256]);
+    assert_eq!(t.vocab().eos(), [256]);
     // null contributes nothing: fallback.
     let t = from_value(&tiny_byte_level(), Some(&json!({"eos_token": null}))).expect("load");
-    assert_eq!(t.vocab().eos, vec![257]);
+    assert_eq!(t.vocab().eos(), [257]);
     // generation_config.json ids add to the config's.
     let side = SideFiles {
         tokenizer_config: Some(br#"{"eos_token": "<|endoftext|>"}"#),
@@ -388,9 +388,9 @@ fn eos_from_side_files() {
         generation_config: Some(br#"{"eos_token_id": [258, 257]}"#),
     };
     let t = Tokenizer::from_parts(&json, side, "tiny").expect("load");
-    assert_eq!(t.vocab().eos, vec![257, 258]);
+    assert_eq!(t.vocab().eos(), [257, 258]);
     let side = SideFiles { generation_config: Some(br#"{"eos_token_id": 5}"#), ..SideFiles::default() };
-    assert_eq!(Tokenizer::from_parts(&json, side, "tiny").expect("load").vocab().eos, vec![5]);
+    assert_eq!(Tokenizer::from_parts(&json, side, "tiny").expect("load").vocab().eos(), [5]);
     // Errors.
     let err = from_value(&tiny_byte_level(), Some(&json!({"eos_token": "<nope>"}))).unwrap_err();
     assert!(matches!(&err, VocabError::EosNotFound { content, .. } if content == "<nope>"), "{err}");
@@ -475,7 +475,7 @@ fn ids_without_tokens_are_empty_and_special() {
     ]);
     let t = from_value(&v, None).expect("load");
     assert_eq!(t.vocab().len(), 301);
-    assert_eq!(t.vocab().eos, vec![300]);
+    assert_eq!(t.vocab().eos(), [300]);
     for id in 257..300 {
         assert_eq!(t.vocab().token_bytes(id), Some(&b""[..]));
         assert!(t.vocab().is_special(id));

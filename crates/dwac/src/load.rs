@@ -12,8 +12,8 @@ use dwac_compile::{
     compile_engine_with_progress, parse_source_with, regex_grammar, CompileStats, EngineOptions, SourceKind,
 };
 use dwac_grammar::schema::{Draft, SchemaOptions, Whitespace};
-use dwac_runtime::artifact::Artifact;
 use dwac_runtime::Engine;
+use dwac_runtime::{Artifact, OpenOptions};
 use dwac_vocab::Tokenizer;
 
 use crate::args::*;
@@ -199,12 +199,12 @@ pub(crate) fn build(
 /// which it needs.
 pub(crate) fn open_artifact(path: &Path, tokenizer: Option<&Path>) -> Result<Artifact> {
     match Artifact::open(path) {
-        Err(dwac_runtime::artifact::ArtifactError::VocabularyNeeded) => match tokenizer {
+        Err(dwac_runtime::ArtifactError::VocabularyNeeded) => match tokenizer {
             Some(t) => {
                 let t = load_tokenizer(Some(t))?;
-                Artifact::open_with_vocabulary(path, t.vocab()).map_err(|e| artifact_error(path, e))
+                OpenOptions::new().vocabulary(t.vocab()).open(path).map_err(|e| artifact_error(path, e))
             }
-            None => Err(artifact_error(path, dwac_runtime::artifact::ArtifactError::VocabularyNeeded)),
+            None => Err(artifact_error(path, dwac_runtime::ArtifactError::VocabularyNeeded)),
         },
         r => r.map_err(|e| artifact_error(path, e)),
     }

@@ -153,7 +153,7 @@ fn workload(
     let name = format!("{kind}-{}", tok.name());
     let jobs_path = a.out_dir.join(format!("jobs-{name}.jsonl"));
     let jobs = write_jobs(&jobs_path, jobs)?;
-    Ok((Workload { name, tokenizer: tok_name.to_string(), jobs_path, jobs }, tok.vocab().eos.to_vec()))
+    Ok((Workload { name, tokenizer: tok_name.to_string(), jobs_path, jobs }, tok.vocab().eos().to_vec()))
 }
 
 fn json_workload(a: &Args, tok_name: &str) -> Result<(Workload, Vec<u32>)> {

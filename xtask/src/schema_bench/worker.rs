@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use dwac_grammar::schema::{compile_schema, SchemaOptions};
-use dwac_runtime::{GrammarTables, Matcher, Vocabulary};
+use dwac_runtime::{unstable::GrammarTables, Matcher, Vocabulary};
 use serde_json::{json, Value};
 
 use crate::util::{catch, tokenizer_file, Silenced};

@@ -7,9 +7,9 @@
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use dwac_runtime::dwa::{DwaWriter, MaskTables, NONE};
-use dwac_runtime::lexer::Inhibitor;
-use dwac_runtime::DEAD;
+use dwac_runtime::unstable::Inhibitor;
+use dwac_runtime::unstable::DEAD;
+use dwac_runtime::unstable::{DwaWriter, MaskTables, NONE};
 
 use super::compose::Step;
 use super::determinize::{Assembled, Determinizer, LocalDwa, StateKey};

@@ -13,7 +13,7 @@ use std::rc::Rc;
 
 use super::FastMap;
 
-use dwac_runtime::DEAD;
+use dwac_runtime::unstable::DEAD;
 
 use super::compose::Step;
 use super::compose::{Composer, Config, Labels, Phase, Plan, Settled, NO_PLAN};

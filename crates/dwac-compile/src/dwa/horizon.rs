@@ -15,8 +15,8 @@
 //! the history of its block ids (a state changes block only when it is split off, so histories
 //! are short), and a fresh id is never reused, so `x ≡_d y` is an equality of ids at level `d`.
 
-use dwac_runtime::tables::DEAD;
-use dwac_runtime::LexerTables;
+use dwac_runtime::unstable::LexerTables;
+use dwac_runtime::unstable::DEAD;
 
 use super::FastMap;
 

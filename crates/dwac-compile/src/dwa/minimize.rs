@@ -21,8 +21,8 @@
 
 use std::collections::VecDeque;
 
-use dwac_runtime::dwa::{pack_bitmaps, DwaWriter, MaskTables, NONE};
-use dwac_runtime::DEAD;
+use dwac_runtime::unstable::DEAD;
+use dwac_runtime::unstable::{pack_bitmaps, DwaWriter, MaskTables, NONE};
 
 use super::FastMap;
 

@@ -4,7 +4,7 @@
 //!
 //! | module | stage |
 //! |---|---|
-//! | `dwac_runtime::trie` | the vocabulary as a byte trie (shared with the runtime's reference mask) |
+//! | `dwac_runtime::unstable::Trie` | the vocabulary as a byte trie (shared with the runtime's reference mask) |
 //! | [`terminal_dwa`] | Terminal DWA: each token's lexings from each lexer state (token classes), `KILL` sets |
 //! | [`templates`] | per-terminal stack effects, run symbolically on a known segment above the real stack |
 //! | [`compose`] | composition of a token's terminals and its lookahead check, with push/pop cancellation and priority guards |
@@ -40,8 +40,8 @@ use std::time::Instant;
 /// Hash map with a fast, fixed-seed hasher (compile-time memo tables; deterministic).
 pub(crate) type FastMap<K, V> = HashMap<K, V, foldhash::fast::FixedState>;
 
-use dwac_runtime::dwa::MaskTables;
-use dwac_runtime::{GrammarTables, Vocabulary};
+use dwac_runtime::unstable::MaskTables;
+use dwac_runtime::{unstable::GrammarTables, Vocabulary};
 
 use crate::stages::Stages;
 use crate::threads::carry;
@@ -49,7 +49,7 @@ use crate::CompileError;
 use assemble::Assembler;
 use compose::{Composer, Step};
 use determinize::Determinizer;
-use dwac_runtime::trie::Trie;
+use dwac_runtime::unstable::Trie;
 use horizon::Horizon;
 use sets::SetPool;
 use templates::Lr;
@@ -221,7 +221,7 @@ pub fn build_mask_tables_prepared(
     let mut asm = Assembler::new(n_tokens, lex.num_states, opts);
     let (tx, rx) = mpsc::channel();
     // The walker's inputs, taken by its thread, or by this one if no thread can be started.
-    let walk_args = Mutex::new(Some((terms, (eof_class, vocab.eos.to_vec()), tx)));
+    let walk_args = Mutex::new(Some((terms, (eof_class, vocab.eos().to_vec()), tx)));
     let kills = Kills::new(lex, trie, &trie_index);
     // Bounded-horizon equivalence, and (for a lexer of several components, without the
     // follow-byte filter) the same up to the lexeme's terminal, on a second thread.

@@ -34,7 +34,7 @@
 
 use std::rc::Rc;
 
-use dwac_runtime::{Action, LrTables, DEAD};
+use dwac_runtime::unstable::{Action, LrTables, DEAD};
 
 use super::compose::{Step, ANY};
 use super::determinize::{DState, LocalDwa};

@@ -14,7 +14,7 @@
 //! segment holds exactly the pushes not yet cancelled by later pops. Every reduction pops at least
 //! one symbol (the grammar is ε-free), so a segment never grows by reductions alone.
 
-use dwac_runtime::{Action, LrTables, DEAD};
+use dwac_runtime::unstable::{Action, LrTables, DEAD};
 
 /// What a simulation that has used up its known segment needs from the real stack.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

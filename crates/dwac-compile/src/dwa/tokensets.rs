@@ -3,7 +3,7 @@
 //! of the determinized automata become these sets; bitmap sets are cut into blocks once the
 //! automaton is minimized (`minimize::compact_sets`).
 
-use dwac_runtime::dwa::NONE;
+use dwac_runtime::unstable::NONE;
 
 use super::terminal_dwa::{TokenClass, Tokens};
 use super::FastMap;

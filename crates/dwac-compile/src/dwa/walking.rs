@@ -6,9 +6,9 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use dwac_runtime::lexer::Inhibitor;
-use dwac_runtime::trie::Trie;
-use dwac_runtime::{LexerTables, Vocabulary};
+use dwac_runtime::unstable::Inhibitor;
+use dwac_runtime::unstable::Trie;
+use dwac_runtime::{unstable::LexerTables, Vocabulary};
 
 use super::compose::Step;
 use super::horizon::Horizon;

@@ -18,7 +18,7 @@ use super::{build_component, component_terminals, minimized, ComponentDfa, MAX_D
 use crate::dwa::FastMap;
 use crate::CompileError;
 use dwac_grammar::Terminal;
-use dwac_runtime::tables::DEAD;
+use dwac_runtime::unstable::DEAD;
 
 /// A count that can no longer fail.
 const SAT: u64 = u64::MAX;

@@ -56,10 +56,15 @@ pub fn narrowable(k: u32) -> bool {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
 #[repr(C)]
 pub struct Header {
+    /// [`MAGIC`].
     pub magic: [u8; 8],
+    /// [`LABEL`].
     pub label: [u8; 24],
+    /// [`ENDIAN_PROBE`], as written by the writer.
     pub endian: u32,
+    /// Format major version ([`MAJOR`]).
     pub major: u16,
+    /// Format minor version (at most [`MINOR`]).
     pub minor: u16,
     /// [`FLAG_MASK`]; other bits are zero.
     pub flags: u32,
@@ -69,26 +74,38 @@ pub struct Header {
     pub file_len: u64,
     /// CRC-32C of the header (this field zero) and the section table.
     pub header_checksum: u64,
+    /// Entries of the section table.
     pub section_count: u32,
     /// Byte offset of the section table (right after the header).
     pub section_table: u32,
+    /// Tokens in the vocabulary.
     pub vocab_size: u32,
+    /// End-of-sequence tokens.
     pub eos_count: u32,
     /// `u32` words of a token mask: `ceil(vocab_size / 32)`.
     pub mask_words: u32,
+    /// Lexer DFA states.
     pub lexer_states: u32,
+    /// The lexer's start state.
     pub lexer_start: u32,
+    /// Terminals (without `$`).
     pub num_terminals: u32,
+    /// LR states.
     pub lr_states: u32,
+    /// Nonterminals.
     pub num_nonterminals: u32,
+    /// Parser DWA states (0 without one).
     pub dwa_states: u32,
+    /// Token sets of the Parser DWA.
     pub token_sets: u32,
+    /// Zero.
     pub reserved: [u32; 4],
     /// SHA-256 fingerprint of the tokenizer's vocabulary (`dwac-vocab`'s canonical encoding).
     pub tokenizer_fingerprint: [u8; 32],
     /// SHA-256 fingerprint of the grammar source, its kind, every compile option and the
     /// compiler version.
     pub grammar_fingerprint: [u8; 32],
+    /// Zero.
     pub reserved2: [u8; 64],
 }
 
@@ -98,9 +115,11 @@ const _: () = assert!(size_of::<Header>() == HEADER_LEN);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
 #[repr(C)]
 pub struct SectionEntry {
+    /// Section kind (a constant of [`kind`]).
     pub kind: u32,
     /// [`SECTION_OPTIONAL`]; other bits are zero.
     pub flags: u32,
+    /// Byte offset of the section (a multiple of [`SECTION_ALIGN`]).
     pub offset: u64,
     /// Length in bytes (a multiple of the element size).
     pub len: u64,
@@ -114,36 +133,65 @@ const _: () = assert!(size_of::<SectionEntry>() == 32);
 pub mod kind {
     /// Metadata, JSON text [u8].
     pub const META: u32 = 0x0001;
+    /// Token byte offsets (`u32`, vocabulary size + 1).
     pub const VOCAB_OFFSETS: u32 = 0x0101;
+    /// Token bytes.
     pub const VOCAB_BYTES: u32 = 0x0102;
+    /// Per token: special (1) or not (0).
     pub const VOCAB_SPECIAL: u32 = 0x0103;
+    /// End-of-sequence token ids, sorted.
     pub const VOCAB_EOS: u32 = 0x0104;
+    /// Lexer transitions, per state and byte class.
     pub const LEX_TRANS: u32 = 0x0201;
+    /// Byte → byte class (256 entries).
     pub const LEX_BYTE_CLASS: u32 = 0x020A;
     /// Per lexer state, its row of `lexer.next_plus` (format 3.1) [u32, narrowable].
     pub const LEX_NEXT_PLUS_ROW: u32 = 0x020B;
+    /// Offsets of each lexer state's accepted terminals.
     pub const LEX_ACCEPT_OFF: u32 = 0x0202;
+    /// Accepted terminals.
     pub const LEX_ACCEPT: u32 = 0x0203;
+    /// Interned `Next⁺` terminal bitsets.
     pub const LEX_NEXT_PLUS: u32 = 0x0204;
+    /// Bitset of ignored terminals.
     pub const LEX_IGNORED: u32 = 0x0205;
+    /// Per-terminal munch mode.
     pub const LEX_MUNCH: u32 = 0x0206;
+    /// Per-terminal priority.
     pub const LEX_PRIORITY: u32 = 0x0207;
+    /// Offsets of the start state's further successors per byte (257 entries).
     pub const LEX_FORK_OFF: u32 = 0x0208;
+    /// Further successors of the start state.
     pub const LEX_FORK: u32 = 0x0209;
+    /// Per LR state: its first ACTION entry.
     pub const LR_ACTION_ROW: u32 = 0x0301;
+    /// Per ACTION entry: the terminal.
     pub const LR_ACTION_TERM: u32 = 0x0302;
+    /// Per ACTION entry: its first action.
     pub const LR_ACTION_OFF: u32 = 0x0303;
+    /// Packed actions.
     pub const LR_ACTIONS: u32 = 0x0304;
+    /// Per LR state: its first GOTO entry.
     pub const LR_GOTO_ROW: u32 = 0x0305;
+    /// Per GOTO entry: the nonterminal.
     pub const LR_GOTO_NT: u32 = 0x0306;
+    /// Per GOTO entry: the target state.
     pub const LR_GOTO_TARGET: u32 = 0x0307;
+    /// Per rule: its left-hand nonterminal.
     pub const LR_RULE_LHS: u32 = 0x0308;
+    /// Per rule: its right-hand length.
     pub const LR_RULE_LEN: u32 = 0x0309;
+    /// Offsets of terminal names.
     pub const NAME_OFF: u32 = 0x0401;
+    /// Terminal names (UTF-8).
     pub const NAME_BYTES: u32 = 0x0402;
+    /// Per lexer state: its Parser DWA start state.
     pub const DWA_START: u32 = 0x0501;
+    /// Per lexer state: its start output token set.
     pub const DWA_START_RHO: u32 = 0x0502;
+    /// Per lexer state: its UNDECIDED token set.
     pub const DWA_UNDECIDED: u32 = 0x0503;
+    /// Per DWA state: its first explicit edge.
     pub const DWA_EDGE_OFF: u32 = 0x0504;
     /// Label lists, shared by the states that have the same one [u32, narrowable].
     pub const DWA_EDGE_LABEL: u32 = 0x0505;
@@ -162,13 +210,21 @@ pub mod kind {
     /// Per lexer state, a second DWA state to read its threads' stacks from (format 4.1; present
     /// only when some state has one, and then required: without it masks would lack tokens).
     pub const DWA_AUX_START: u32 = 0x050F;
+    /// Per token set: its first range.
     pub const SET_OFF: u32 = 0x0601;
+    /// Token ranges (start, end) pairs.
     pub const SET_RANGES: u32 = 0x0602;
+    /// Per token set: its bitmap's first block reference, or none.
     pub const SET_DENSE: u32 = 0x0603;
+    /// Block references of bitmap sets.
     pub const SET_BLOCK_REFS: u32 = 0x0604;
+    /// Interned bitmap blocks.
     pub const SET_BLOCKS: u32 = 0x0605;
+    /// Carried inhibitors: lexer states.
     pub const KILL_S: u32 = 0x0701;
+    /// Carried inhibitors: inhibition sets.
     pub const KILL_K: u32 = 0x0702;
+    /// Carried inhibitors: the token set that fires each.
     pub const KILL_SET: u32 = 0x0703;
 }
 

@@ -5,7 +5,7 @@ use super::*;
 
 /// Every section of `engine`'s tables as (kind, flags, bytes), in increasing kind order,
 /// without the metadata section. [`narrowable`] columns whose values fit are written as `u16`s
-/// (flag [`SECTION_NARROW`]). The writer lays these out; [`Artifact::from_backing`] reads the same
+/// (flag [`SECTION_NARROW`]). The writer lays these out; the reader (`Artifact::from_backing`) reads the same
 /// kinds back, so this is the one place the section ↔ table mapping is written down.
 pub fn columns(engine: &Engine) -> Vec<(u32, u32, Vec<u8>)> {
     use kind::*;
@@ -174,14 +174,4 @@ pub fn reseal_all(bytes: &mut [u8]) {
         bytes[at..at + size_of::<SectionEntry>()].copy_from_slice(e.as_bytes());
     }
     reseal(bytes);
-}
-
-pub(super) fn header_checksum(bytes: &[u8]) -> Option<u64> {
-    let (h, _) = Header::read_from_prefix(bytes).ok()?;
-    let table_len = (h.section_count as usize).checked_mul(size_of::<SectionEntry>())?;
-    let table = bytes.get(HEADER_LEN..HEADER_LEN.checked_add(table_len)?)?;
-    let mut head = h;
-    head.header_checksum = 0;
-    let c = crc32c_update(!0, head.as_bytes());
-    Some(!crc32c_update(c, table) as u64)
 }

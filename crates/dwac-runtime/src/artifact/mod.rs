@@ -19,47 +19,86 @@ use crate::tables::{GrammarTables, LexerTables, LrTables, TableError, Vocabulary
 
 mod crc;
 mod format;
+#[cfg(feature = "unstable")]
 mod layout;
 pub mod transport;
 
 pub use crc::crc32c;
 use crc::crc32c_update;
 pub use format::*;
-use layout::header_checksum;
+#[cfg(feature = "unstable")]
 pub use layout::{columns, header_for, layout, reseal, reseal_all};
 
 /// Why an artifact could not be opened or used. Opening never panics: every corrupt, truncated
 /// or foreign file ends here.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum ArtifactError {
     /// Reading or mapping the file failed.
-    Io { path: String, source: std::io::Error },
+    Io {
+        /// The file.
+        path: String,
+        /// What the system said.
+        source: std::io::Error,
+    },
     /// Shorter than its header or than the header says.
-    Truncated { len: u64, need: u64 },
+    Truncated {
+        /// Bytes there are.
+        len: u64,
+        /// Bytes the header needs or names.
+        need: u64,
+    },
     /// Not a dwac artifact (wrong magic or label).
     BadMagic,
     /// Written on (or read by) a big-endian machine: the format is little-endian.
-    Endianness { probe: u32 },
+    Endianness {
+        /// The endianness probe as read.
+        probe: u32,
+    },
     /// A format major version this reader does not read.
-    UnsupportedVersion { major: u16, minor: u16 },
+    UnsupportedVersion {
+        /// The file's major version.
+        major: u16,
+        /// The file's minor version.
+        minor: u16,
+    },
     /// The buffer is not aligned for zero-copy views.
-    Misaligned { align: usize },
+    Misaligned {
+        /// The alignment needed, in bytes.
+        align: usize,
+    },
     /// A structural field is wrong; `what` names it.
-    Corrupt { what: String },
+    Corrupt {
+        /// The field or structure.
+        what: String,
+    },
     /// A section's (or the header's) checksum does not match its bytes.
-    Checksum { section: String },
+    Checksum {
+        /// The section's name.
+        section: String,
+    },
     /// The tables are inconsistent (an index out of range, …).
     Tables(TableError),
     /// The `.dwa.zst` transport form could not be decompressed.
     Zstd(String),
     /// A tokenizer whose vocabulary differs from the artifact's.
-    TokenizerMismatch { artifact: String, given: String, first_difference: String },
+    TokenizerMismatch {
+        /// The artifact's tokenizer fingerprint (hex).
+        artifact: String,
+        /// The given tokenizer's fingerprint (hex).
+        given: String,
+        /// The first difference between the two vocabularies, in words.
+        first_difference: String,
+    },
     /// A transport form that leaves the vocabulary out, opened without one
-    /// ([`Artifact::open_with_vocabulary`] reads it).
+    /// ([`OpenOptions::vocabulary`] reads it).
     VocabularyNeeded,
     /// The vocabulary given to a transport form that leaves it out is not the artifact's: the
     /// named section's bytes differ in length or checksum.
-    VocabularyMismatch { section: String },
+    VocabularyMismatch {
+        /// The section's name.
+        section: String,
+    },
 }
 
 impl std::fmt::Display for ArtifactError {
@@ -116,80 +155,109 @@ fn corrupt(what: impl Into<String>) -> ArtifactError {
 #[derive(Debug, Clone)]
 pub struct Artifact {
     header: Header,
+    #[cfg_attr(not(feature = "unstable"), allow(dead_code, reason = "read by `sections()`, feature `unstable`"))]
     sections: Vec<SectionEntry>,
     engine: Arc<Engine>,
     meta: Array<u8>,
     backing: Backing,
 }
 
-pub use transport::MAX_DECOMPRESSED;
-use transport::{decompress, decompress_with, is_transport};
+use transport::{decompress_with, is_transport};
+
+/// How to open an artifact: [`Artifact::open`] and [`Artifact::from_bytes`] with options.
+///
+/// ```no_run
+/// use dwac_runtime::{OpenOptions, Vocabulary};
+/// # fn tokenizer_vocabulary() -> Vocabulary { Vocabulary::default() }
+/// // A transport form compiled `--without-vocabulary`, given its tokenizer's vocabulary
+/// // (`dwac_vocab::Tokenizer::vocab`):
+/// let vocab = tokenizer_vocabulary();
+/// let artifact = OpenOptions::new().vocabulary(&vocab).open("artifacts/book_flight.dwa.zst")?;
+/// # Ok::<(), dwac_runtime::ArtifactError>(())
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct OpenOptions<'v> {
+    vocabulary: Option<&'v Vocabulary>,
+    verify: bool,
+}
+
+impl Default for OpenOptions<'_> {
+    fn default() -> Self {
+        OpenOptions::new()
+    }
+}
+
+impl<'v> OpenOptions<'v> {
+    /// The defaults: full validation, no vocabulary given.
+    pub fn new() -> OpenOptions<'v> {
+        OpenOptions { vocabulary: None, verify: true }
+    }
+
+    /// The vocabulary a transport form may leave out (`dwac compile --zstd
+    /// --without-vocabulary`): the left-out sections are filled from it, and it must be the
+    /// artifact's own (each filled section's checksum is checked, else
+    /// [`ArtifactError::VocabularyMismatch`]). Any other artifact ignores it. Without it, such
+    /// a transport form is refused with [`ArtifactError::VocabularyNeeded`].
+    pub fn vocabulary(mut self, vocab: &'v Vocabulary) -> OpenOptions<'v> {
+        self.vocabulary = Some(vocab);
+        self
+    }
+
+    /// Whether to verify the checksums and validate every table index (on by default,
+    /// FORMAT.md §5 steps 1–9). Off, only the structure needed to take the views is checked, in
+    /// time proportional to the number of sections: for files already verified at deploy time
+    /// (with verification on, or `dwac inspect --verify`). Memory safety never depends on the
+    /// file either way (every table read stays bounds-checked); a corrupt file opened without
+    /// verification may make later calls panic instead of returning errors.
+    pub fn verify(mut self, verify: bool) -> OpenOptions<'v> {
+        self.verify = verify;
+        self
+    }
+
+    /// Open an artifact file (`.dwa`, or the zstd transport form, recognized by its magic). A
+    /// plain file is memory-mapped (feature `mmap`, on by default) or else read into an aligned
+    /// buffer.
+    pub fn open(&self, path: impl AsRef<std::path::Path>) -> Result<Artifact, ArtifactError> {
+        Artifact::from_backing(load_with(path.as_ref(), self.vocabulary)?, self.verify)
+    }
+
+    /// Read an artifact (or its zstd transport form) from bytes, copying them once into an
+    /// aligned buffer.
+    pub fn from_bytes(&self, bytes: &[u8]) -> Result<Artifact, ArtifactError> {
+        let backing =
+            if is_transport(bytes) { decompress_with(bytes, self.vocabulary)? } else { Backing::copy_from(bytes) };
+        Artifact::from_backing(backing, self.verify)
+    }
+
+    /// Use a static buffer holding a plain artifact without copying it (it must be 8-byte
+    /// aligned, else [`ArtifactError::Misaligned`]). A transport form is decompressed as by
+    /// [`OpenOptions::from_bytes`].
+    pub fn from_static(&self, bytes: &'static [u8]) -> Result<Artifact, ArtifactError> {
+        if is_transport(bytes) {
+            return self.from_bytes(bytes);
+        }
+        Artifact::from_backing(Backing::from_static(bytes), self.verify)
+    }
+}
 
 impl Artifact {
-    /// Open an artifact file (`.dwa`, or the zstd transport form, recognized by its magic).
-    /// A plain file is memory-mapped (feature `mmap`, on by default) or else read into an
-    /// aligned buffer; then fully validated.
+    /// Open an artifact file with the default [`OpenOptions`]: memory-mapped if it is a plain
+    /// `.dwa` (feature `mmap`, on by default), decompressed if it is the zstd transport form,
+    /// then fully validated.
     pub fn open(path: impl AsRef<std::path::Path>) -> Result<Artifact, ArtifactError> {
-        Artifact::from_backing(load(path.as_ref())?, true)
+        OpenOptions::new().open(path)
     }
 
-    /// As [`Artifact::open`], skipping the checksums and the table index validation (the
-    /// structure needed to take the views is still checked, in time proportional to the number
-    /// of sections). For files already verified at deploy time with [`Artifact::open`] or
-    /// `dwac inspect --verify`.
-    ///
-    /// # Safety
-    /// Memory safety never depends on the file: every table read stays bounds-checked. The
-    /// caller promises the file was verified; an unverified corrupt file may make later calls
-    /// panic instead of returning errors.
-    pub unsafe fn open_unchecked(path: impl AsRef<std::path::Path>) -> Result<Artifact, ArtifactError> {
-        Artifact::from_backing(load(path.as_ref())?, false)
-    }
-
-    /// Read an artifact (or its zstd form) from bytes, copying them once into an aligned
-    /// buffer, then validate it.
+    /// Read an artifact (or its zstd transport form) from bytes with the default
+    /// [`OpenOptions`], copying them once into an aligned buffer, then validate it.
     pub fn from_bytes(bytes: &[u8]) -> Result<Artifact, ArtifactError> {
-        Artifact::from_backing(backing_from_bytes(bytes)?, true)
-    }
-
-    /// As [`Artifact::from_bytes`], without the checksums and index validation.
-    ///
-    /// # Safety
-    /// As for [`Artifact::open_unchecked`].
-    pub unsafe fn from_bytes_unchecked(bytes: &[u8]) -> Result<Artifact, ArtifactError> {
-        Artifact::from_backing(backing_from_bytes(bytes)?, false)
-    }
-
-    /// As [`Artifact::open`], for a transport form that may leave the vocabulary out
-    /// (`dwac compile --zstd --without-vocabulary`): the left-out sections are filled from
-    /// `vocab`, which must be the artifact's own (each section's checksum is checked; else
-    /// [`ArtifactError::VocabularyMismatch`]). Any other artifact opens as with `open`.
-    pub fn open_with_vocabulary(
-        path: impl AsRef<std::path::Path>,
-        vocab: &Vocabulary,
-    ) -> Result<Artifact, ArtifactError> {
-        Artifact::from_backing(load_with(path.as_ref(), Some(vocab))?, true)
-    }
-
-    /// As [`Artifact::from_bytes`], with the vocabulary a transport form may leave out
-    /// ([`Artifact::open_with_vocabulary`]).
-    pub fn from_bytes_with_vocabulary(bytes: &[u8], vocab: &Vocabulary) -> Result<Artifact, ArtifactError> {
-        let backing =
-            if is_transport(bytes) { decompress_with(bytes, Some(vocab))? } else { Backing::copy_from(bytes) };
-        Artifact::from_backing(backing, true)
-    }
-
-    /// Use a static buffer without copying (it must be 8-byte aligned, else
-    /// [`ArtifactError::Misaligned`]).
-    pub fn from_static(bytes: &'static [u8]) -> Result<Artifact, ArtifactError> {
-        Artifact::from_backing(Backing::from_static(bytes), true)
+        OpenOptions::new().from_bytes(bytes)
     }
 
     /// Validate and open an artifact held in `backing`. With `verify`, checksums are checked
     /// and the tables validated (FORMAT.md §5, steps 1–9); without it, steps 1–6 minus the
     /// checksums.
-    #[doc(hidden)]
-    pub fn from_backing(backing: Backing, verify: bool) -> Result<Artifact, ArtifactError> {
+    fn from_backing(backing: Backing, verify: bool) -> Result<Artifact, ArtifactError> {
         let bytes = backing.bytes();
         // 1. Magic, size, endianness, version.
         if bytes.len() < HEADER_LEN && !bytes.starts_with(&MAGIC[..bytes.len().min(8)]) {
@@ -435,11 +503,8 @@ impl Artifact {
             None
         };
         // 8–9. Every index the runtime follows (Engine::with_mask validates the tables).
-        let engine = if verify {
-            Engine::with_mask(tables, vocab, mask)?
-        } else {
-            Engine::with_mask_unchecked(tables, vocab, mask)
-        };
+        let engine =
+            if verify { Engine::validated(tables, vocab, mask)? } else { Engine::unchecked(tables, vocab, mask) };
         Ok(Artifact { header: h, sections, engine: Arc::new(engine), meta, backing })
     }
 
@@ -448,14 +513,14 @@ impl Artifact {
         &self.engine
     }
 
-    /// The header (format version, fingerprints).
-    #[doc(hidden)]
+    /// The header (format version, fingerprints). Unstable (feature `unstable`).
+    #[cfg(feature = "unstable")]
     pub fn header(&self) -> &Header {
         &self.header
     }
 
-    /// The section table.
-    #[doc(hidden)]
+    /// The section table. Unstable (feature `unstable`).
+    #[cfg(feature = "unstable")]
     pub fn sections(&self) -> &[SectionEntry] {
         &self.sections
     }
@@ -529,18 +594,8 @@ pub fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
-fn backing_from_bytes(bytes: &[u8]) -> Result<Backing, ArtifactError> {
-    if is_transport(bytes) {
-        return decompress(bytes);
-    }
-    Ok(Backing::copy_from(bytes))
-}
-
-fn load(path: &std::path::Path) -> Result<Backing, ArtifactError> {
-    load_with(path, None)
-}
-
-/// [`load`], with the vocabulary a transport form may leave out.
+/// The bytes of the artifact file at `path` (mapped or read, decompressed if need be), with the
+/// vocabulary a transport form may leave out.
 fn load_with(path: &std::path::Path, vocab: Option<&Vocabulary>) -> Result<Backing, ArtifactError> {
     let io = |source| ArtifactError::Io { path: path.display().to_string(), source };
     let file = std::fs::File::open(path).map_err(io)?;
@@ -566,4 +621,16 @@ fn load_with(path: &std::path::Path, vocab: Option<&Vocabulary>) -> Result<Backi
     {
         Ok(Backing::copy_from(&std::fs::read(path).map_err(io)?))
     }
+}
+
+/// The header checksum of a laid-out file: CRC-32C of the header (its checksum field zero) and
+/// the section table; `None` if `bytes` is too short to hold them.
+pub(crate) fn header_checksum(bytes: &[u8]) -> Option<u64> {
+    let (h, _) = Header::read_from_prefix(bytes).ok()?;
+    let table_len = (h.section_count as usize).checked_mul(size_of::<SectionEntry>())?;
+    let table = bytes.get(HEADER_LEN..HEADER_LEN.checked_add(table_len)?)?;
+    let mut head = h;
+    head.header_checksum = 0;
+    let c = crc32c_update(!0, head.as_bytes());
+    Some(!crc32c_update(c, table) as u64)
 }

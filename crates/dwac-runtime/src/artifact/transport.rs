@@ -20,6 +20,11 @@
 //! passes ([`decompress_with`]), and each one must have the section's checksum, so only the
 //! artifact's own vocabulary opens it.
 
+#![cfg_attr(
+    not(feature = "zstd"),
+    allow(dead_code, reason = "without zstd a transport form is refused before its frames are read")
+)]
+
 use super::ArtifactError;
 use crate::array::Backing;
 
@@ -49,6 +54,7 @@ pub fn is_transport(prefix: &[u8]) -> bool {
 
 /// Replace each `u32` word in `ranges` (byte offset, byte length; both multiples of 4) by its
 /// difference to the previous word of its range. The inverse of [`undelta`].
+#[cfg(feature = "unstable")]
 pub fn delta(bytes: &mut [u8], ranges: &[(u64, u64)]) {
     for &(off, len) in ranges {
         let (a, b) = (off as usize, (off + len) as usize);
@@ -74,6 +80,7 @@ pub fn undelta(bytes: &mut [u8], ranges: &[(u64, u64)]) {
 }
 
 /// The skippable frame announcing a delta filter over `ranges`.
+#[cfg(feature = "unstable")]
 pub fn filter_frame(ranges: &[(u64, u64)]) -> Vec<u8> {
     let payload = FILTER_TAG.len() + 4 + 16 * ranges.len();
     let mut out = Vec::with_capacity(8 + payload);
@@ -90,6 +97,7 @@ pub fn filter_frame(ranges: &[(u64, u64)]) -> Vec<u8> {
 
 /// The skippable frame announcing that the sections of `kinds` are left out (zero in the data
 /// frame).
+#[cfg(feature = "unstable")]
 pub fn elided_frame(kinds: &[u32]) -> Vec<u8> {
     let payload = ELIDED_TAG.len() + 4 + 4 * kinds.len();
     let mut out = Vec::with_capacity(8 + payload);
@@ -196,6 +204,7 @@ pub fn parse_filter(bytes: &[u8]) -> Result<(Ranges, &[u8]), ArtifactError> {
 
 /// Decompress a transport form (filtered or not) into an 8-aligned buffer, undoing the filter.
 /// A form that leaves sections out needs [`decompress_with`].
+#[cfg(feature = "unstable")]
 pub fn decompress(bytes: &[u8]) -> Result<Backing, ArtifactError> {
     decompress_with(bytes, None)
 }
@@ -288,7 +297,8 @@ pub fn decompress_with(_: &[u8], _: Option<&crate::Vocabulary>) -> Result<Backin
     Err(bad("this build of dwac-runtime has no zstd support (feature `zstd`)"))
 }
 
-#[cfg(test)]
+// (The tests build tables with the writer's side: feature `unstable`.)
+#[cfg(all(test, feature = "unstable"))]
 mod tests {
     use super::*;
 

@@ -46,8 +46,8 @@ impl MaskScratch {
 
     /// Walk at most `n` groups of threads with carried kill sets per round of a mask fill
     /// (default and most 64; the mask is the same), so that tests reach the rounds that only
-    /// masks of more than 64 such groups need otherwise.
-    #[doc(hidden)]
+    /// masks of more than 64 such groups need otherwise. Unstable (feature `unstable`).
+    #[cfg(feature = "unstable")]
     pub fn set_groups_per_round(&mut self, n: usize) {
         self.walk.groups_per_round = n;
     }
@@ -104,6 +104,7 @@ impl std::fmt::Display for MaskError {
 
 /// The results of scoped worker threads, in order; a panicking worker is an error carrying its
 /// message, never an empty result (an empty part of a mask would read as "nothing allowed").
+#[cfg(feature = "unstable")]
 fn join_workers<'scope, T>(handles: Vec<std::thread::ScopedJoinHandle<'scope, T>>) -> Result<Vec<T>, MaskError> {
     handles
         .into_iter()
@@ -388,12 +389,13 @@ impl Matcher {
         Ok(())
     }
 
-    #[doc(hidden)]
     /// The reference mask again, computed with the vocabulary trie: for every token exactly the
     /// byte steps `commit` takes and its final lookahead pruning, but each prefix shared by several
     /// tokens is stepped once, and the first bytes are spread over `threads` OS threads. Equal to
     /// [`fill_reference_mask`](Self::fill_reference_mask) (tested); for differential corpus runs,
-    /// where the per-token reference at 151k tokens takes ~0.1 s a mask.
+    /// where the per-token reference at 151k tokens takes ~0.1 s a mask. Unstable (feature
+    /// `unstable`).
+    #[cfg(feature = "unstable")]
     pub fn fill_reference_mask_shared(&self, out: &mut [u32], threads: usize) -> Result<(), MaskError> {
         let need = self.mask_words();
         if out.len() < need {
@@ -451,11 +453,12 @@ impl Matcher {
         Ok(())
     }
 
-    #[doc(hidden)]
     /// A canonical description of the configuration: per thread (sorted) its lexer state, carried
     /// inhibitors and the set of its stacks as LR-state sequences, top first. Masks (and every
     /// future of the matcher) depend on nothing else, so equal keys mean equal masks: corpus runs
     /// use it to cache reference masks. `None` if some thread has more than `max_paths` stacks.
+    /// Unstable (feature `unstable`).
+    #[cfg(feature = "unstable")]
     pub fn configuration_key(&self, max_paths: usize) -> Option<Vec<u32>> {
         let mut threads: Vec<Vec<u32>> = Vec::new();
         for th in self.cur.threads.iter() {
@@ -499,7 +502,8 @@ impl Matcher {
     }
 }
 
-#[cfg(test)]
+// (The tests build tables with the writer's side: feature `unstable`.)
+#[cfg(all(test, feature = "unstable"))]
 mod tests {
     use super::{join_workers, MaskError};
 

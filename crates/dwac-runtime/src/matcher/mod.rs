@@ -31,15 +31,13 @@ pub struct Engine {
 }
 
 impl Engine {
-    #[doc(hidden)]
-    /// Validate the tables (every index they hold is in range) and bundle them with `vocab`.
-    pub fn new(tables: GrammarTables, vocab: Vocabulary) -> Result<Engine, TableError> {
-        Engine::with_mask(tables, vocab, None)
-    }
-
-    #[doc(hidden)]
-    /// As [`Engine::new`], with the Parser DWA for `fill_mask` (validated against the tables).
-    pub fn with_mask(tables: GrammarTables, vocab: Vocabulary, mask: Option<MaskTables>) -> Result<Engine, TableError> {
+    /// Validate the tables (every index they hold is in range) and the Parser DWA, if any,
+    /// against them, and bundle them with `vocab`.
+    pub(crate) fn validated(
+        tables: GrammarTables,
+        vocab: Vocabulary,
+        mask: Option<MaskTables>,
+    ) -> Result<Engine, TableError> {
         tables.validate()?;
         vocab.validate()?;
         if let Some(m) = &mask {
@@ -56,26 +54,26 @@ impl Engine {
         Ok(Engine { tables, vocab, trie, mask, mixed_priorities })
     }
 
-    #[doc(hidden)]
-    /// As [`Engine::with_mask`] without validating the tables: for tables already validated
-    /// (an artifact verified at deploy time). Reads stay bounds-checked, so invalid tables can
-    /// make later calls panic but never read out of bounds.
-    pub fn with_mask_unchecked(tables: GrammarTables, vocab: Vocabulary, mask: Option<MaskTables>) -> Engine {
+    /// As [`Engine::validated`] without validating: for tables already validated (an artifact
+    /// verified at deploy time). Reads stay bounds-checked, so invalid tables can make later
+    /// calls panic but never read out of bounds.
+    pub(crate) fn unchecked(tables: GrammarTables, vocab: Vocabulary, mask: Option<MaskTables>) -> Engine {
         let p = &tables.lexer.priority;
         let mixed_priorities = p.iter().any(|&x| Some(&x) != p.first());
         Engine { tables, vocab, trie: std::sync::OnceLock::new(), mask, mixed_priorities }
     }
 
-    #[doc(hidden)]
-    /// The Parser DWA, if this engine has one.
-    pub fn mask_tables(&self) -> Option<&MaskTables> {
-        self.mask.as_ref()
-    }
-
-    /// The grammar's lexer and LR tables.
-    #[doc(hidden)]
-    pub fn tables(&self) -> &GrammarTables {
-        &self.tables
+    /// How many (lexer state, token) pairs the compiler left UNDECIDED: masks decide them at
+    /// run time by committing the token (which [`MaskCounters`](crate::MaskCounters) counts as
+    /// they happen). `None` for an engine without a Parser DWA, whose every mask is the
+    /// reference mask.
+    pub fn undecided_tokens(&self) -> Option<u64> {
+        let t = self.mask.as_ref()?;
+        let mut n = 0u64;
+        for &set in t.undecided.iter().filter(|&&s| s != crate::dwa::NONE) {
+            t.for_each_token(set, |_| n += 1);
+        }
+        Some(n)
     }
 
     /// The vocabulary: every token's exact bytes, which ids are special, the end tokens.
@@ -86,6 +84,7 @@ impl Engine {
 
 /// Why a `commit` or `rollback` was refused. The matcher is unchanged after any error.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CommitError {
     /// The token id is not in the vocabulary.
     TokenOutOfRange {
@@ -258,6 +257,7 @@ pub struct Matcher {
 /// Why [`Matcher::commit_tokens`] stopped: the tokens before `accepted` were committed, token
 /// `accepted` was refused with `error` (and not committed), the rest were not tried.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CommitTokensError {
     /// Tokens committed (the index of the refused one).
     pub accepted: usize,
@@ -345,8 +345,8 @@ impl Matcher {
         self.max_rollback
     }
 
-    #[doc(hidden)]
-    /// Lexer threads and total GSS heads (diagnostics).
+    /// Lexer threads and total GSS heads (diagnostics). Unstable (feature `unstable`).
+    #[cfg(feature = "unstable")]
     pub fn stats(&self) -> (usize, usize) {
         (self.cur.threads.len(), self.cur.threads.iter().map(|t| t.heads.len()).sum())
     }
@@ -365,5 +365,37 @@ impl Matcher {
     /// be followed by whitespace).
     pub fn is_accepting(&self) -> bool {
         !self.cur.terminated && self.accepts_eof(&self.cur.threads, &mut Scratch::default())
+    }
+}
+
+/// The compiler's and the tests' access to an engine's tables (feature `unstable`; no semver
+/// promise).
+#[cfg(feature = "unstable")]
+impl Engine {
+    /// Validate the tables (every index they hold is in range) and bundle them with `vocab`.
+    pub fn new(tables: GrammarTables, vocab: Vocabulary) -> Result<Engine, TableError> {
+        Engine::validated(tables, vocab, None)
+    }
+
+    /// As [`Engine::new`], with the Parser DWA for `fill_mask` (validated against the tables).
+    pub fn with_mask(tables: GrammarTables, vocab: Vocabulary, mask: Option<MaskTables>) -> Result<Engine, TableError> {
+        Engine::validated(tables, vocab, mask)
+    }
+
+    /// As [`Engine::with_mask`] without validating the tables: for tables already validated
+    /// (the compiler's own output). Reads stay bounds-checked, so invalid tables can make later
+    /// calls panic but never read out of bounds.
+    pub fn with_mask_unchecked(tables: GrammarTables, vocab: Vocabulary, mask: Option<MaskTables>) -> Engine {
+        Engine::unchecked(tables, vocab, mask)
+    }
+
+    /// The Parser DWA, if this engine has one.
+    pub fn mask_tables(&self) -> Option<&MaskTables> {
+        self.mask.as_ref()
+    }
+
+    /// The grammar's lexer and LR tables.
+    pub fn tables(&self) -> &GrammarTables {
+        &self.tables
     }
 }

@@ -49,7 +49,7 @@ pub(crate) fn read_items(args: &CheckArgs) -> Result<Vec<Item>> {
 pub(crate) fn check(args: CheckArgs) -> Result<u8> {
     let items = read_items(&args)?;
     let l = load(&args.source, args.json)?;
-    let eos = l.engine.vocab().eos.first().copied();
+    let eos = l.engine.vocab().eos().first().copied();
     let bar = indicatif::ProgressBar::new(items.len() as u64);
     bar.set_style(
         indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} {elapsed}")

@@ -3,7 +3,7 @@
 use std::time::Instant;
 
 use anyhow::Result;
-use dwac_runtime::artifact::{hex, kind_info};
+use dwac_runtime::unstable::artifact::{hex, kind_info};
 use serde_json::json;
 
 use crate::args::*;
@@ -27,7 +27,7 @@ pub(crate) fn inspect(args: InspectArgs) -> Result<u8> {
                 "name": kind_info(e.kind).map_or("unknown (optional)", |i| i.0),
                 "offset": e.offset,
                 "bytes": e.len,
-                "narrow": e.flags & dwac_runtime::artifact::SECTION_NARROW != 0,
+                "narrow": e.flags & dwac_runtime::unstable::artifact::SECTION_NARROW != 0,
             })
         })
         .collect();
@@ -46,7 +46,7 @@ pub(crate) fn inspect(args: InspectArgs) -> Result<u8> {
         "tokenizer_fingerprint": hex(&h.tokenizer_fingerprint),
         "grammar_fingerprint": hex(&h.grammar_fingerprint),
         "vocab_size": h.vocab_size,
-        "eos": &v.eos[..],
+        "eos": v.eos(),
         "mask_words": h.mask_words,
         "terminals": h.num_terminals,
         "lexer_states": h.lexer_states,
@@ -76,7 +76,7 @@ pub(crate) fn inspect(args: InspectArgs) -> Result<u8> {
     println!("format       {} (verified: checksums and every table index)", s(&out["format"]));
     println!("compiler     {}", s(&meta["compiler"]));
     println!("source       {} ({}, sha256 {})", s(&src["name"]), s(&src["kind"]), s(&src["sha256"]));
-    println!("tokenizer    {} ({} tokens, EOS {:?})", s(&out["tokenizer"]), h.vocab_size, &v.eos[..]);
+    println!("tokenizer    {} ({} tokens, EOS {:?})", s(&out["tokenizer"]), h.vocab_size, v.eos());
     println!("  fingerprint {}", hex(&h.tokenizer_fingerprint));
     println!("grammar fp   {}", hex(&h.grammar_fingerprint));
     println!(
@@ -112,7 +112,7 @@ pub(crate) fn inspect(args: InspectArgs) -> Result<u8> {
             println!("  terminal {:<40} {} tokens", s(&t["name"]), s(&t["tokens"]));
         }
     }
-    if h.flags & dwac_runtime::artifact::FLAG_MASK != 0 {
+    if h.flags & dwac_runtime::unstable::artifact::FLAG_MASK != 0 {
         println!(
             "parser DWA   {} states, {} token sets, max lookback {}, {} undecided (lexer state, token) pairs",
             h.dwa_states,
@@ -132,7 +132,7 @@ pub(crate) fn inspect(args: InspectArgs) -> Result<u8> {
             kind_info(e.kind).map_or("unknown (optional)", |i| i.0),
             e.offset,
             e.len,
-            if e.flags & dwac_runtime::artifact::SECTION_NARROW != 0 { " (u16)" } else { "" }
+            if e.flags & dwac_runtime::unstable::artifact::SECTION_NARROW != 0 { " (u16)" } else { "" }
         );
     }
     Ok(0)

@@ -21,7 +21,7 @@ pub(crate) fn mask(args: MaskArgs) -> Result<u8> {
         (0..l.engine.vocab().len() as u32).filter(|&v| bits[(v / 32) as usize] >> (v % 32) & 1 == 1).collect();
     let source = if sc.fallbacks() > 0 { "reference" } else { "dwa" };
     let vocab = l.engine.vocab();
-    let eos_allowed = vocab.eos.iter().any(|e| allowed.binary_search(e).is_ok());
+    let eos_allowed = vocab.eos().iter().any(|e| allowed.binary_search(e).is_ok());
     if args.json {
         let tokens: Vec<_> = allowed
             .iter()

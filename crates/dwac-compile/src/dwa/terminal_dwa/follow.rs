@@ -20,7 +20,7 @@
 //! otherwise split at every accepting state, and builds the tables of other grammars exactly
 //! as before.
 
-use dwac_runtime::tables::{Action, LexerTables, LrTables};
+use dwac_runtime::unstable::{Action, LexerTables, LrTables};
 
 /// Per terminal: the bytes a fresh lexeme may begin with right after a lexeme of it.
 pub struct FollowBytes {

@@ -13,15 +13,15 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use dwac_runtime::lexer::Inhibitor;
-use dwac_runtime::tables::DEAD;
-use dwac_runtime::LexerTables;
+use dwac_runtime::unstable::Inhibitor;
+use dwac_runtime::unstable::LexerTables;
+use dwac_runtime::unstable::DEAD;
 
 use super::compose::{Step, ANY};
 use super::horizon::Horizon;
 use super::sets::SetPool;
 use super::FastMap;
-use dwac_runtime::trie::Trie;
+use dwac_runtime::unstable::Trie;
 
 mod base;
 mod closure;
