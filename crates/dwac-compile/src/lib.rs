@@ -7,8 +7,6 @@
 pub mod artifact;
 pub mod dwa;
 pub mod lexer;
-mod minimize;
-pub mod munch;
 pub mod pipeline;
 pub mod probe;
 mod stages;

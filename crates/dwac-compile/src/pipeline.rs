@@ -158,7 +158,7 @@ pub fn compile_grammar_with(g: &Grammar, opts: &NormalizeOptions) -> Result<Comp
     Ok(c)
 }
 
-/// What the longest-match analysis ([`crate::munch::analyse`]) reads that [`Compiled`] does not
+/// What the longest-match analysis ([`crate::lexer::munch::analyse`]) reads that [`Compiled`] does not
 /// keep: the LR states' kernels and, after lexer inference, the lifted grammar (its warnings are
 /// located in it). The analysis only reports (dead ends, or a language left empty), so it may run
 /// beside the Parser DWA's build; an empty language still refuses the grammar.
@@ -169,10 +169,10 @@ struct PendingAnalysis {
 
 impl PendingAnalysis {
     /// The analysis of `c`, compiled from `g`.
-    fn analyse(&self, c: &Compiled, g: &Grammar) -> crate::munch::MunchReport {
+    fn analyse(&self, c: &Compiled, g: &Grammar) -> crate::lexer::munch::MunchReport {
         let source = self.lifted.as_ref().unwrap_or(g);
         let (lex, lr, ng) = (&c.tables.lexer, &c.tables.lr, &c.normalized.grammar);
-        crate::munch::analyse(lex, lr, &self.kernels, ng, c.normalized.accepts_empty, source)
+        crate::lexer::munch::analyse(lex, lr, &self.kernels, ng, c.normalized.accepts_empty, source)
     }
 
     /// Its report into `c`'s statistics (the stage `munch`, after `lexer`, took `took` on its
@@ -180,7 +180,7 @@ impl PendingAnalysis {
     fn finish(
         self,
         c: &mut Compiled,
-        munch: crate::munch::MunchReport,
+        munch: crate::lexer::munch::MunchReport,
         took: std::time::Duration,
     ) -> Result<(), CompileError> {
         if let Some(empty) = munch.empty {

@@ -19,6 +19,8 @@ use crate::CompileError;
 mod components;
 mod counted;
 mod length;
+mod minimize;
+pub mod munch;
 
 use components::build_components;
 
@@ -516,7 +518,7 @@ fn subset_component(terminals: &[Terminal], active: &[bool]) -> Result<Component
 fn minimized(n: usize, (class, k): (Vec<u16>, usize), mut trans: Vec<u32>, accs: Vec<Vec<u32>>) -> ComponentDfa {
     // States from which no lexeme can be accepted are DEAD before minimizing: Hopcroft keeps
     // the sink apart, so such states would stay as rows of their own.
-    let doomed = crate::minimize::doomed_states(n, k, &mut trans, &accs);
+    let doomed = minimize::doomed_states(n, k, &mut trans, &accs);
 
     // Minimize (Hopcroft); q0 stays alone in its block.
     let initial: Vec<u32> = {
@@ -529,7 +531,7 @@ fn minimized(n: usize, (class, k): (Vec<u16>, usize), mut trans: Vec<u32>, accs:
             })
             .collect()
     };
-    let block = crate::minimize::minimize_classes(n, k, &trans, &initial);
+    let block = minimize::minimize_classes(n, k, &trans, &initial);
     let num_blocks = block.iter().max().map_or(0, |&m| m + 1);
     // Renumber so that q0's block is 0 and the rest follow in first-seen (BFS) order.
     let mut order: Vec<u32> = vec![DEAD; num_blocks as usize];
@@ -664,7 +666,7 @@ fn finish(
     // Stored by byte class: one column per class of bytes every state treats alike (equal
     // columns of `mtrans`, numbered in order of their smallest byte, which is the order of
     // their first column: the columns are numbered by their smallest byte too).
-    let (col_class, kc) = crate::minimize::column_classes(m, k, &mtrans);
+    let (col_class, kc) = minimize::column_classes(m, k, &mtrans);
     let mut reps = vec![0usize; kc];
     for c in (0..k).rev() {
         reps[col_class[c] as usize] = c;

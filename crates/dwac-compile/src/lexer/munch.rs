@@ -88,7 +88,7 @@ impl KillClasses<'_> {
             trans[n * 256..].iter_mut().for_each(|t| *t = killed);
             let mut initial = vec![0u32; n + 1];
             initial[n] = 1;
-            crate::minimize::minimize(n + 1, &trans, &initial)
+            super::minimize::minimize(n + 1, &trans, &initial)
         });
         blocks.get(s as usize).copied().unwrap_or(u32::MAX)
     }
