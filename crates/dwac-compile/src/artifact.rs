@@ -204,7 +204,7 @@ pub fn compress(bytes: &[u8], level: i32) -> std::io::Result<Vec<u8>> {
 /// The sections [`compress_without_vocabulary`] leaves out: the vocabulary's token bytes,
 /// offsets and special flags (its end tokens, a few bytes, stay).
 pub const VOCABULARY_SECTIONS: [u32; 3] = {
-    use dwac_runtime::unstable::artifact::kind::*;
+    use dwac_runtime::unstable::artifact::kind::{VOCAB_BYTES, VOCAB_OFFSETS, VOCAB_SPECIAL};
     [VOCAB_OFFSETS, VOCAB_BYTES, VOCAB_SPECIAL]
 };
 

@@ -384,7 +384,7 @@ pub(crate) struct Derived {
 }
 
 pub(crate) fn derive(g: &GgufVocab) -> Result<Derived, GgufError> {
-    use token_type::*;
+    use token_type::{BYTE, CONTROL, NORMAL, UNDEFINED, UNKNOWN, UNUSED, USER_DEFINED};
     let family = match g.model.as_str() {
         "gpt2" => Family::ByteLevel,
         "llama" => Family::SentencePiece,
@@ -472,7 +472,7 @@ pub(crate) fn derive(g: &GgufVocab) -> Result<Derived, GgufError> {
 /// over the tokens and scores with byte fallback (`llama`). It need not split text the way
 /// llama.cpp does; [`crate::Tokenizer::encode`] checks that the tokens spell the text.
 pub(crate) fn encoder(g: &GgufVocab, d: &Derived) -> Result<tokenizers::Tokenizer, VocabError> {
-    use token_type::*;
+    use token_type::{BYTE, NORMAL, UNKNOWN};
     let text = |t: &[u8]| String::from_utf8_lossy(t).into_owned();
     let root: Value = match d.family {
         Family::ByteLevel => {

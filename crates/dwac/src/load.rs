@@ -16,9 +16,9 @@ use dwac_runtime::Engine;
 use dwac_runtime::{Artifact, OpenOptions};
 use dwac_vocab::Tokenizer;
 
-use crate::args::*;
-use crate::report::*;
-use crate::watchdog::*;
+use crate::args::{CompileOpts, SourceArgs};
+use crate::report::lexer_state_bar;
+use crate::watchdog::Watchdog;
 
 pub(crate) struct Loaded {
     pub(crate) engine: Arc<Engine>,

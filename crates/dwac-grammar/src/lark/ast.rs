@@ -1,6 +1,6 @@
 //! The syntax tree of a `.lark` file: items, rule and terminal expressions.
 
-use super::*;
+use super::{Ebnf, Munch, Span};
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(super) enum Atom {

@@ -1,6 +1,6 @@
 //! The Lark grammar's own lexer: tokens of a `.lark` file with their spans.
 
-use super::*;
+use super::{parse_token_ref, GrammarError, Span};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Tk {

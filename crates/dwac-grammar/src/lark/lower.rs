@@ -1,7 +1,11 @@
 //! Name resolution (imports, templates, `%override`/`%extend`), terminal compilation into one Rust
 //! regex each (`lower/terminals.rs`), and lowering of rules to the IR.
 
-use super::*;
+use super::{
+    check_terminal_regex, escape_literal, hir_has_lazy, is_rule_name, is_term_name, lower_repeat, push_regex_char,
+    regex_error_kind, regex_error_span, translate_regex, Atom, DefKind, Ebnf, Ex, Grammar, GrammarError, HashMap,
+    Helpers, Item, Munch, Parser, RuleDef, Span, Symbol, TermDef, Terminal, Warning, COMMON_LARK, MAX_NESTING,
+};
 
 mod json;
 mod terminals;
@@ -655,16 +659,4 @@ pub(super) fn kind_verb(k: DefKind) -> &'static str {
         DefKind::Override => "override",
         DefKind::Extend => "extend",
     }
-}
-
-/// A single item stands for itself; several are wrapped (`Seq` or `Alt`) with the span
-/// from `start` to the last item's end.
-pub(super) fn collapse(mut items: Vec<Ex>, start: usize, wrap: fn(Vec<Ex>, Span) -> Ex) -> Ex {
-    if items.len() == 1 {
-        if let Some(x) = items.pop() {
-            return x;
-        }
-    }
-    let end = items.last().map_or(start, |a| a.span().end as usize);
-    wrap(items, Span::new(start, end))
 }

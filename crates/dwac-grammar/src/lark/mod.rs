@@ -37,7 +37,7 @@
 //! * `%override` and `%extend` of rules and terminals.
 //! * `%declare` is an error: declared terminals come from a post-lexer, which dwac does not have.
 //!
-//! * Token references in rules (llguidance's extension; ARCHITECTURE.md, "Token terminals"):
+//! * Token references in rules (llguidance's extension; docs/CONSTRUCTION.md, "Token terminals"):
 //!   `<|tool_call|>` (the token spelled so), `<[128010]>`, `<[128000-128255]>`, `<[1,5-9]>`, and
 //!   `<[^...]>` (any token but these, text included) directly under `*` or `+`. Each distinct set
 //!   is one terminal, resolved against the vocabulary by the compiler. Not inside terminals.
@@ -70,11 +70,14 @@ mod lexer;
 mod lower;
 mod parser;
 
-use crate::ebnf::*;
-use ast::*;
-use lexer::*;
-use lower::*;
-use parser::*;
+use crate::ebnf::{
+    check_terminal_regex, escape_literal, hir_has_lazy, lower_repeat, parse_token_ref, push_regex_char,
+    regex_error_kind, regex_error_span, Ebnf, Helpers,
+};
+use ast::{is_rule_name, is_term_name, Atom, DefKind, Ex, ImportName, Item, RuleDef, TermDef};
+use lexer::{err, lex, Tk, Tok};
+use lower::{load_common, Ctx};
+use parser::{translate_regex, Parser};
 
 /// Lark's `common.lark` (MIT), adjusted for Rust regex semantics; see the file's header.
 const COMMON_LARK: &str = include_str!("lark_common.lark");

@@ -1,6 +1,9 @@
 //! The parser of `.lark` files: tokens to the syntax tree, with line:column errors.
 
-use super::*;
+use super::{
+    err, is_rule_name, is_term_name, lex, parse_token_ref, push_regex_char, Atom, DefKind, Ebnf, Ex, GrammarError,
+    ImportName, Item, Munch, RuleDef, Span, TermDef, Tk, Tok, MAX_NESTING,
+};
 
 pub(super) struct Parser<'s> {
     pub(super) src: &'s str,
@@ -727,4 +730,16 @@ pub(super) fn translate_regex(body: &str) -> Result<(String, Vec<usize>), (usize
     }
     map.push(body.len());
     Ok((out, map))
+}
+
+/// A single item stands for itself; several are wrapped (`Seq` or `Alt`) with the span
+/// from `start` to the last item's end.
+fn collapse(mut items: Vec<Ex>, start: usize, wrap: fn(Vec<Ex>, Span) -> Ex) -> Ex {
+    if items.len() == 1 {
+        if let Some(x) = items.pop() {
+            return x;
+        }
+    }
+    let end = items.last().map_or(start, |a| a.span().end as usize);
+    wrap(items, Span::new(start, end))
 }

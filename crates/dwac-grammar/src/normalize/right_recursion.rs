@@ -1,6 +1,9 @@
 //! Pass 4 of [`super::normalize`]: right recursion rewritten to left recursion.
 
-use super::*;
+use super::{
+    dedup_rules, right_end_graph, sccs, Grammar, HashMap, HashSet, Names, Nonterminal, RightRecursionFree, Rule, Span,
+    Symbol,
+};
 
 /// Rewrite right recursion into left recursion (ARCHITECTURE.md "Invariants", normalized grammar).
 ///

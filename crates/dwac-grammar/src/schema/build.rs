@@ -5,7 +5,10 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use super::doc::{ptr_token, Doc};
-use super::flat::*;
+use super::flat::{
+    flatten, json_eq, merge, presence_branches, refusal, Disj, Flat, Part, Presence, Rest, Shape, OTHER_KEY, T_ALL,
+    T_ARR, T_BOOL, T_INT, T_NULL, T_NUM, T_OBJ, T_STR,
+};
 use super::numbers::{self, Decimal, NumberConstraints, NumberError};
 use super::strings::{self, StringConstraints, StringError};
 use super::validate::{key_parts, validate};

@@ -43,6 +43,7 @@ mod flat;
 mod lint;
 pub mod numbers;
 mod order;
+mod patterns;
 mod strict;
 pub mod strings;
 mod validate;

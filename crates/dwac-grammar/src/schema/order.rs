@@ -4,7 +4,7 @@
 use serde_json::{Map, Value};
 
 use super::doc::Doc;
-use super::flat::*;
+use super::flat::{flatten, json_eq, merge, presence_branches, refusal, Flat, Part, Rest};
 use super::validate::{key_parts, provably_disjoint, validate};
 use super::Draft;
 

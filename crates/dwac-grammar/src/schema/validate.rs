@@ -2,42 +2,16 @@
 //! compiler. Used to filter `enum`/`const` values by their sibling keywords, to prove `oneOf`
 //! branches disjoint, and to serialize instances in the grammar's key order.
 
-use std::cell::RefCell;
-use std::collections::HashMap;
-
 use serde_json::{Map, Value};
 
 use super::doc::{ptr_token, Doc};
-use super::flat::*;
+use super::flat::{
+    flatten, json_eq, merge, value_type, Flat, ObjSpec, Part, Presence, Shape, SomeMember, T_ARR, T_NUM, T_OBJ, T_STR,
+};
 use super::numbers::Decimal;
+use super::patterns::{compiled, literal_of, matches_pattern};
 use super::strings;
 use super::{Draft, SchemaError};
-
-thread_local! {
-    static PATTERNS: RefCell<HashMap<String, Option<regex::Regex>>> = RefCell::new(HashMap::new());
-}
-
-fn compiled(re: &str) -> Option<regex::Regex> {
-    PATTERNS.with(|m| {
-        m.borrow_mut()
-            .entry(re.to_string())
-            .or_insert_with(|| regex::RegexBuilder::new(&format!("^(?:{re})$")).size_limit(1 << 26).build().ok())
-            .clone()
-    })
-}
-
-fn literal_of(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_default()
-}
-
-/// Does the string `s` match the ECMA `pattern` (unanchored), as the compiled terminals do?
-pub(crate) fn matches_pattern(pattern: &str, s: &str) -> Result<bool, SchemaError> {
-    let re = strings::pattern_regex(pattern).map_err(|e| SchemaError::new("pattern", "", e.to_string()))?;
-    match compiled(&re) {
-        Some(r) => Ok(r.is_match(&literal_of(s))),
-        None => Err(SchemaError::new("pattern", "", format!("pattern `{pattern}` is too large"))),
-    }
-}
 
 fn matches_format(format: &str, s: &str) -> Result<bool, SchemaError> {
     if !strings::is_supported_format(format) {

@@ -2,7 +2,7 @@
 //! versions, flags, the fixed header, the section table entry, section kinds with their names and
 //! element sizes.
 
-use super::*;
+use super::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 /// The first eight bytes of every artifact.
 pub const MAGIC: [u8; 8] = *b"DWAC-ART";
@@ -230,7 +230,14 @@ pub mod kind {
 
 /// A known section kind: its name and element size.
 pub fn kind_info(k: u32) -> Option<(&'static str, usize)> {
-    use kind::*;
+    use kind::{
+        DWA_AUX_START, DWA_EDGE_LABEL, DWA_EDGE_OFF, DWA_EDGE_OUTCOME, DWA_LABEL_OFF, DWA_OUTCOME_OFF, DWA_OUTCOME_RHO,
+        DWA_OUTCOME_TARGET, DWA_START, DWA_START_RHO, DWA_UNDECIDED, KILL_K, KILL_S, KILL_SET, LEX_ACCEPT,
+        LEX_ACCEPT_OFF, LEX_BYTE_CLASS, LEX_FORK, LEX_FORK_OFF, LEX_IGNORED, LEX_MUNCH, LEX_NEXT_PLUS,
+        LEX_NEXT_PLUS_ROW, LEX_PRIORITY, LEX_TRANS, LR_ACTIONS, LR_ACTION_OFF, LR_ACTION_ROW, LR_ACTION_TERM,
+        LR_GOTO_NT, LR_GOTO_ROW, LR_GOTO_TARGET, LR_RULE_LEN, LR_RULE_LHS, META, NAME_BYTES, NAME_OFF, SET_BLOCKS,
+        SET_BLOCK_REFS, SET_DENSE, SET_OFF, SET_RANGES, VOCAB_BYTES, VOCAB_EOS, VOCAB_OFFSETS, VOCAB_SPECIAL,
+    };
     Some(match k {
         META => ("meta", 1),
         VOCAB_OFFSETS => ("vocab.offsets", 4),

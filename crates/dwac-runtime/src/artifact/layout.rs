@@ -1,14 +1,24 @@
 //! The writer's side: an engine's tables as sections ([`columns`]), the header for them, and the
 //! file laid out with its checksums (the compiler's `artifact_bytes` calls these).
 
-use super::*;
+use super::{
+    crc32c, header_checksum, kind, Col, Elem, Engine, FromBytes, Header, IntoBytes, SectionEntry, ENDIAN_PROBE,
+    FLAG_MASK, HEADER_LEN, LABEL, MAGIC, MAJOR, MINOR, SECTION_ALIGN, SECTION_NARROW,
+};
 
 /// Every section of `engine`'s tables as (kind, flags, bytes), in increasing kind order,
-/// without the metadata section. [`narrowable`] columns whose values fit are written as `u16`s
+/// without the metadata section. [`narrowable`](super::narrowable) columns whose values fit are written as `u16`s
 /// (flag [`SECTION_NARROW`]). The writer lays these out; the reader (`Artifact::from_backing`) reads the same
 /// kinds back, so this is the one place the section ↔ table mapping is written down.
 pub fn columns(engine: &Engine) -> Vec<(u32, u32, Vec<u8>)> {
-    use kind::*;
+    use kind::{
+        DWA_AUX_START, DWA_EDGE_LABEL, DWA_EDGE_OFF, DWA_EDGE_OUTCOME, DWA_LABEL_OFF, DWA_OUTCOME_OFF, DWA_OUTCOME_RHO,
+        DWA_OUTCOME_TARGET, DWA_START, DWA_START_RHO, DWA_UNDECIDED, KILL_K, KILL_S, KILL_SET, LEX_ACCEPT,
+        LEX_ACCEPT_OFF, LEX_BYTE_CLASS, LEX_FORK, LEX_FORK_OFF, LEX_IGNORED, LEX_MUNCH, LEX_NEXT_PLUS,
+        LEX_NEXT_PLUS_ROW, LEX_PRIORITY, LEX_TRANS, LR_ACTIONS, LR_ACTION_OFF, LR_ACTION_ROW, LR_ACTION_TERM,
+        LR_GOTO_NT, LR_GOTO_ROW, LR_GOTO_TARGET, LR_RULE_LEN, LR_RULE_LHS, NAME_BYTES, NAME_OFF, SET_BLOCKS,
+        SET_BLOCK_REFS, SET_DENSE, SET_OFF, SET_RANGES, VOCAB_BYTES, VOCAB_EOS, VOCAB_OFFSETS, VOCAB_SPECIAL,
+    };
     fn b<T: Elem>(a: &[T]) -> (u32, Vec<u8>) {
         (0, a.as_bytes().to_vec())
     }

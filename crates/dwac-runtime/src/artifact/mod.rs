@@ -25,7 +25,11 @@ pub mod transport;
 
 pub use crc::crc32c;
 use crc::crc32c_update;
-pub use format::*;
+use format::is_mask_kind;
+pub use format::{
+    kind, kind_info, narrowable, Header, SectionEntry, ENDIAN_PROBE, FLAG_MASK, HEADER_LEN, LABEL, MAGIC, MAJOR, MINOR,
+    SECTION_ALIGN, SECTION_NARROW, SECTION_OPTIONAL,
+};
 #[cfg(feature = "unstable")]
 pub use layout::{columns, header_for, layout, reseal, reseal_all};
 
@@ -380,7 +384,14 @@ impl Artifact {
             Array::view(backing, e.offset as usize, e.len as usize / size_of::<T>())
                 .ok_or_else(|| corrupt(format!("{name}: cannot be viewed (bounds or alignment)")))
         }
-        use kind::*;
+        use kind::{
+            DWA_AUX_START, DWA_EDGE_LABEL, DWA_EDGE_OFF, DWA_EDGE_OUTCOME, DWA_LABEL_OFF, DWA_OUTCOME_OFF,
+            DWA_OUTCOME_RHO, DWA_OUTCOME_TARGET, DWA_START, DWA_START_RHO, DWA_UNDECIDED, KILL_K, KILL_S, KILL_SET,
+            LEX_ACCEPT, LEX_ACCEPT_OFF, LEX_BYTE_CLASS, LEX_FORK, LEX_FORK_OFF, LEX_IGNORED, LEX_MUNCH, LEX_NEXT_PLUS,
+            LEX_NEXT_PLUS_ROW, LEX_PRIORITY, LEX_TRANS, LR_ACTIONS, LR_ACTION_OFF, LR_ACTION_ROW, LR_ACTION_TERM,
+            LR_GOTO_NT, LR_GOTO_ROW, LR_GOTO_TARGET, LR_RULE_LEN, LR_RULE_LHS, META, NAME_BYTES, NAME_OFF, SET_BLOCKS,
+            SET_BLOCK_REFS, SET_DENSE, SET_OFF, SET_RANGES, VOCAB_BYTES, VOCAB_EOS, VOCAB_OFFSETS, VOCAB_SPECIAL,
+        };
         let c32 = |k| col::<u32>(&backing, &sections, k);
         let c8 = |k| col::<u8>(&backing, &sections, k);
         let c64 = |k| col::<u64>(&backing, &sections, k);

@@ -1,7 +1,10 @@
 //! `commit`: the incremental lexer stepped byte by byte over every thread, each lexeme emitted
 //! (reduced and shifted) on the GSS, with priorities per path, viability pruning, and `rollback`.
 
-use super::*;
+use super::{
+    prio, push_unique, Arc, CommitError, CommitTokensError, Config, History, Inhibitor, Matcher, Node, NodeRef,
+    Scratch, Shifted, Thread,
+};
 
 pub(super) fn add_thread(out: &mut Vec<Thread>, q: u32, inh: &[Inhibitor], heads: &[NodeRef]) {
     if let Some(t) = out.iter_mut().find(|t| t.q == q && t.inh == inh) {

@@ -2,7 +2,9 @@
 //! against (clone, commit, non-empty), jump-forward (`forced_tokens`, `forced_bytes`) and the
 //! configuration key the differential tests cache reference masks by.
 
-use super::*;
+#[cfg(feature = "unstable")]
+use super::NodeRef;
+use super::{mask, MaskCounters, Matcher, Scratch, Thread, ThreadView, Trie, Vocabulary, WalkScratch};
 
 /// Working memory of a mask fill: accumulators of up to a vocabulary's width and small lists.
 /// One per thread that fills masks; reusing it means the mask path allocates nothing once it has

@@ -6,10 +6,10 @@ use anyhow::{Context, Result};
 use dwac_runtime::Matcher;
 use serde_json::json;
 
-use crate::args::*;
-use crate::cmd::check::*;
-use crate::load::*;
-use crate::report::*;
+use crate::args::BenchArgs;
+use crate::cmd::check::read_jsonl;
+use crate::load::load;
+use crate::report::percentiles;
 
 pub(crate) fn bench(args: BenchArgs) -> Result<u8> {
     let items = read_jsonl(&args.jsonl)?;

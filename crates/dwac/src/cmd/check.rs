@@ -6,9 +6,9 @@ use anyhow::{bail, Context, Result};
 use dwac_runtime::{CommitError, Matcher};
 use serde_json::json;
 
-use crate::args::*;
-use crate::load::*;
-use crate::report::*;
+use crate::args::CheckArgs;
+use crate::load::load;
+use crate::report::bit;
 
 pub(crate) struct Item {
     pub(crate) text: String,

@@ -13,11 +13,11 @@ use dwac_compile::EngineOptions;
 use dwac_vocab::Tokenizer;
 use serde_json::json;
 
-use crate::args::*;
+use crate::args::{CompileArgs, CompileOpts};
 use crate::budget::Account;
-use crate::load::*;
-use crate::report::*;
-use crate::watchdog::*;
+use crate::load::{build, load_tokenizer, schema_options, Source};
+use crate::report::{lexer_state_bar, mask_stats_json, panic_message, print_compiled};
+use crate::watchdog::Watchdog;
 
 /// Where each input's artifact goes: `-o FILE` for one input; `-o DIR/<stem>.dwa` for several
 /// (or an existing directory); `artifacts/<stem>.dwa` by default (`.dwa.zst` with `--zstd`).

@@ -6,8 +6,8 @@ use anyhow::Result;
 use dwac_runtime::unstable::artifact::{hex, kind_info};
 use serde_json::json;
 
-use crate::args::*;
-use crate::load::*;
+use crate::args::InspectArgs;
+use crate::load::open_artifact;
 
 /// `dwac inspect`: header, fingerprints, sections and the metadata's summary.
 pub(crate) fn inspect(args: InspectArgs) -> Result<u8> {

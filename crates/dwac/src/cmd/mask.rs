@@ -4,9 +4,9 @@ use anyhow::{bail, Result};
 use dwac_runtime::{MaskScratch, Matcher};
 use serde_json::json;
 
-use crate::args::*;
-use crate::load::*;
-use crate::report::*;
+use crate::args::MaskArgs;
+use crate::load::load;
+use crate::report::escape;
 
 pub(crate) fn mask(args: MaskArgs) -> Result<u8> {
     let l = load(&args.source, args.json)?;

@@ -1,7 +1,8 @@
 //! Bases and diffs: a lexer state that enters most first bytes the way an earlier, fully walked
 //! state does takes that state's classes and re-walks only the subtrees where the two differ.
 
-use super::*;
+use super::{live_entry_key, Branch, FastMap, LiveHeights, Scratch, SetPool, StateClasses, Tokens, Walker, DEAD};
+use std::sync::Arc;
 
 /// A lexer state whose classes were found by a full walk, kept so that later states entering
 /// most first bytes the same way reuse its classes (see [`Walker::classes`]).

@@ -2,7 +2,8 @@
 //! (no lexeme ends, the lexer never returns to its start) are walked once per closure table and
 //! replayed for every lexer state, of any grammar, that has the same table.
 
-use super::*;
+use super::{step_action, Branch, FastMap, Scratch, SetPool, Walker, ACT_LEAVE, ACT_SKIP};
+use std::sync::Arc;
 
 /// One event of a subtree walk inside a closure ([`Walker::closure_walk`]), in the walk's
 /// order: the first tokens ending in closure state `cs` (where the walk interns its
@@ -38,10 +39,6 @@ impl ClosureWalk {
         self.events.len() + self.tokens.iter().map(|t| t.2.len()).sum::<usize>()
     }
 }
-
-/// Tokens that share one signature set without being listed pair by pair: (signature set id,
-/// smallest token, tokens), from a closure walk ([`Walker::closure_walk`]).
-pub(super) type Bulk = (u32, u32, Arc<[u32]>);
 
 /// Closure walks by (closure id, root child), closures by their canonical table.
 #[derive(Default)]

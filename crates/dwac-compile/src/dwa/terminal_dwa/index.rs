@@ -1,7 +1,18 @@
 //! Per-trie facts the walk reads ([`TrieIndex`]): token counts and heights below each node, the
 //! cost estimate of a diff, and the caches shared by every grammar compiled against the trie.
 
-use super::*;
+use super::{ClosureCache, FastMap, Trie};
+use std::sync::{Arc, Mutex};
+
+/// Kill sets by their inhibitor's canonical table ([`kill_set_shared`](super::kill_set_shared)).
+#[derive(Default)]
+pub(super) struct KillCache {
+    pub(super) sets: FastMap<Arc<[u32]>, Arc<[u32]>>,
+    /// Words the tables and sets hold in all (bounded by [`KILL_CACHE_WORDS`](super::kill::KILL_CACHE_WORDS)).
+    pub(super) words: usize,
+    /// Kill sets taken from the cache.
+    pub(super) hits: usize,
+}
 
 /// Per node of a trie: the number of tokens below it (its own and its descendants'), and its
 /// height (the most bytes a token below it has past the node).
@@ -12,7 +23,7 @@ pub struct TrieIndex {
     /// `a` from 0 to the child's height: over the nodes `v` below it (the child included) whose
     /// reach, `v`'s depth below the child plus `v`'s height, exceeds `a`, their tokens plus two
     /// per child. Entered in two lexer states that agree for `a` bytes
-    /// ([`Horizon::agreement`]), those are the nodes `Walker::diff` may have to visit (a step
+    /// ([`Horizon::agreement`](super::Horizon::agreement)), those are the nodes `Walker::diff` may have to visit (a step
     /// of both sides per child) and the tokens it may have to walk; the other nodes lie in
     /// subtrees it skips. A cost estimate, in tokens.
     pub reach_off: Vec<u32>,
@@ -91,7 +102,7 @@ impl TrieIndex {
         }
     }
 
-    /// Kill sets [`kill_set_shared`] took from this trie's cache.
+    /// Kill sets [`kill_set_shared`](super::kill_set_shared) took from this trie's cache.
     pub fn kill_cache_hits(&self) -> usize {
         self.kills.lock().unwrap_or_else(|p| p.into_inner()).hits
     }

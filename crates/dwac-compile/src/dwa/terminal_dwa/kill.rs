@@ -1,17 +1,8 @@
-//! `KILL` sets (ARCHITECTURE.md "The Parser DWA", step 1): the tokens whose bytes fire an inhibitor carried across a
+//! `KILL` sets (docs/CONSTRUCTION.md "The Parser DWA", step 1): the tokens whose bytes fire an inhibitor carried across a
 //! token boundary, computed once per inhibitor behaviour and shared between grammars.
 
-use super::*;
-
-/// Kill sets by their inhibitor's canonical table ([`kill_set_shared`]).
-#[derive(Default)]
-pub(super) struct KillCache {
-    pub(super) sets: FastMap<Arc<[u32]>, Arc<[u32]>>,
-    /// Words the tables and sets hold in all (bounded by [`KILL_CACHE_WORDS`]).
-    pub(super) words: usize,
-    /// Kill sets taken from the cache.
-    pub(super) hits: usize,
-}
+use super::{FastMap, Inhibitor, LexerTables, Trie, TrieIndex};
+use std::sync::Arc;
 
 /// Inhibitor states a kill set's canonical table may have (past it, the set is computed
 /// without the cache).
@@ -106,7 +97,7 @@ pub fn kill_set_shared(lex: &LexerTables, trie: &Trie, index: &TrieIndex, i: Inh
     set
 }
 
-/// The tokens whose bytes fire inhibitor `i` (`KILL`, ARCHITECTURE.md "The Parser DWA", step 5).
+/// The tokens whose bytes fire inhibitor `i` (`KILL`, docs/CONSTRUCTION.md "The Parser DWA", step 5).
 pub fn kill_set(lex: &LexerTables, trie: &Trie, i: Inhibitor) -> Vec<u32> {
     let mut out = Vec::new();
     let mut stack = vec![(0u32, i)];

@@ -37,7 +37,7 @@
 //! is keyed by `e`'s block of `≡_h` where the horizon knows it. The states of a long counter
 //! (`maxLength: 2048`), all alike that far from their bound, are searched once.
 
-use super::*;
+use super::{step_action, FastMap, Horizon, LexerTables, Trie, TrieIndex, ACT_LEAVE, ACT_SKIP};
 
 /// Trie edges [`live_height`] examines before it settles for the subtree's height.
 pub(super) const LIVE_BUDGET: u32 = 1024;

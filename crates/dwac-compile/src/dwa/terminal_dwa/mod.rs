@@ -1,4 +1,4 @@
-//! The Terminal DWA (ARCHITECTURE.md "The Parser DWA", step 1): from a lexer state a thread can be in, every token's
+//! The Terminal DWA (docs/CONSTRUCTION.md "The Parser DWA", step 1): from a lexer state a thread can be in, every token's
 //! possible lexings, found by walking the vocabulary trie through the lexer exactly as `commit`
 //! steps (lexer components forked at `q0`, maximal munch with inhibitors created inside the token,
 //! same-length forks, contextual priorities as guards), and the `KILL` sets of inhibitors carried
@@ -10,8 +10,7 @@
 //! end. Tokens with the same set of signatures from a state behave identically there: they form
 //! one token class of that state.
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use dwac_runtime::unstable::Inhibitor;
 use dwac_runtime::unstable::LexerTables;
@@ -36,13 +35,12 @@ mod tokens;
 mod walk;
 
 // The mechanisms' own items, for this module and each other.
-use base::*;
-use closure::*;
-use kill::KillCache;
+use base::{Base, ENTRY_DEAD, ENTRY_WALK, MAX_BASES};
+use closure::{Closure, ClosureCache, ClosureWalk, Event, CLOSURE_WALK_FROM};
 use live::LiveHeights;
 use prewalk::{live_entry_key, PREWALK_FROM};
-use step::*;
-use walk::*;
+use step::{step_action, Branch, Bulk, Outcome, Scratch, StepRows, ACT_LEAVE, ACT_SKIP};
+use walk::RootResult;
 
 pub use follow::FollowBytes;
 pub use index::TrieIndex;

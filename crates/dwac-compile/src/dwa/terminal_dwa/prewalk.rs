@@ -16,7 +16,10 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Condvar, Mutex};
 
-use super::*;
+use super::{
+    step_action, Arc, ClosureWalk, Event, FastMap, Horizon, LexerTables, LiveHeights, Scratch, SetPool, StepRows, Trie,
+    TrieIndex, Walker, ACT_LEAVE, ACT_SKIP,
+};
 
 /// Tokens below a root child from which its walk may be a prewalk.
 pub(super) const PREWALK_FROM: u32 = 128;

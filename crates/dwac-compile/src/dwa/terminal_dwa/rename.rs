@@ -18,7 +18,8 @@
 //! names `t` (which a walk from `x` could only do after its first lexeme) is not renamed: the
 //! state is walked instead.
 
-use super::*;
+use super::{FastMap, Horizon, SetPool, Step, TokenClass, Walker, ANY};
+use std::sync::Arc;
 
 impl<'a> Walker<'a> {
     /// Compare lexer states up to their lexeme's terminal ([`Walker::renaming_key`]).

@@ -1,7 +1,7 @@
 //! Token classes: the tokens of one class at one lexer state (a sorted list, or a bitmap for
 //! large classes), shared between states derived from one another.
 
-use super::*;
+use std::sync::Arc;
 
 /// One lexing of a token: (node of the step-sequence trie, lookahead class).
 pub type Sig = (u32, u32);

@@ -1,87 +1,12 @@
 //! The subtree walk: branches carried down the vocabulary trie, each token's signature set
 //! recorded where it ends, and results below the root's children memoized.
 
-use super::*;
+use super::{
+    Branch, Scratch, SetPool, Walker, ACT_LEAVE, ACT_SKIP, CLOSURE_WALK_FROM, MAX_LEXINGS, MAX_STEPS, PREWALK_FROM,
+};
 
 /// Pairs [`Walker::root_memo`] may hold in all (a memory bound; past it subtrees are walked).
 pub(super) const ROOT_MEMO_PAIRS: usize = 24 << 20;
-
-/// [`step_action`]: the byte leaves no lexing.
-pub(super) const ACT_SKIP: u32 = u32::MAX;
-
-/// [`step_action`]: the byte does more than move the lexer on ([`Walker::leave`]).
-pub(super) const ACT_LEAVE: u32 = u32::MAX - 1;
-
-/// What [`Walker::walk_single`] does with a byte that takes its branch's lexer state to `q2`:
-/// [`ACT_SKIP`] when no lexing is left (dead, or a state that neither accepts nor can
-/// continue), [`ACT_LEAVE`] when it does more than move the lexer on (a lexeme is accepted,
-/// or the lexer is back at its start), else `q2`, where the walk goes on in place.
-pub(super) fn step_action(lex: &LexerTables, q2: u32) -> u32 {
-    if q2 == DEAD {
-        ACT_SKIP
-    } else if !lex.accepts(q2).is_empty() {
-        ACT_LEAVE
-    } else if !lex.can_continue(q2) {
-        ACT_SKIP
-    } else if q2 == lex.start {
-        ACT_LEAVE
-    } else {
-        q2
-    }
-}
-
-/// [`step_action`] per lexer state and byte class (`rows[q * num_classes + class]`), each
-/// state's row filled when a walk first needs it: one load per trie edge instead of a DFA
-/// step, an accept list and a `Next⁺` row.
-pub(super) struct StepRows {
-    rows: Vec<u32>,
-    ready: Vec<bool>,
-    classes: usize,
-    byte_class: [u8; 256],
-}
-
-impl StepRows {
-    pub(super) fn new(lex: &LexerTables) -> StepRows {
-        StepRows {
-            rows: Vec::new(),
-            ready: vec![false; lex.num_states as usize],
-            classes: lex.num_classes as usize,
-            byte_class: std::array::from_fn(|b| lex.byte_class[b]),
-        }
-    }
-
-    /// Where `q`'s row starts (filled first if need be), for [`StepRows::at`].
-    pub(super) fn row(&mut self, lex: &LexerTables, q: u32) -> usize {
-        let (k, at) = (self.classes, q as usize * self.classes);
-        if !self.ready[q as usize] {
-            if self.rows.is_empty() {
-                self.rows = vec![ACT_SKIP; lex.num_states as usize * k];
-            }
-            for c in 0..k {
-                self.rows[at + c] = step_action(lex, lex.trans.get(at + c));
-            }
-            self.ready[q as usize] = true;
-        }
-        at
-    }
-
-    /// [`step_action`] of byte `b` in the row starting at `row`.
-    #[inline]
-    pub(super) fn at(&self, row: usize, b: u8) -> u32 {
-        self.rows[row + self.byte_class[b as usize] as usize]
-    }
-}
-
-/// Per-walk scratch: the branch arena, the (token, signature set) pairs found and the token
-/// lists found in bulk, undecided tokens.
-#[derive(Default)]
-pub(super) struct Scratch {
-    pub(super) arena: Vec<Branch>,
-    pub(super) sigs: Vec<Sig>,
-    pub(super) per_token: Vec<(u32, u32)>,
-    pub(super) bulk: Vec<Bulk>,
-    pub(super) undecided: Vec<u32>,
-}
 
 /// A memoized subtree below a root child: a range of one chunk of [`Walker::root_results`]
 /// (chunk, start, length) and a range of [`Walker::root_bulk`].

@@ -9,7 +9,7 @@
 //! the value ([`Whitespace::Around`]: no ignored terminal, so it stays inside the schema);
 //! `%ignore`d terminals of the Lark grammar are ignored inside it too.
 
-use super::*;
+use super::{Ctx, GrammarError, Lowering, Span, Symbol, Warning};
 use crate::schema::{compile_schema, SchemaOptions, Whitespace};
 
 impl Ctx<'_> {

@@ -1,7 +1,10 @@
 //! Terminals: each compiled into one Rust regex (literals, ranges, terminal expressions, the
 //! `common` imports), with errors inside `common` reported where they were imported.
 
-use super::*;
+use super::{
+    escape_literal, group, hir_has_lazy, is_rule_name, push_regex_char, regex_error_kind, regex_error_span,
+    translate_regex, Atom, Compiled, Ctx, Ebnf, Ex, GrammarError, Origin, Prec, Span, TKey, TermSrc, MAX_NESTING,
+};
 
 impl Ctx<'_> {
     /// Compile terminal `key` into one regex. `blame` is where errors inside `common` are reported.

@@ -2,7 +2,11 @@
 //! `additionalProperties`, counts, and array positions (prefix items, `items`, `contains`,
 //! unevaluated items).
 
-use super::*;
+use super::{
+    flatten, json_eq, key_parts, merge, ptr_token, strings, validate, Builder, HashMap, Part, Presence, Rest,
+    SchemaError, Shape, StringConstraints, Symbol, Value, MAX_UNIQUE_DOMAIN, MAX_UNROLL, OTHER_KEY, T_BOOL, T_NULL,
+    T_STR,
+};
 
 /// The most "some member" constraints one object may carry (each doubles the kinds of members).
 const MAX_SOME_MEMBERS: usize = 4;
@@ -140,7 +144,7 @@ impl Builder<'_> {
             for u in &s.uneval_props {
                 let mut evaluated = u.names.contains(name);
                 for p in &u.patterns {
-                    evaluated = evaluated || super::super::validate::matches_pattern(p, name)?;
+                    evaluated = evaluated || super::super::patterns::matches_pattern(p, name)?;
                 }
                 if !evaluated {
                     parts.push(u.part.clone());

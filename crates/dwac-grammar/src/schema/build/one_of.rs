@@ -14,7 +14,7 @@
 //! through a nested `oneOf`/`anyOf` of such branches) is the finite set of the values that
 //! satisfy exactly one branch, each judged by the validator, written out as literals.
 
-use super::*;
+use super::{flatten, merge, refusal, strings, validate, Builder, Disj, Part, SchemaError, Symbol, Value, T_STR};
 
 /// One branch's strings: all of `regexes` and none of `except`; `exact` when its language is
 /// one regex that may be subtracted (no format, no exclusions).

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::super::doc::SOME_MEMBER;
-use super::super::validate::matches_pattern;
+use super::super::patterns::matches_pattern;
 use super::super::SchemaError;
 use super::Part;
 

@@ -1,7 +1,9 @@
 //! Exact decimals: natural numbers as decimal digit strings, and [`Decimal`] (sign, digits,
 //! exponent) parsed from JSON number text with no rounding.
 
-use super::*;
+use super::MAX_EXPONENT;
+use std::cmp::Ordering;
+use std::fmt;
 
 // ---------------------------------------------------------------------------------------------
 // Natural numbers as decimal digit strings.

@@ -1,7 +1,9 @@
 //! The structural generator: the exponent-free regex of the numbers in an interval that are
 //! multiples of a step, built digit position by digit position within a work budget.
 
-use super::*;
+use super::{
+    alt, cat, class, empty, eps, rep, signed, text, Decimal, HashMap, Ordering, Prepared, Re, Step, WORK_LIMIT,
+};
 
 pub(super) struct TooBig;
 

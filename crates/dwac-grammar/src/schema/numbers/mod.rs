@@ -75,17 +75,15 @@
 
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap};
-use std::fmt;
-use std::rc::Rc;
 
 mod decimal;
 mod generator;
 mod regex_ast;
 
 pub use decimal::Decimal;
-use decimal::*;
-use generator::*;
-use regex_ast::*;
+use decimal::Nat;
+use generator::{structural, Aut, Gen, TooBig, ALL, ZERO};
+use regex_ast::{alt, cat, class, empty, eps, opt, rep, shallow, text, Re};
 
 /// Largest regex (in bytes) this module returns.
 pub const MAX_REGEX_LEN: usize = 100_000;

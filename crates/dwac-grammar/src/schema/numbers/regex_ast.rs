@@ -1,7 +1,8 @@
 //! A small regex AST whose printed length and nesting depth are known exactly, so the generator
 //! can keep its output within [`MAX_REGEX_LEN`] and the `regex` crate's nesting limit.
 
-use super::*;
+use super::{MAX_DEPTH, MAX_REGEX_LEN, MAX_WEIGHT};
+use std::rc::Rc;
 
 #[derive(Debug, PartialEq, Eq)]
 pub(super) enum Kind {

@@ -1,7 +1,7 @@
 //! Anchors: a pattern expanded into start- and end-anchored, look-free branches (JSON Schema
 //! patterns are unanchored searches; lexer terminals match whole lexemes).
 
-use super::*;
+use super::{any_char_group, enc_hir, parse_rust, unsupported, Ecma, Hir, HirKind, Look, StringError, NEVER};
 
 pub(super) struct Branch {
     pub(super) start: bool,

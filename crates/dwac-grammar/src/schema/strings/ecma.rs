@@ -1,7 +1,7 @@
 //! ECMA-262 patterns → Rust regexes, semantics preserved: a tokenizer of the ECMA syntax (with
 //! its `u`-mode and Annex B rules) and the translation of each construct.
 
-use super::*;
+use super::{invalid, push_scalar, unsupported, Hir, StringError, NEVER};
 
 pub(super) const ECMA_DIGIT: &str = "[0-9]";
 pub(super) const ECMA_NOT_DIGIT: &str = "[^0-9]";

@@ -1,7 +1,7 @@
 //! Formats: Rust regexes over the decoded value (fully anchored), encoded like patterns; the
 //! module docs of `strings` list what each format accepts.
 
-use super::*;
+use super::{enc_hir_mode, parse_rust, unsupported, Encodings, StringError, HEX};
 
 pub(super) fn value_literal(value_regex: &str, what: &str) -> Result<String, StringError> {
     let hir = parse_rust(value_regex, what)?;

@@ -104,12 +104,12 @@ mod ecma;
 mod encode;
 mod formats;
 
-use anchors::*;
+use anchors::pattern_literal;
 pub use disjoint::{format_superset, regexes_disjoint};
-use ecma::*;
+use ecma::{parse_rust, Ecma};
 pub use encode::length_bounds;
-use encode::*;
-use formats::*;
+use encode::{any_char_group, enc_class, enc_hir, enc_hir_mode, length_regex, push_scalar, Encodings, HEX, NEVER};
+use formats::{format_regexes, value_literal};
 
 /// Why a string constraint could not be compiled.
 #[derive(Debug, thiserror::Error)]
