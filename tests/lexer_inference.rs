@@ -1,4 +1,4 @@
-//! Lexer inference (ARCHITECTURE.md, "Lexer inference") keeps the language and the masks:
+//! Lexer inference (docs/CONSTRUCTION.md, "Lexer inference") keeps the language and the masks:
 //! - the lifted grammar and the character-level one accept the same strings: random
 //!   derivations of the character-level grammar, random mutations of them, and the texts of
 //!   `tests/data/gbnf`;

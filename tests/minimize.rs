@@ -1,5 +1,5 @@
 //! The Parser DWA is minimal, and sharing states between lexer states changes nothing
-//! (ARCHITECTURE.md, "Sharing between lexer states" and "Minimization").
+//! (docs/CONSTRUCTION.md, "Sharing between lexer states" and "Minimization").
 //!
 //! * **Minimal**: an independent partition refinement over the tables as the runtime reads them
 //!   (`MaskTables::step` on every LR state, and on a label no edge names) finds no two

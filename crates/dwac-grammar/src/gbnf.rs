@@ -8,7 +8,7 @@
 //! `\UNNNNNNNN`, and any other escaped ASCII punctuation character stands for itself.
 //! Token references, as llama.cpp writes them: `<[id]>` (by id), `<think>` (the token spelled
 //! so), and `!<...>` (any token but that one) directly under `*` or `+`; a lone `!<...>`, exactly
-//! one token of any kind, is refused (ARCHITECTURE.md, "Token terminals").
+//! one token of any kind, is refused (docs/CONSTRUCTION.md, "Token terminals").
 //!
 //! Where llama.cpp's parser accepts a grammar and gives it a meaning of its own, so does this
 //! one, with a warning: a rule defined twice keeps its last definition; `{m,n}` with `n` over

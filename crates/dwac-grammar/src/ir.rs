@@ -53,7 +53,7 @@ pub struct Terminal {
     pub lazy: bool,
     /// A terminal of vocabulary tokens rather than text (special tokens, `<|tool_call|>`,
     /// `<[128010]>`): its `regex` is left empty by the front-ends and written by the compiler
-    /// once the vocabulary is known (ARCHITECTURE.md, "Token terminals").
+    /// once the vocabulary is known (docs/CONSTRUCTION.md, "Token terminals").
     pub tokens: Option<TokenSet>,
     /// What in the input asked for this terminal, for messages about it (a JSON Schema string's
     /// pointer and keywords: `/properties/url: maxLength 500, format uri`). Not part of its

@@ -1,6 +1,6 @@
 //! Lexer inference for scannerless grammars (GBNF): the parts of a grammar whose language is
 //! regular become lexer terminals, so that a token inside a string, a number or a word is one
-//! lexer step instead of a parser step per character (ARCHITECTURE.md, "Lexer inference").
+//! lexer step instead of a parser step per character (docs/CONSTRUCTION.md, "Lexer inference").
 //!
 //! A GBNF grammar has no lexer: every literal and character class is a terminal with
 //! [`Munch::None`] (every segmentation allowed, the parser decides). Such terminals are

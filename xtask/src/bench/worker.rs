@@ -5,16 +5,12 @@
 //!   `compile_schema` with default `SchemaOptions`, then `compile_engine` (lexer, LR tables and the
 //!   Parser DWA). `compile_ms` times all of it, up to the engine in memory; `ttfm_ms` is null
 //!   (dwac compiles ahead of time); `compile_cpu_ms` is the process's CPU time over the same
-//!   span (the compile's two threads, the trie walk and the determinizer, both counted). Each job compiles on a thread of its own, as `dwac compile`
-//!   compiles each input (the glrmask peer does the same): with glibc's malloc, on the main
-//!   thread, whose arena the tokenizer's load leaves fragmented, dwac's schema compile p50 was
-//!   41–43 ms against 33–35 ms on a fresh thread (glrmask's 31–32 ms either way), measured on
-//!   the MaskBench schema jobs without traces. The worker, like the `dwac` binary and the Rust
-//!   peers, now allocates through mimalloc (`main.rs`); that cut the schema compile p50 by
-//!   about a tenth for dwac and for glrmask alike (dwac 29–33 → 27 ms, glrmask 30–32 → 27–29).
-//!   One thread kept for the whole run instead was measured too, and makes no difference to
-//!   either engine: on the 40 slowest MaskBench easy-split schemas (deepseek-r1) dwac 7.5–7.6 s
-//!   fresh against 7.3–7.5 s kept, glrmask 6.2–6.4 s either way.
+//!   span (the compile's two threads, the trie walk and the determinizer, both counted). Each
+//!   job compiles on a thread of its own, as `dwac compile` compiles each input (the glrmask
+//!   peer does the same), away from the main thread's allocator arena that the tokenizer's load
+//!   leaves fragmented; the worker, like the `dwac` binary and the Rust peers, allocates
+//!   through mimalloc (`main.rs`). (The measurements behind both choices are in their commit
+//!   messages.)
 //! - the engine's artifact bytes are made (`artifact_bytes`; timed apart as `save_ms`, as the
 //!   glrmask peer times `save()`: neither is in `compile_ms`), written to a file
 //!   (`target/bench/artifact-<id>.dwa`), opened 20

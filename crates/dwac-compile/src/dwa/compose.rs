@@ -1,4 +1,4 @@
-//! Composition (ARCHITECTURE.md "The Parser DWA", step 3): what the lexings of a lexer state's tokens do to a stack.
+//! Composition (docs/CONSTRUCTION.md "The Parser DWA", step 3): what the lexings of a lexer state's tokens do to a stack.
 //!
 //! A lexing is a sequence of [`Step`]s (a lexeme's terminals to shift, or a guarded ignored
 //! terminal) followed by a lookahead check: the pending partial lexeme must still be able to become
@@ -10,7 +10,7 @@
 //! the end whose lookahead is being checked) and the simulations in flight. Each step runs its
 //! terminals' templates ([`templates`](super::templates)) on the known segment the previous step
 //! left, so pushes of one terminal are consumed by the pops of the next before anything of the real
-//! stack is read: the push/pop cancellation of ARCHITECTURE.md "The Parser DWA", step 3. A finished step continues into every
+//! stack is read: the push/pop cancellation of docs/CONSTRUCTION.md "The Parser DWA", step 3. A finished step continues into every
 //! child and end of its node: lexings with a common beginning share its simulation, and the token
 //! classes riding on a configuration are split among the children by the determinizer.
 //!

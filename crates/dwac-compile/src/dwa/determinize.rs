@@ -1,4 +1,4 @@
-//! Weighted determinization (ARCHITECTURE.md "The Parser DWA", step 4): the Parser DWA of one lexer state.
+//! Weighted determinization (docs/CONSTRUCTION.md "The Parser DWA", step 4): the Parser DWA of one lexer state.
 //!
 //! A DWA state is a map from configurations ([`Config`]) to the token classes still riding on
 //! them (absolute residuals: the state alone says which tokens are undecided). Reading a real
@@ -56,7 +56,7 @@ pub struct LocalDwa {
 /// the lexing trie only through the plan below its node, of which a token follows exactly its
 /// own lexings (the rest are filtered out); per token, the state is the set of (configuration,
 /// lexings below) it rides. So two states with equal keys, in any two lexer states, have the
-/// same future, and one is built (ARCHITECTURE.md, "Sharing between lexer states").
+/// same future, and one is built (docs/CONSTRUCTION.md, "Sharing between lexer states").
 pub type StateKey = Box<[(u32, u32, u32)]>;
 
 /// The budget was exceeded.

@@ -1,4 +1,4 @@
-//! Minimization of the assembled Parser DWA (ARCHITECTURE.md "The Parser DWA", step 7), across lexer
+//! Minimization of the assembled Parser DWA (docs/CONSTRUCTION.md "The Parser DWA", step 7), across lexer
 //! states: two states are merged when they have the same future, that is the same output set
 //! and an equivalent target on every label (explicit edges and the DEFAULT edge).
 //!

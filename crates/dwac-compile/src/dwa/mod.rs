@@ -1,4 +1,4 @@
-//! The Parser DWA compiler (ARCHITECTURE.md "The Parser DWA"): grammar tables + vocabulary → [`MaskTables`].
+//! The Parser DWA compiler (docs/CONSTRUCTION.md "The Parser DWA"): grammar tables + vocabulary → [`MaskTables`].
 //!
 //! One module per stage of the pipeline:
 //!

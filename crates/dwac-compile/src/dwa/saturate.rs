@@ -1,5 +1,5 @@
 //! Backward saturation: an automaton for tokens whose lexings the determinizer could not compose
-//! within its budget (ARCHITECTURE.md, "Saturated lexings").
+//! within its budget (docs/CONSTRUCTION.md, "Saturated lexings").
 //!
 //! The forward composition ([`compose`](super::compose)) keeps every distinct known segment a
 //! lexing can push above the real stack. Under an ambiguous grammar whose operators may stand

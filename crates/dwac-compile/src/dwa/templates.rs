@@ -1,4 +1,4 @@
-//! Per-terminal stack effects (ARCHITECTURE.md "The Parser DWA", step 2), run symbolically.
+//! Per-terminal stack effects (docs/CONSTRUCTION.md "The Parser DWA", step 2), run symbolically.
 //!
 //! A simulation runs the LR table for one terminal `t` on a stack it knows only partly: a
 //! *known segment* `k` (LR states, bottom first) above the real stack, which is read top-down
@@ -10,7 +10,7 @@
 //!   read) and then read the revealed one, the GOTO source of nonterminal `a`.
 //!
 //! Reading a real state moves it into the known segment (a peek keeps it on the stack). This is
-//! a template (ARCHITECTURE.md "The Parser DWA", step 2) with its push/pop cancellation done by construction: a known
+//! a template (docs/CONSTRUCTION.md "The Parser DWA", step 2) with its push/pop cancellation done by construction: a known
 //! segment holds exactly the pushes not yet cancelled by later pops. Every reduction pops at least
 //! one symbol (the grammar is ε-free), so a segment never grows by reductions alone.
 

@@ -60,7 +60,7 @@ pub(super) enum Walked {
     },
 }
 
-/// The `KILL` sets of the carried inhibitors (ARCHITECTURE.md "The Parser DWA", step 1), each computed by whichever
+/// The `KILL` sets of the carried inhibitors (docs/CONSTRUCTION.md "The Parser DWA", step 1), each computed by whichever
 /// thread is free first: the assembling thread while it waits for classes, the walker once it
 /// has walked every state. Kept in inhibitor order, so the tables do not depend on who did which.
 /// Each is taken from the vocabulary's cache when another grammar had an inhibitor that moves

@@ -1,4 +1,4 @@
-//! The follow-byte filter of character-level terminals (ARCHITECTURE.md, "Lexer inference").
+//! The follow-byte filter of character-level terminals (docs/CONSTRUCTION.md, "Lexer inference").
 //!
 //! A terminal that allows every segmentation (`MUNCH_NONE`) may end at each of its accepting
 //! states, and the walk forks there: one branch goes on inside the lexeme, the other emits the
