@@ -1,5 +1,5 @@
 //! `include/dwac.h` is what cbindgen makes of `src/lib.rs` now: a stale header fails here.
-//! Regenerate with `DWAC_BLESS=1 cargo test -p dwac-capi --test header`.
+//! Regenerate with `DWAC_BLESS=1 cargo test -p dwac-capi --test all header`.
 
 use std::path::Path;
 
@@ -21,7 +21,7 @@ fn committed_header_is_current() {
     let committed = std::fs::read(&header).unwrap_or_default();
     assert!(
         committed == generated,
-        "include/dwac.h is stale (or missing): regenerate it with `DWAC_BLESS=1 cargo test -p dwac-capi --test header`"
+        "include/dwac.h is stale (or missing): regenerate it with `DWAC_BLESS=1 cargo test -p dwac-capi --test all header`"
     );
     // (The header declares every entry point.)
     let text = String::from_utf8(generated).unwrap();

@@ -4,7 +4,7 @@
 //! flags and end tokens for every id, and the same fingerprint where they describe the same
 //! vocabulary. Plus: the header-only read of a huge file, and clear errors on bad files.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 

@@ -7,7 +7,7 @@
 //!   Our `encode` never prepends anything, so it reproduces llama.cpp's ids when given that
 //!   space explicitly.
 
-mod common;
+use crate::common;
 
 use common::{data_dir, load, spell};
 

@@ -1,7 +1,7 @@
 //! encode → concatenate token bytes → must equal the input, over a real corpus, for every
 //! tokenizer in `shared/data/tokenizers` and for the embedded default.
 
-mod common;
+use crate::common;
 
 use std::time::Instant;
 

@@ -1,7 +1,7 @@
 //! Token bytes, special flags, EOS ids and fingerprints of the shipped tokenizers, and the typed
 //! errors on synthetic ones.
 
-mod common;
+use crate::common;
 
 use std::collections::HashSet;
 use std::path::Path;

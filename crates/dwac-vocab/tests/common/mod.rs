@@ -1,5 +1,4 @@
 //! Shared test helpers: the shared data (through `dwac-testdata`), building the round-trip corpus.
-#![allow(dead_code, reason = "each test binary that includes these helpers uses only some of them")]
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
