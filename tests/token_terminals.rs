@@ -1,4 +1,4 @@
-//! Token terminals (`dwac_compile::tokens`): grammar symbols that match vocabulary tokens,
+//! Token terminals (`dwac_compile::token_terminals`): grammar symbols that match vocabulary tokens,
 //! special tokens above all, exactly.
 //! - a token symbol matches that token and no text: text tokens spelling the same bytes are
 //!   not in the mask, and a text terminal never lets a special token through;

@@ -11,7 +11,7 @@ pub mod pipeline;
 pub mod probe;
 mod stages;
 pub mod threads;
-pub mod tokens;
+pub mod token_terminals;
 
 pub use lexer::build_lexer;
 pub use pipeline::{

@@ -117,9 +117,9 @@ pub struct CompileStats {
     pub lexer_inference: Option<LexerInference>,
     /// The Parser DWA's sizes and build time, when one was built.
     pub mask: Option<MaskStats>,
-    /// The grammar's token terminals and the tokens given escapes ([`crate::tokens`]), when it
+    /// The grammar's token terminals and the tokens given escapes ([`crate::token_terminals`]), when it
     /// names tokens.
-    pub token_terminals: Option<crate::tokens::TokenTerminals>,
+    pub token_terminals: Option<crate::token_terminals::TokenTerminals>,
     /// Wall time per stage, in pipeline order (`normalize`, `lr`, `lexer`, `munch`, then the
     /// Parser DWA's stages ([`MaskStats::stages_ms`]) and `validate` when one is built; the CLI
     /// puts its `front_end` first): where a compile's time goes.
@@ -291,8 +291,8 @@ pub fn compile_engine_with_progress(
 ) -> Result<(Engine, CompileStats), CompileError> {
     let t0 = Instant::now();
     // Token terminals (`<|tool_call|>`, `<[128010]>`): their regexes are the named tokens'
-    // escapes, and the grammar is compiled over the grammar's vocabulary (`crate::tokens`).
-    let resolved = crate::tokens::resolve(g, &vocab)?;
+    // escapes, and the grammar is compiled over the grammar's vocabulary (`crate::token_terminals`).
+    let resolved = crate::token_terminals::resolve(g, &vocab)?;
     let (g, vocab, token_terminals) = match resolved {
         Some((rg, rv, report)) => (std::borrow::Cow::Owned(rg), rv, Some(report)),
         None => (std::borrow::Cow::Borrowed(g), vocab, None),

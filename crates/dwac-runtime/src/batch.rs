@@ -1,6 +1,6 @@
 //! Masks of many matchers at once: one decoding step of a batch.
 
-use crate::mask::MaskCounters;
+use crate::dwa::MaskCounters;
 use crate::matcher::{MaskError, Matcher};
 
 /// Fill the mask of `matchers[i]` into row `i` of `out`, a row-major bitmask of

@@ -51,7 +51,6 @@ mod dwa;
 mod glr;
 mod gss;
 mod lexer;
-mod mask;
 mod matcher;
 mod prio;
 mod tables;
@@ -61,7 +60,7 @@ pub mod unstable;
 
 pub use artifact::{Artifact, ArtifactError, OpenOptions};
 pub use batch::fill_masks;
-pub use mask::MaskCounters;
+pub use dwa::MaskCounters;
 pub use matcher::{CommitError, CommitTokensError, Engine, MaskError, MaskScratch, Matcher};
 pub use tables::{TableError, Vocabulary};
 

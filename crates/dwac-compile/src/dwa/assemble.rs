@@ -254,44 +254,10 @@ impl Assembler {
             }
         }
         // Still over budget: rather than leave every token UNDECIDED, leave only the tokens whose
-        // lexings are longest (a character-level grammar's runs of punctuation, each character a
-        // lexeme: `----…` under an ambiguous expression grammar) and build the rest, halving the
-        // longest lexing kept until the build fits.
+        // lexings are longest and build the rest ([`Assembler::cut`]).
         let mut dropped: Vec<TokenClass> = Vec::new();
         if built.is_none() && !classes.is_empty() {
-            let depth_of = |mut n: u32| {
-                let mut d = 0u32;
-                while n != 0 {
-                    n = nodes[n as usize].0;
-                    d += 1;
-                }
-                d
-            };
-            let depths: Vec<u32> =
-                classes.iter().map(|c| c.sigs.iter().map(|&(n, _)| depth_of(n)).max().unwrap_or(0)).collect();
-            // (Each failed attempt costs a whole budget: start where long runs are already out,
-            // and with saturation, which decides the tokens left out, at the shortest cut.)
-            let longest = depths.iter().copied().max().unwrap_or(0);
-            let mut limit =
-                if self.saturate { MIN_CUT_DEPTH.min(longest / 2) } else { (longest / 2).min(MAX_CUT_DEPTH) };
-            while limit >= MIN_CUT_DEPTH {
-                let keep: Vec<TokenClass> =
-                    classes.iter().zip(&depths).filter(|&(_, &d)| d <= limit).map(|(c, _)| c.clone()).collect();
-                if keep.len() < classes.len() {
-                    if let Some(b) = self.build_or_reuse(det, nodes, thread, &keep, full) {
-                        for (c, &d) in classes.iter().zip(&depths) {
-                            if d > limit {
-                                dropped.push(c.clone());
-                            }
-                        }
-                        classes = keep;
-                        built = Some(b);
-                        self.stats.lexer_states_cut += 1;
-                        break;
-                    }
-                }
-                limit /= 2;
-            }
+            (built, classes, dropped) = self.cut(det, nodes, thread, classes);
         }
         let main = built.is_none();
         if let Some((ours, sat)) = saturated {
@@ -371,6 +337,56 @@ impl Assembler {
             self.out.start_rho[q as usize],
         ));
         stages.lap("assemble");
+    }
+
+    /// A lexer state over budget even so: rather than leave every token UNDECIDED, leave only
+    /// the tokens whose lexings are longest (a character-level grammar's runs of punctuation,
+    /// each character a lexeme: `----…` under an ambiguous expression grammar) and build the
+    /// rest, halving the longest lexing kept until the build fits. Returns the build (if some
+    /// cut fits), the classes it decides, and those it left out.
+    #[allow(clippy::type_complexity, reason = "the build, and the classes it keeps and drops")]
+    fn cut(
+        &mut self,
+        det: &mut Determinizer,
+        nodes: &[(u32, Step)],
+        thread: u32,
+        mut classes: Vec<TokenClass>,
+    ) -> (Option<(Rc<LocalDwa>, usize, usize)>, Vec<TokenClass>, Vec<TokenClass>) {
+        let mut dropped: Vec<TokenClass> = Vec::new();
+        let mut built = None;
+        let depth_of = |mut n: u32| {
+            let mut d = 0u32;
+            while n != 0 {
+                n = nodes[n as usize].0;
+                d += 1;
+            }
+            d
+        };
+        let depths: Vec<u32> =
+            classes.iter().map(|c| c.sigs.iter().map(|&(n, _)| depth_of(n)).max().unwrap_or(0)).collect();
+        // (Each failed attempt costs a whole budget: start where long runs are already out,
+        // and with saturation, which decides the tokens left out, at the shortest cut.)
+        let longest = depths.iter().copied().max().unwrap_or(0);
+        let mut limit = if self.saturate { MIN_CUT_DEPTH.min(longest / 2) } else { (longest / 2).min(MAX_CUT_DEPTH) };
+        while limit >= MIN_CUT_DEPTH {
+            let keep: Vec<TokenClass> =
+                classes.iter().zip(&depths).filter(|&(_, &d)| d <= limit).map(|(c, _)| c.clone()).collect();
+            if keep.len() < classes.len() {
+                if let Some(b) = self.build_or_reuse(det, nodes, thread, &keep, self.work_per_lexer_state) {
+                    for (c, &d) in classes.iter().zip(&depths) {
+                        if d > limit {
+                            dropped.push(c.clone());
+                        }
+                    }
+                    classes = keep;
+                    built = Some(b);
+                    self.stats.lexer_states_cut += 1;
+                    break;
+                }
+            }
+            limit /= 2;
+        }
+        (built, classes, dropped)
     }
 
     /// Append `local`'s states (its class outputs expanded into token sets of `classes`):

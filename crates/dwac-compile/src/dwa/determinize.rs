@@ -397,17 +397,8 @@ impl<'a> Determinizer<'a> {
         Ok(id)
     }
 
-    /// The DWA for a thread of lookahead class `thread` whose tokens form `classes`; `nodes` is
-    /// the walker's trie of step sequences ([`super::terminal_dwa::Walker::nodes`]), at least up
-    /// to the nodes the classes name. `asm` gives the token sets of class unions and the states
-    /// already assembled (for [`StateKey`] links).
-    pub fn build(
-        &mut self,
-        classes: &[TokenClass],
-        nodes: &[(u32, Step)],
-        thread: u32,
-        asm: &mut dyn Assembled,
-    ) -> Result<LocalDwa, TooLarge> {
+    /// Drop the memos kept across lexer states once any is past its memory bound.
+    fn forget_if_large(&mut self) {
         if self.configs.len() > MAX_CONFIGS || self.reads_len > MAX_READS || self.comp.memoized() > MAX_EXPANSIONS {
             self.configs.clear();
             self.config_ids.clear();
@@ -421,7 +412,18 @@ impl<'a> Determinizer<'a> {
             self.sub_plans.clear();
             self.comp.forget();
         }
-        let mut sets = SetPool::new();
+    }
+
+    /// The lexing trie of a lexer state with these classes (`Plan`: children in step order,
+    /// ends in class order, the interned plan below each node), and, as class sets in `sets`,
+    /// which classes lie below each node and at each end.
+    fn plan(
+        &mut self,
+        classes: &[TokenClass],
+        nodes: &[(u32, Step)],
+        thread: u32,
+        sets: &mut SetPool,
+    ) -> (Plan, FastMap<u32, u32>, FastMap<u32, u32>) {
         // The lexing trie of this state, and which classes lie below each node / end there.
         let mut plan = Plan { thread, ..Plan::default() };
         let mut below: FastMap<u32, Vec<u32>> = FastMap::default();
@@ -476,6 +478,23 @@ impl<'a> Determinizer<'a> {
         }
         let below: FastMap<u32, u32> = below.into_iter().map(|(n, v)| (n, sets.intern(v))).collect();
         let at_end: FastMap<u32, u32> = at_end.into_iter().map(|(e, v)| (e, sets.intern(v))).collect();
+        (plan, below, at_end)
+    }
+
+    /// The DWA for a thread of lookahead class `thread` whose tokens form `classes`; `nodes` is
+    /// the walker's trie of step sequences ([`super::terminal_dwa::Walker::nodes`]), at least up
+    /// to the nodes the classes name. `asm` gives the token sets of class unions and the states
+    /// already assembled (for [`StateKey`] links).
+    pub fn build(
+        &mut self,
+        classes: &[TokenClass],
+        nodes: &[(u32, Step)],
+        thread: u32,
+        asm: &mut dyn Assembled,
+    ) -> Result<LocalDwa, TooLarge> {
+        self.forget_if_large();
+        let mut sets = SetPool::new();
+        let (plan, below, at_end) = self.plan(classes, nodes, thread, &mut sets);
         self.comp.set_plan(plan);
         self.comp.budget = self.work_budget;
         self.configs_before = self.configs.len();

@@ -94,46 +94,17 @@ impl Horizon {
     /// The levels of [`Horizon`] from level 0's blocks (`cur`, ids below `next_id`).
     fn refine(lex: &LexerTables, max_depth: u32, mut cur: Vec<u32>, mut next_id: u32) -> Horizon {
         let n = lex.num_states as usize;
-        let trans = &lex.trans;
         let k = lex.num_classes as usize;
-        let succ = |x: usize, c: usize| trans.get(x * k + c);
         let mut size = vec![0u32; next_id as usize];
         for &b in &cur {
             size[b as usize] += 1;
         }
         let mut log: Vec<(u32, u32, u32)> = (0..n).map(|x| (x as u32, 0, cur[x])).collect();
 
-        // Each state's live transitions (class, target), CSR: a signature is read off them (the
-        // classes that are dead are those missing), at a few per state inside most terminals
-        // instead of one per byte class.
-        let mut live_off = vec![0u32; n + 1];
-        let mut live: Vec<(u32, u32)> = Vec::new();
-        for x in 0..n {
-            live.extend((0..k).filter_map(|c| Some((c as u32, succ(x, c))).filter(|&(_, t)| t != DEAD)));
-            live_off[x + 1] = live.len() as u32;
-        }
+        let (live_off, live) = live_transitions(lex);
         let live_of = |x: u32| &live[live_off[x as usize] as usize..live_off[x as usize + 1] as usize];
 
-        // Distinct predecessors of each state, CSR.
-        let mut pairs: Vec<(u32, u32)> = Vec::new();
-        let mut row: Vec<u32> = Vec::with_capacity(k);
-        for x in 0..n {
-            row.clear();
-            row.extend(live_of(x as u32).iter().map(|&(_, t)| t));
-            row.sort_unstable();
-            row.dedup();
-            pairs.extend(row.iter().map(|&t| (t, x as u32)));
-        }
-        pairs.sort_unstable();
-        let mut pred_off = vec![0u32; n + 1];
-        for &(t, _) in &pairs {
-            pred_off[t as usize + 1] += 1;
-        }
-        for i in 0..n {
-            pred_off[i + 1] += pred_off[i];
-        }
-        let pred: Vec<u32> = pairs.iter().map(|&(_, x)| x).collect();
-        drop(pairs);
+        let (pred_off, pred) = predecessors(n, k, &live_off, &live);
 
         // Refinement rounds. Round `level` computes ≡_level from ≡_(level-1) (`cur`).
         let mut changed: Vec<u32> = Vec::new();
@@ -263,40 +234,9 @@ impl Horizon {
             stable = false;
         }
 
-        // Histories, per state in level order (the log is in level order).
-        let mut hist_off = vec![0u32; n + 1];
-        for &(x, _, _) in &log {
-            hist_off[x as usize + 1] += 1;
-        }
-        for i in 0..n {
-            hist_off[i + 1] += hist_off[i];
-        }
-        let mut fill = hist_off.clone();
-        let mut hist = vec![(0u32, 0u32); log.len()];
-        for &(x, level, id) in &log {
-            hist[fill[x as usize] as usize] = (level, id);
-            fill[x as usize] += 1;
-        }
+        let (hist_off, hist) = histories(n, &log);
 
-        // Distance to an inhibitor-creating state, by a backward search over the predecessors.
-        let mut inh_dist = vec![u32::MAX; n];
-        let mut queue: std::collections::VecDeque<u32> = Default::default();
-        for (x, d) in inh_dist.iter_mut().enumerate() {
-            let creates = lex.accepts(x as u32).iter().any(|&t| lex.inhibitor_for(t, x as u32).is_some());
-            if creates {
-                *d = 0;
-                queue.push_back(x as u32);
-            }
-        }
-        while let Some(y) = queue.pop_front() {
-            let d = inh_dist[y as usize] + 1;
-            for &x in &pred[pred_off[y as usize] as usize..pred_off[y as usize + 1] as usize] {
-                if inh_dist[x as usize] == u32::MAX {
-                    inh_dist[x as usize] = d;
-                    queue.push_back(x);
-                }
-            }
-        }
+        let inh_dist = inhibitor_distance(lex, &pred_off, &pred);
         Horizon { hist_off, hist, levels, stable, inh_dist, rounds }
     }
 
@@ -392,4 +332,88 @@ pub fn sole_terminal(lex: &LexerTables, x: u32) -> Option<u32> {
         }
     }
     sole.filter(|&t| !lex.is_ignored(t))
+}
+
+/// Each state's live transitions (class, target), CSR: a signature is read off them (the
+/// classes that are dead are those missing), at a few per state inside most terminals instead
+/// of one per byte class.
+fn live_transitions(lex: &LexerTables) -> (Vec<u32>, Vec<(u32, u32)>) {
+    let n = lex.num_states as usize;
+    let k = lex.num_classes as usize;
+    let succ = |x: usize, c: usize| lex.trans.get(x * k + c);
+    let mut live_off = vec![0u32; n + 1];
+    let mut live: Vec<(u32, u32)> = Vec::new();
+    for x in 0..n {
+        live.extend((0..k).filter_map(|c| Some((c as u32, succ(x, c))).filter(|&(_, t)| t != DEAD)));
+        live_off[x + 1] = live.len() as u32;
+    }
+    (live_off, live)
+}
+
+/// Distinct predecessors of each state, CSR.
+fn predecessors(n: usize, k: usize, live_off: &[u32], live: &[(u32, u32)]) -> (Vec<u32>, Vec<u32>) {
+    let live_of = |x: u32| &live[live_off[x as usize] as usize..live_off[x as usize + 1] as usize];
+    let mut pairs: Vec<(u32, u32)> = Vec::new();
+    let mut row: Vec<u32> = Vec::with_capacity(k);
+    for x in 0..n {
+        row.clear();
+        row.extend(live_of(x as u32).iter().map(|&(_, t)| t));
+        row.sort_unstable();
+        row.dedup();
+        pairs.extend(row.iter().map(|&t| (t, x as u32)));
+    }
+    pairs.sort_unstable();
+    let mut pred_off = vec![0u32; n + 1];
+    for &(t, _) in &pairs {
+        pred_off[t as usize + 1] += 1;
+    }
+    for i in 0..n {
+        pred_off[i + 1] += pred_off[i];
+    }
+    let pred: Vec<u32> = pairs.iter().map(|&(_, x)| x).collect();
+    (pred_off, pred)
+}
+
+/// Histories, per state in level order (the log is in level order): `hist[hist_off[x]..]` are
+/// state `x`'s (level, block) entries.
+fn histories(n: usize, log: &[(u32, u32, u32)]) -> (Vec<u32>, Vec<(u32, u32)>) {
+    let mut hist_off = vec![0u32; n + 1];
+    for &(x, _, _) in log {
+        hist_off[x as usize + 1] += 1;
+    }
+    for i in 0..n {
+        hist_off[i + 1] += hist_off[i];
+    }
+    let mut fill = hist_off.clone();
+    let mut hist = vec![(0u32, 0u32); log.len()];
+    for &(x, level, id) in log {
+        hist[fill[x as usize] as usize] = (level, id);
+        fill[x as usize] += 1;
+    }
+    (hist_off, hist)
+}
+
+/// Each state's distance to an inhibitor-creating state, by a backward search over the
+/// predecessors (`u32::MAX`: none reachable).
+fn inhibitor_distance(lex: &LexerTables, pred_off: &[u32], pred: &[u32]) -> Vec<u32> {
+    let n = lex.num_states as usize;
+    let mut inh_dist = vec![u32::MAX; n];
+    let mut queue: std::collections::VecDeque<u32> = Default::default();
+    for (x, d) in inh_dist.iter_mut().enumerate() {
+        let creates = lex.accepts(x as u32).iter().any(|&t| lex.inhibitor_for(t, x as u32).is_some());
+        if creates {
+            *d = 0;
+            queue.push_back(x as u32);
+        }
+    }
+    while let Some(y) = queue.pop_front() {
+        let d = inh_dist[y as usize] + 1;
+        for &x in &pred[pred_off[y as usize] as usize..pred_off[y as usize + 1] as usize] {
+            if inh_dist[x as usize] == u32::MAX {
+                inh_dist[x as usize] = d;
+                queue.push_back(x);
+            }
+        }
+    }
+    inh_dist
 }

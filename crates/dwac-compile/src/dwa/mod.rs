@@ -14,7 +14,7 @@
 //! | [`minimize`] | minimization of the assembled automaton across lexer states; token sets compacted and cut into blocks |
 //! | [`sets`] | interned terminal and token-class sets |
 //! | `tokensets` | interned token sets over token ids, unions of token classes |
-//! | `walking` | the walking thread: the vocabulary trie per process, each lexer state's classes sent on, `KILL` sets by whichever thread is free |
+//! | `walk_thread` | the walking thread: the vocabulary trie per process, each lexer state's classes sent on, `KILL` sets by whichever thread is free |
 //! | `assemble` | each lexer state's automaton appended to the flat [`MaskTables`] (class outputs expanded into token sets, entries shared between states), then the `KILL` sets and minimization |
 //!
 //! This module holds the options and statistics and drives the build: the walking thread beside
@@ -30,7 +30,7 @@ pub mod sets;
 pub mod templates;
 pub mod terminal_dwa;
 mod tokensets;
-mod walking;
+mod walk_thread;
 
 use std::collections::HashMap;
 use std::ops::ControlFlow;
@@ -55,7 +55,7 @@ use sets::SetPool;
 use templates::Lr;
 pub use terminal_dwa::LimitHits;
 use terminal_dwa::{FollowBytes, Prewalker, Prewalks, TrieIndex, Walker};
-use walking::{shared_trie, walk_states, Kills, Walked};
+use walk_thread::{shared_trie, walk_states, Kills, Walked};
 
 /// Limits of one mask-table build.
 #[derive(Clone, Debug)]
@@ -180,7 +180,7 @@ pub fn build_mask_tables(
 /// [`build_mask_tables`], reporting `(lexer states done, lexer states)` before each lexer state;
 /// a `Break(why)` from `progress` stops the build there with [`CompileError::Stopped`].
 ///
-/// Two threads: one walks the vocabulary trie from each lexer state (`walking::walk_states`), the other
+/// Two threads: one walks the vocabulary trie from each lexer state (`walk_thread::walk_states`), the other
 /// (this one) determinizes and assembles each state's automaton as its classes arrive, in state
 /// order, so the tables are the same as one thread's. Everything the walker interns (terminal
 /// sets, step sequences) comes along with the classes that first name it.

@@ -365,6 +365,108 @@ fn immediately_separable(lex: &LexerTables, g: &Grammar) -> bool {
     })
 }
 
+/// The boundary automaton determinized over the non-ignored terminals (ignored ones are ε):
+/// `delta[s][t]` (`u32::MAX`: none); `None` past [`STATE_BUDGET`] states.
+fn boundary_dfa(lex: &LexerTables, b: &Boundaries, closures: &[Vec<u32>]) -> Option<Vec<Vec<u32>>> {
+    let nt = lex.num_terminals as usize;
+    let mut dstates: Vec<Vec<u32>> = vec![closures[0].clone()];
+    let mut dindex: HashMap<Vec<u32>, u32> = HashMap::from([(dstates[0].clone(), 0)]);
+    let mut delta: Vec<Vec<u32>> = Vec::new(); // delta[s][t], u32::MAX = none
+    let mut i = 0;
+    while i < dstates.len() {
+        let mut row = vec![u32::MAX; nt];
+        let mut targets: HashMap<u32, Vec<u32>> = HashMap::new();
+        for &x in &dstates[i] {
+            for &(t, to) in &b.edges[x as usize] {
+                if !lex.is_ignored(t) {
+                    targets.entry(t).or_default().push(to);
+                }
+            }
+        }
+        let mut targets: Vec<(u32, Vec<u32>)> = targets.into_iter().collect();
+        targets.sort_unstable();
+        for (t, to) in targets {
+            let set = closure_of(closures, &to);
+            let id = match dindex.get(&set) {
+                Some(&id) => id,
+                None => {
+                    if dstates.len() >= STATE_BUDGET {
+                        return None;
+                    }
+                    let id = dstates.len() as u32;
+                    dindex.insert(set.clone(), id);
+                    dstates.push(set);
+                    id
+                }
+            };
+            row[t as usize] = id;
+        }
+        delta.push(row);
+        i += 1;
+    }
+    Some(delta)
+}
+
+/// Does the grammar have a sentence the boundary automaton `delta` reads from its start (a
+/// context-free fixpoint over it)? `None` past [`RELATION_BUDGET`].
+fn has_sentence(normalized: &Grammar, delta: &[Vec<u32>]) -> Option<bool> {
+    let ns = delta.len();
+    let nn = normalized.nonterminals.len();
+    if (nn as u64) * (ns as u64) * (ns as u64) > RELATION_BUDGET {
+        return None;
+    }
+    // reach[A][s] = the states reachable from s by reading a sentence of A.
+    let words = ns.div_ceil(64);
+    let mut reach: Vec<Vec<Vec<u64>>> = vec![vec![vec![0u64; words]; ns]; nn];
+    let mut changed = true;
+    let mut cur = vec![0u64; words];
+    let mut nxt = vec![0u64; words];
+    while changed {
+        changed = false;
+        for r in &normalized.rules {
+            for s in 0..ns {
+                cur.iter_mut().for_each(|w| *w = 0);
+                cur[s / 64] |= 1 << (s % 64);
+                for sym in &r.rhs {
+                    nxt.iter_mut().for_each(|w| *w = 0);
+                    for (wi, &w) in cur.iter().enumerate() {
+                        let mut w = w;
+                        while w != 0 {
+                            let x = wi * 64 + w.trailing_zeros() as usize;
+                            w &= w - 1;
+                            match sym {
+                                Symbol::T(t) => {
+                                    let y = delta[x].get(*t as usize).copied().unwrap_or(u32::MAX);
+                                    if y != u32::MAX {
+                                        nxt[y as usize / 64] |= 1 << (y % 64);
+                                    }
+                                }
+                                Symbol::N(n) => {
+                                    for (a, b) in nxt.iter_mut().zip(&reach[*n as usize][x]) {
+                                        *a |= b;
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    std::mem::swap(&mut cur, &mut nxt);
+                    if cur.iter().all(|&w| w == 0) {
+                        break;
+                    }
+                }
+                let dst = &mut reach[r.lhs as usize][s];
+                for (a, b) in dst.iter_mut().zip(&cur) {
+                    if *b & !*a != 0 {
+                        *a |= b;
+                        changed = true;
+                    }
+                }
+            }
+        }
+    }
+    Some(reach[normalized.start as usize][0].iter().any(|&w| w != 0))
+}
+
 /// Analyse `normalized` (reduced, ε-free; `accepts_empty` if ε is in the language), its LR
 /// tables `lr` with the kernel items of every state, lexed by `lex`. Warnings are located
 /// through `source` (the front-end's grammar, which has the text).
@@ -482,97 +584,12 @@ pub fn analyse(
     if accepts_empty {
         return MunchReport { warnings, empty: None, skipped: false };
     }
-    let nt = lex.num_terminals as usize;
-    let mut dstates: Vec<Vec<u32>> = vec![closures[0].clone()];
-    let mut dindex: HashMap<Vec<u32>, u32> = HashMap::from([(dstates[0].clone(), 0)]);
-    let mut delta: Vec<Vec<u32>> = Vec::new(); // delta[s][t], u32::MAX = none
-    let mut i = 0;
-    while i < dstates.len() {
-        let mut row = vec![u32::MAX; nt];
-        let mut targets: HashMap<u32, Vec<u32>> = HashMap::new();
-        for &x in &dstates[i] {
-            for &(t, to) in &b.edges[x as usize] {
-                if !lex.is_ignored(t) {
-                    targets.entry(t).or_default().push(to);
-                }
-            }
-        }
-        let mut targets: Vec<(u32, Vec<u32>)> = targets.into_iter().collect();
-        targets.sort_unstable();
-        for (t, to) in targets {
-            let set = closure_of(&closures, &to);
-            let id = match dindex.get(&set) {
-                Some(&id) => id,
-                None => {
-                    if dstates.len() >= STATE_BUDGET {
-                        return MunchReport { warnings, empty: None, skipped: true };
-                    }
-                    let id = dstates.len() as u32;
-                    dindex.insert(set.clone(), id);
-                    dstates.push(set);
-                    id
-                }
-            };
-            row[t as usize] = id;
-        }
-        delta.push(row);
-        i += 1;
-    }
-    let ns = dstates.len();
-    let nn = normalized.nonterminals.len();
-    if (nn as u64) * (ns as u64) * (ns as u64) > RELATION_BUDGET {
+    let Some(delta) = boundary_dfa(lex, &b, &closures) else {
         return MunchReport { warnings, empty: None, skipped: true };
-    }
-    // reach[A][s] = the states reachable from s by reading a sentence of A.
-    let words = ns.div_ceil(64);
-    let mut reach: Vec<Vec<Vec<u64>>> = vec![vec![vec![0u64; words]; ns]; nn];
-    let mut changed = true;
-    let mut cur = vec![0u64; words];
-    let mut nxt = vec![0u64; words];
-    while changed {
-        changed = false;
-        for r in &normalized.rules {
-            for s in 0..ns {
-                cur.iter_mut().for_each(|w| *w = 0);
-                cur[s / 64] |= 1 << (s % 64);
-                for sym in &r.rhs {
-                    nxt.iter_mut().for_each(|w| *w = 0);
-                    for (wi, &w) in cur.iter().enumerate() {
-                        let mut w = w;
-                        while w != 0 {
-                            let x = wi * 64 + w.trailing_zeros() as usize;
-                            w &= w - 1;
-                            match sym {
-                                Symbol::T(t) => {
-                                    let y = delta[x].get(*t as usize).copied().unwrap_or(u32::MAX);
-                                    if y != u32::MAX {
-                                        nxt[y as usize / 64] |= 1 << (y % 64);
-                                    }
-                                }
-                                Symbol::N(n) => {
-                                    for (a, b) in nxt.iter_mut().zip(&reach[*n as usize][x]) {
-                                        *a |= b;
-                                    }
-                                }
-                            }
-                        }
-                    }
-                    std::mem::swap(&mut cur, &mut nxt);
-                    if cur.iter().all(|&w| w == 0) {
-                        break;
-                    }
-                }
-                let dst = &mut reach[r.lhs as usize][s];
-                for (a, b) in dst.iter_mut().zip(&cur) {
-                    if *b & !*a != 0 {
-                        *a |= b;
-                        changed = true;
-                    }
-                }
-            }
-        }
-    }
-    let nonempty = reach[normalized.start as usize][0].iter().any(|&w| w != 0);
+    };
+    let Some(nonempty) = has_sentence(normalized, &delta) else {
+        return MunchReport { warnings, empty: None, skipped: true };
+    };
     let empty = (!nonempty).then(|| {
         let mut why = match &first_dead {
             Some(w) => format!("no text is in this grammar's language under longest-match lexing; {}", w.0.message),

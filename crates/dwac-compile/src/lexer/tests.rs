@@ -53,7 +53,7 @@ fn counted_components_equal_the_subset_construction() {
     for (i, t) in g.terminals.iter().enumerate() {
         let active: Vec<bool> = (0..g.terminals.len()).map(|j| j == i).collect();
         let Some(product) = counted::counted_component(&g.terminals, i, &active).unwrap() else { continue };
-        let subsets = subset_component(&g.terminals, &active).unwrap();
+        let subsets = subset::subset_component(&g.terminals, &active).unwrap();
         counted += 1;
         assert_eq!((product.n, product.k, &product.class), (subsets.n, subsets.k, &subsets.class), "{}", t.name);
         assert_eq!(product.trans, subsets.trans, "{}", t.name);

@@ -1,9 +1,11 @@
 //! The writer's side: an engine's tables as sections ([`columns`]), the header for them, and the
 //! file laid out with its checksums (the compiler's `artifact_bytes` calls these).
 
+use crate::array::{Col, Elem};
+
 use super::{
-    crc32c, header_checksum, kind, Col, Elem, Engine, FromBytes, Header, IntoBytes, SectionEntry, ENDIAN_PROBE,
-    FLAG_MASK, HEADER_LEN, LABEL, MAGIC, MAJOR, MINOR, SECTION_ALIGN, SECTION_NARROW,
+    crc32c, header_checksum, kind, Engine, FromBytes, Header, IntoBytes, SectionEntry, ENDIAN_PROBE, FLAG_MASK,
+    HEADER_LEN, LABEL, MAGIC, MAJOR, MINOR, SECTION_ALIGN, SECTION_NARROW,
 };
 
 /// Every section of `engine`'s tables as (kind, flags, bytes), in increasing kind order,

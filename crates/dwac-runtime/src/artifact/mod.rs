@@ -12,15 +12,15 @@ use std::sync::Arc;
 
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
-use crate::array::{Array, Backing, Col, Elem};
-use crate::dwa::MaskTables;
+use crate::array::{Array, Backing};
 use crate::matcher::Engine;
-use crate::tables::{GrammarTables, LexerTables, LrTables, TableError, Vocabulary};
+use crate::tables::{GrammarTables, TableError, Vocabulary};
 
 mod crc;
 mod format;
 #[cfg(feature = "unstable")]
 mod layout;
+mod read;
 pub mod transport;
 
 pub use crc::crc32c;
@@ -263,257 +263,19 @@ impl Artifact {
     /// checksums.
     fn from_backing(backing: Backing, verify: bool) -> Result<Artifact, ArtifactError> {
         let bytes = backing.bytes();
-        // 1. Magic, size, endianness, version.
-        if bytes.len() < HEADER_LEN && !bytes.starts_with(&MAGIC[..bytes.len().min(8)]) {
-            return Err(ArtifactError::BadMagic);
-        }
-        if bytes.len() < HEADER_LEN {
-            return Err(ArtifactError::Truncated { len: bytes.len() as u64, need: HEADER_LEN as u64 });
-        }
-        if (bytes.as_ptr() as usize) & 7 != 0 {
-            return Err(ArtifactError::Misaligned { align: 8 });
-        }
-        let (h, _) = Header::read_from_prefix(bytes).map_err(|_| corrupt("header"))?;
-        if h.magic != MAGIC || h.label != LABEL {
-            return Err(ArtifactError::BadMagic);
-        }
-        if h.endian != ENDIAN_PROBE || cfg!(target_endian = "big") {
-            return Err(ArtifactError::Endianness { probe: h.endian });
-        }
-        if h.major != MAJOR || h.minor > MINOR {
-            return Err(ArtifactError::UnsupportedVersion { major: h.major, minor: h.minor });
-        }
-        // 2. Header fields.
-        if h.header_len as usize != HEADER_LEN || h.section_table as usize != HEADER_LEN {
-            return Err(corrupt("header length or section table offset"));
-        }
-        if h.file_len != bytes.len() as u64 {
-            return Err(ArtifactError::Truncated { len: bytes.len() as u64, need: h.file_len });
-        }
-        if h.flags & !FLAG_MASK != 0 {
-            return Err(corrupt("unknown header flags"));
-        }
-        if h.reserved != [0; 4] || h.reserved2 != [0; 64] {
-            return Err(corrupt("reserved header bytes are not zero"));
-        }
-        // 3. The section table, and the header checksum over it.
-        let n = h.section_count as usize;
-        let table_end = n
-            .checked_mul(size_of::<SectionEntry>())
-            .and_then(|x| x.checked_add(HEADER_LEN))
-            .filter(|&e| e <= bytes.len())
-            .ok_or_else(|| corrupt("section table runs past the end of the file"))?;
-        let sections = <[SectionEntry]>::ref_from_bytes(&bytes[HEADER_LEN..table_end])
-            .map_err(|_| corrupt("section table"))?
-            .to_vec();
-        if verify && header_checksum(bytes) != Some(h.header_checksum) {
-            return Err(ArtifactError::Checksum { section: "header".into() });
-        }
-        // 4. Every section: known kind (or optional), aligned, in bounds, in increasing kind and
-        //    offset order without overlap, a whole number of elements; padding zero; checksum.
-        let mut prev_kind = 0u32;
-        let mut prev_end = table_end;
-        for e in &sections {
-            let name = kind_info(e.kind).map_or_else(|| format!("section kind {:#06x}", e.kind), |i| i.0.to_string());
-            if e.kind <= prev_kind {
-                return Err(corrupt(format!("{name}: section kinds must be strictly increasing")));
-            }
-            prev_kind = e.kind;
-            if e.flags & !(SECTION_OPTIONAL | SECTION_NARROW) != 0 {
-                return Err(corrupt(format!("{name}: unknown section flags")));
-            }
-            if e.flags & SECTION_NARROW != 0 && !narrowable(e.kind) {
-                return Err(corrupt(format!("{name}: this section cannot be narrowed")));
-            }
-            let (Ok(off), Ok(len)) = (usize::try_from(e.offset), usize::try_from(e.len)) else {
-                return Err(corrupt(format!("{name}: offset or length out of range")));
-            };
-            let end = off.checked_add(len).filter(|&x| x <= bytes.len());
-            let Some(end) = end else {
-                return Err(corrupt(format!("{name}: runs past the end of the file")));
-            };
-            if off & (SECTION_ALIGN - 1) != 0 || off < prev_end {
-                return Err(corrupt(format!("{name}: misaligned or overlapping")));
-            }
-            if verify && bytes[prev_end..off].iter().any(|&b| b != 0) {
-                return Err(corrupt(format!("{name}: padding before it is not zero")));
-            }
-            prev_end = end;
-            let elem = |size| if e.flags & SECTION_NARROW != 0 { 2 } else { size };
-            match kind_info(e.kind).map(|(n, size)| (n, elem(size))) {
-                Some((_, size)) if len % size != 0 => {
-                    return Err(corrupt(format!("{name}: length {len} is not a multiple of {size}")))
-                }
-                None if e.flags & SECTION_OPTIONAL == 0 => {
-                    return Err(corrupt(format!("{name}: unknown required section")))
-                }
-                _ => {}
-            }
-            if verify && crc32c(&bytes[off..end]) as u64 != e.checksum {
-                return Err(ArtifactError::Checksum { section: name });
-            }
-        }
-        if prev_end != bytes.len() {
-            return Err(corrupt("bytes after the last section"));
-        }
-        // 5. Which sections are present.
+        let h = read::header(bytes)?;
+        let sections = read::sections(bytes, &h, verify)?;
+        read::presence(&h, &sections)?;
         let has_mask = h.flags & FLAG_MASK != 0;
-        let find = |k: u32| sections.iter().find(|e| e.kind == k);
-        for k in (0..0x0800).filter(|&k| kind_info(k).is_some()) {
-            if k == DWA_AUX_START {
-                // (4.1, and only where some lexer state has a second start.)
-                if find(k).is_some() && (!has_mask || h.minor < 1) {
-                    return Err(corrupt("dwa.aux_start without the mask flag or in a 4.0 file"));
-                }
-                continue;
-            }
-            let want = !is_mask_kind(k) || has_mask;
-            if want != find(k).is_some() {
-                let name = kind_info(k).map_or("?", |i| i.0);
-                return Err(corrupt(if want {
-                    format!("missing section {name}")
-                } else {
-                    format!("section {name} without the mask flag")
-                }));
-            }
-        }
-        // 6. Views.
-        fn col<T: Elem>(backing: &Backing, sections: &[SectionEntry], k: u32) -> Result<Array<T>, ArtifactError> {
-            let name = kind_info(k).map_or("?", |i| i.0);
-            let e = sections.iter().find(|e| e.kind == k).ok_or_else(|| corrupt(format!("missing section {name}")))?;
-            Array::view(backing, e.offset as usize, e.len as usize / size_of::<T>())
-                .ok_or_else(|| corrupt(format!("{name}: cannot be viewed (bounds or alignment)")))
-        }
-        use kind::{
-            DWA_AUX_START, DWA_EDGE_LABEL, DWA_EDGE_OFF, DWA_EDGE_OUTCOME, DWA_LABEL_OFF, DWA_OUTCOME_OFF,
-            DWA_OUTCOME_RHO, DWA_OUTCOME_TARGET, DWA_START, DWA_START_RHO, DWA_UNDECIDED, KILL_K, KILL_S, KILL_SET,
-            LEX_ACCEPT, LEX_ACCEPT_OFF, LEX_BYTE_CLASS, LEX_FORK, LEX_FORK_OFF, LEX_IGNORED, LEX_MUNCH, LEX_NEXT_PLUS,
-            LEX_NEXT_PLUS_ROW, LEX_PRIORITY, LEX_TRANS, LR_ACTIONS, LR_ACTION_OFF, LR_ACTION_ROW, LR_ACTION_TERM,
-            LR_GOTO_NT, LR_GOTO_ROW, LR_GOTO_TARGET, LR_RULE_LEN, LR_RULE_LHS, META, NAME_BYTES, NAME_OFF, SET_BLOCKS,
-            SET_BLOCK_REFS, SET_DENSE, SET_OFF, SET_RANGES, VOCAB_BYTES, VOCAB_EOS, VOCAB_OFFSETS, VOCAB_SPECIAL,
-        };
-        let c32 = |k| col::<u32>(&backing, &sections, k);
-        let c8 = |k| col::<u8>(&backing, &sections, k);
-        let c64 = |k| col::<u64>(&backing, &sections, k);
-        // A narrowable column, wide or narrow as its section says.
-        let cn = |k| -> Result<Col, ArtifactError> {
-            let narrow = sections.iter().any(|e| e.kind == k && e.flags & SECTION_NARROW != 0);
-            Ok(if narrow { Col::Narrow(col::<u16>(&backing, &sections, k)?) } else { Col::Wide(c32(k)?) })
-        };
-        let vocab = Vocabulary {
-            offsets: c32(VOCAB_OFFSETS)?,
-            bytes: c8(VOCAB_BYTES)?,
-            special: c8(VOCAB_SPECIAL)?,
-            eos: c32(VOCAB_EOS)?,
-            special_names: Default::default(),
-        };
-        if vocab.len() != h.vocab_size as usize || vocab.eos.len() != h.eos_count as usize {
-            return Err(corrupt("vocabulary size or end-token count differs from the header"));
-        }
-        if h.mask_words != h.vocab_size.div_ceil(32) {
-            return Err(corrupt("mask words differ from the vocabulary size"));
-        }
-        let lexer = LexerTables {
-            num_states: h.lexer_states,
-            num_terminals: h.num_terminals,
-            words: h.num_terminals.div_ceil(64),
-            start: h.lexer_start,
-            trans: cn(LEX_TRANS)?,
-            byte_class: c8(LEX_BYTE_CLASS)?,
-            // (Checked by `LexerTables::validate`: the table must be `num_states` whole rows.)
-            num_classes: {
-                let n = h.lexer_states.max(1) as usize;
-                let len = sections
-                    .iter()
-                    .find(|e| e.kind == LEX_TRANS)
-                    .map_or(0, |e| e.len as usize / if e.flags & SECTION_NARROW != 0 { 2 } else { 4 });
-                if len % n != 0 {
-                    return Err(corrupt("lexer.trans is not a whole number of rows"));
-                }
-                (len / n) as u32
-            },
-            accept_off: c32(LEX_ACCEPT_OFF)?,
-            accept: c32(LEX_ACCEPT)?,
-            next_plus: c64(LEX_NEXT_PLUS)?,
-            next_plus_row: cn(LEX_NEXT_PLUS_ROW)?,
-            ignored: c64(LEX_IGNORED)?,
-            munch: c8(LEX_MUNCH)?,
-            priority: col::<i32>(&backing, &sections, LEX_PRIORITY)?,
-            fork_off: c32(LEX_FORK_OFF)?,
-            fork: c32(LEX_FORK)?,
-        };
-        let lr = LrTables {
-            num_states: h.lr_states,
-            num_terminals: h.num_terminals,
-            num_nonterminals: h.num_nonterminals,
-            action_row: c32(LR_ACTION_ROW)?,
-            action_term: c32(LR_ACTION_TERM)?,
-            action_off: c32(LR_ACTION_OFF)?,
-            actions: c32(LR_ACTIONS)?,
-            goto_row: c32(LR_GOTO_ROW)?,
-            goto_nt: c32(LR_GOTO_NT)?,
-            goto_target: c32(LR_GOTO_TARGET)?,
-            rule_lhs: c32(LR_RULE_LHS)?,
-            rule_len: c32(LR_RULE_LEN)?,
-        };
-        // 7. Terminal names (the one copy: `String`s for diagnostics) and metadata, UTF-8.
-        let (name_off, name_bytes) = (c32(NAME_OFF)?, c8(NAME_BYTES)?);
-        if name_off.len() != h.num_terminals as usize + 1
-            || name_off.first() != Some(&0)
-            || name_off.last().map(|&x| x as usize) != Some(name_bytes.len())
-            || name_off.windows(2).any(|w| w[0] > w[1])
-        {
-            return Err(corrupt("terminal name offsets"));
-        }
-        let mut terminal_names = Vec::with_capacity(h.num_terminals as usize);
-        for w in name_off.windows(2) {
-            let s = std::str::from_utf8(&name_bytes[w[0] as usize..w[1] as usize])
-                .map_err(|_| corrupt("terminal name is not UTF-8"))?;
-            terminal_names.push(s.to_string());
-        }
-        let meta = c8(META)?;
-        if std::str::from_utf8(&meta).is_err() {
-            return Err(corrupt("metadata is not UTF-8"));
-        }
+        let v = read::Views { backing: &backing, sections: &sections };
+        let vocab = read::vocabulary(&v, &h)?;
+        let lexer = read::lexer(&v, &h)?;
+        let lr = read::lr(&v, &h)?;
+        let terminal_names = read::terminal_names(&v, &h)?;
+        let meta = read::metadata(&v)?;
         let tables = GrammarTables { lexer, lr, terminal_names };
-        let mask = if has_mask {
-            let m = MaskTables {
-                num_tokens: h.vocab_size,
-                start: c32(DWA_START)?,
-                start_rho: c32(DWA_START_RHO)?,
-                undecided: c32(DWA_UNDECIDED)?,
-                aux_start: if sections.iter().any(|e| e.kind == DWA_AUX_START) {
-                    c32(DWA_AUX_START)?
-                } else {
-                    Array::default()
-                },
-                edge_off: c32(DWA_EDGE_OFF)?,
-                label_off: c32(DWA_LABEL_OFF)?,
-                edge_label: cn(DWA_EDGE_LABEL)?,
-                edge_outcome: cn(DWA_EDGE_OUTCOME)?,
-                outcome_off: c32(DWA_OUTCOME_OFF)?,
-                outcome_target: cn(DWA_OUTCOME_TARGET)?,
-                outcome_rho: cn(DWA_OUTCOME_RHO)?,
-                set_off: c32(SET_OFF)?,
-                set_ranges: c32(SET_RANGES)?,
-                set_dense: c32(SET_DENSE)?,
-                block_refs: c32(SET_BLOCK_REFS)?,
-                blocks: c32(SET_BLOCKS)?,
-                kill_s: c32(KILL_S)?,
-                kill_k: c32(KILL_K)?,
-                kill_set: c32(KILL_SET)?,
-            };
-            if m.num_states() != h.dwa_states as usize || m.num_sets() != h.token_sets as usize {
-                return Err(corrupt("DWA state or token set count differs from the header"));
-            }
-            Some(m)
-        } else {
-            if h.dwa_states != 0 || h.token_sets != 0 {
-                return Err(corrupt("DWA counts without the mask flag"));
-            }
-            None
-        };
-        // 8–9. Every index the runtime follows (Engine::with_mask validates the tables).
+        let mask = read::mask(&v, &h, has_mask)?;
+        // 8–9. Every index the runtime follows (`Engine::validated` validates the tables).
         let engine =
             if verify { Engine::validated(tables, vocab, mask)? } else { Engine::unchecked(tables, vocab, mask) };
         Ok(Artifact { header: h, sections, engine: Arc::new(engine), meta, backing })

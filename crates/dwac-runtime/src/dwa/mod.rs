@@ -20,8 +20,10 @@
 use crate::array::{Array, Col};
 use crate::tables::{TableError, DEAD};
 
+pub(crate) mod fill;
 #[cfg(feature = "unstable")]
 mod write;
+pub use fill::{MaskCounters, ThreadView, WalkScratch};
 #[cfg(feature = "unstable")]
 pub use write::{pack_bitmaps, DwaWriter};
 

@@ -4,7 +4,7 @@
 
 #[cfg(feature = "unstable")]
 use super::NodeRef;
-use super::{mask, MaskCounters, Matcher, Scratch, Thread, ThreadView, Trie, Vocabulary, WalkScratch};
+use super::{fill, MaskCounters, Matcher, Scratch, Thread, ThreadView, Trie, Vocabulary, WalkScratch};
 
 /// Working memory of a mask fill: accumulators of up to a vocabulary's width and small lists.
 /// One per thread that fills masks; reusing it means the mask path allocates nothing once it has
@@ -211,9 +211,9 @@ impl Matcher {
             kills: &sc.kills[a..b],
             heads: &th.heads,
         });
-        mask::fill(t, views, &mut sc.walk, out);
+        fill::fill(t, views, &mut sc.walk, out);
         // Tokens the DWA left UNDECIDED at a thread's lexer state: decided exactly, as the
-        // reference mask decides them, by committing them (`mask::fill` reset the counters;
+        // reference mask decides them, by committing them (`fill::fill` reset the counters;
         // they are added to below). (Tokens another thread's walk already allowed need no
         // commit.)
         sc.undecided.clear();

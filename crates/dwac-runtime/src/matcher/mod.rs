@@ -4,10 +4,10 @@
 use std::sync::Arc;
 
 use crate::dwa::MaskTables;
+use crate::dwa::{fill, MaskCounters, ThreadView, WalkScratch};
 use crate::glr::Closure;
 use crate::gss::{push_unique, Node, NodeRef};
 use crate::lexer::Inhibitor;
-use crate::mask::{self, MaskCounters, ThreadView, WalkScratch};
 use crate::prio;
 use crate::tables::{GrammarTables, TableError, Vocabulary};
 use crate::trie::Trie;

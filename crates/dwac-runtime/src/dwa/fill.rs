@@ -15,7 +15,7 @@
 
 use std::sync::Arc;
 
-use crate::dwa::{MaskTables, NONE};
+use super::{MaskTables, NONE};
 use crate::gss::NodeRef;
 use crate::tables::DEAD;
 
