@@ -1,0 +1,222 @@
+//! `Grammar`: an opened artifact, compiled in process (with the GIL released) or read from a
+//! file; and the compile every source kind shares.
+
+use std::sync::Arc;
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+use dwac_compile::artifact::{artifact_bytes, write_atomically, SourceInfo, TokenizerInfo};
+use dwac_compile::{compile_engine_with, parse_source_with, regex_grammar, EngineOptions, SourceKind};
+use dwac_grammar::schema::{Draft, SchemaOptions, Whitespace};
+use dwac_runtime::{Artifact, OpenOptions};
+
+use crate::err;
+use crate::tokenizer::Tokenizer;
+
+/// How [`compile_source`] compiles (the keyword options of `Grammar.compile`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub(crate) struct CompileOptions {
+    pub(crate) compact: bool,
+    pub(crate) lenient: bool,
+    pub(crate) draft: Option<String>,
+    pub(crate) max_whitespace: Option<u32>,
+    pub(crate) mask_work: Option<u64>,
+    pub(crate) strict: bool,
+}
+
+/// Compile `source` of kind `kind` for `tok` (GIL released by the caller).
+pub(crate) fn compile_source(
+    kind: &str,
+    source: String,
+    tok: &Arc<dwac_vocab::Tokenizer>,
+    width: usize,
+    o: &CompileOptions,
+) -> Result<Grammar, String> {
+    let mut opts = EngineOptions::default();
+    if let Some(w) = o.mask_work {
+        opts.mask_options =
+            dwac_compile::dwa::MaskOptions { work_per_lexer_state: w, saturate: false, ..opts.mask_options };
+    }
+    let default_draft = match o.draft.as_deref() {
+        None => None,
+        Some(d) => {
+            Some(Draft::from_name(d).ok_or_else(|| format!("unknown draft {d:?} ({})", Draft::NAMES.join(", ")))?)
+        }
+    };
+    let schema = SchemaOptions {
+        whitespace: match (o.compact, o.max_whitespace) {
+            (true, _) => Whitespace::Compact,
+            (false, Some(n)) => Whitespace::Around { max: Some(n) },
+            (false, None) => Whitespace::Flexible,
+        },
+        lenient: o.lenient,
+        default_draft,
+        strict: o.strict,
+    };
+    let (what, kind_name, parsed) = match kind {
+        "json_schema" | "json" => ("schema", SourceKind::JsonSchema, Some(SourceKind::JsonSchema)),
+        "lark" => ("grammar", SourceKind::Lark, Some(SourceKind::Lark)),
+        "gbnf" => ("grammar", SourceKind::Gbnf, Some(SourceKind::Gbnf)),
+        "structural_tag" => ("structural tag", SourceKind::StructuralTag, Some(SourceKind::StructuralTag)),
+        "regex" => ("regex", SourceKind::Lark, None),
+        k => return Err(format!("unknown grammar kind {k:?} (json_schema, lark, gbnf, structural_tag, regex)")),
+    };
+    let (grammar, mut warnings, info) = match parsed {
+        Some(k) => {
+            let (g, w) = parse_source_with(k, &source, &schema).map_err(|e| e.located(&what, false))?;
+            let info = SourceInfo { name: what.into(), kind: SourceInfo::kind_name(kind_name), text: source };
+            (g, w.into_iter().map(|w| format!("{what}: {w}")).collect::<Vec<_>>(), info)
+        }
+        None => {
+            let g = regex_grammar(&source);
+            (g, Vec::new(), SourceInfo { name: "regex".into(), kind: "regex", text: source })
+        }
+    };
+    let (engine, stats) = compile_engine_with(&grammar, tok.vocab().clone(), &opts)
+        .map_err(|e| e.located(&what, kind_name == SourceKind::JsonSchema))?;
+    warnings.extend(stats.warnings.iter().map(|w| w.0.located(&what)));
+    let ti = TokenizerInfo { name: tok.name().to_string(), fingerprint: tok.fingerprint() };
+    let bytes = artifact_bytes(&engine, &info, &ti, &stats, &schema, &opts);
+    let artifact = Artifact::from_bytes(&bytes).map_err(|e| format!("{what}: {e}"))?;
+    Ok(Grammar { artifact, warnings, width })
+}
+
+/// A compiled grammar: an opened, validated artifact. Immutable; share it among threads and
+/// matchers.
+#[pyclass(module = "dwac._dwac", frozen)]
+pub(crate) struct Grammar {
+    pub(crate) artifact: Artifact,
+    pub(crate) warnings: Vec<String>,
+    /// Mask width (the tokenizer's `vocab_size`, else the vocabulary's ids).
+    pub(crate) width: usize,
+}
+
+#[pymethods]
+impl Grammar {
+    /// Compile `source` of kind `kind` (`"json_schema"`, `"lark"`, `"gbnf"`, `"structural_tag"`
+    /// or `"regex"`) for `tokenizer`. JSON Schema options as the CLI's: `compact` (no whitespace
+    /// between tokens), `max_whitespace` (whitespace only around punctuation, at most this many
+    /// characters on each side), `lenient` (drop keywords that cannot be honoured exactly, listed in
+    /// `warnings`), `draft` (`"draft4"`, `"draft6"`, `"draft7"`, `"2019-09"`, `"2020-12"`),
+    /// `strict` (keys and items a schema does not name refused; tags' schemas too). No GIL.
+    ///
+    /// `_mask_work_per_lexer_state` is a diagnostic and test option, not for serving: the compiler's work
+    /// budget per lexer state (`MaskOptions::work_per_lexer_state`); a lexer state over it gets no automaton
+    /// (nor a saturated one): its tokens are UNDECIDED, decided at run time by commit. Recorded in the options.
+    #[staticmethod]
+    #[pyo3(signature = (kind, source, tokenizer, compact = false, lenient = false, draft = None, _mask_work_per_lexer_state = None, max_whitespace = None, strict = false))]
+    #[expect(clippy::too_many_arguments, reason = "the Python signature: keyword arguments, each an option")]
+    fn compile(
+        py: Python<'_>,
+        kind: &str,
+        source: String,
+        tokenizer: &Tokenizer,
+        compact: bool,
+        lenient: bool,
+        draft: Option<&str>,
+        _mask_work_per_lexer_state: Option<u64>,
+        max_whitespace: Option<u32>,
+        strict: bool,
+    ) -> PyResult<Grammar> {
+        let options = CompileOptions {
+            compact,
+            lenient,
+            draft: draft.map(str::to_string),
+            max_whitespace,
+            mask_work: _mask_work_per_lexer_state,
+            strict,
+        };
+        let tok = Arc::clone(&tokenizer.inner);
+        let width = tokenizer.width;
+        py.detach(move || compile_source(kind, source, &tok, width, &options)).map_err(err)
+    }
+
+    /// Map and verify an artifact file (`.dwa` or `.dwa.zst`). With `tokenizer`, the artifact
+    /// must have been compiled for it (refused by name otherwise); a `.dwa.zst` saved without
+    /// the vocabulary needs it.
+    #[staticmethod]
+    #[pyo3(signature = (path, tokenizer = None))]
+    fn open(py: Python<'_>, path: std::path::PathBuf, tokenizer: Option<&Tokenizer>) -> PyResult<Grammar> {
+        let tok = tokenizer.map(|t| (Arc::clone(&t.inner), t.width));
+        py.detach(move || {
+            let opened = match &tok {
+                Some((t, _)) => OpenOptions::new().vocabulary(t.vocab()).open(&path),
+                None => Artifact::open(&path),
+            };
+            let artifact = opened.map_err(|e| {
+                let given =
+                    tok.as_ref().map_or(String::new(), |(t, _)| format!(" (the tokenizer given is {:?})", t.name()));
+                format!("{}: {e}{given}", path.display())
+            })?;
+            let mut width = artifact.engine().vocab().len();
+            if let Some((t, w)) = tok {
+                artifact
+                    .check_tokenizer(&t.fingerprint(), t.vocab())
+                    .map_err(|e| format!("{}: {e} (the tokenizer given is {:?})", path.display(), t.name()))?;
+                width = w;
+            }
+            Ok::<_, String>(Grammar { artifact, warnings: Vec::new(), width })
+        })
+        .map_err(err)
+    }
+
+    /// Write the artifact (atomically) to `path`; it opens with `Grammar.open`. With `zstd`,
+    /// the transport form (`.dwa.zst`), and with `without_vocabulary` too, without the
+    /// vocabulary's sections (it then opens only with its tokenizer).
+    #[pyo3(signature = (path, zstd = false, without_vocabulary = false))]
+    fn save(&self, py: Python<'_>, path: std::path::PathBuf, zstd: bool, without_vocabulary: bool) -> PyResult<()> {
+        if without_vocabulary && !zstd {
+            return Err(PyValueError::new_err("without_vocabulary applies to the zstd form: pass zstd=True too"));
+        }
+        let bytes = self.artifact.as_bytes();
+        py.detach(|| {
+            use dwac_compile::artifact::{compress, compress_without_vocabulary, ZSTD_LEVEL};
+            let out = match (zstd, without_vocabulary) {
+                (false, _) => return write_atomically(&path, bytes),
+                (true, false) => compress(bytes, ZSTD_LEVEL)?,
+                (true, true) => compress_without_vocabulary(bytes, ZSTD_LEVEL)?,
+            };
+            write_atomically(&path, &out)
+        })
+        .map_err(|e| err(format!("{}: {e}", path.display())))
+    }
+
+    /// The width of masks: the tokenizer's `vocab_size` (compiled with, or given to `open`),
+    /// else the vocabulary's number of ids.
+    #[getter]
+    fn vocab_size(&self) -> usize {
+        self.width
+    }
+
+    /// Number of token ids of the vocabulary the grammar was compiled for.
+    #[getter]
+    fn num_tokens(&self) -> usize {
+        self.artifact.engine().vocab().len()
+    }
+
+    /// The artifact's metadata (JSON text: source, options, tokenizer, statistics).
+    #[getter]
+    fn metadata(&self) -> String {
+        self.artifact.metadata().to_string()
+    }
+
+    /// Warnings of the compile (e.g. keywords dropped by `lenient`, formats not enforced).
+    #[getter]
+    fn warnings(&self) -> Vec<String> {
+        self.warnings.clone()
+    }
+
+    /// The (lexer state, token) pairs the compiler left UNDECIDED, which masks decide at run
+    /// time by committing the token (`Matcher.counters()` counts them as they happen): from
+    /// the Parser DWA's tables, so the same for a compiled and a reopened artifact. `None` for
+    /// an artifact without a Parser DWA (every mask is then the reference mask).
+    #[getter]
+    fn undecided_tokens(&self) -> Option<u64> {
+        self.artifact.engine().undecided_tokens()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Grammar(vocab_size={}, bytes={})", self.vocab_size(), self.artifact.len())
+    }
+}
