@@ -23,7 +23,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use dwac_compile::dwa::compose::{Step, ANY};
-use dwac_compile::dwa::sets::SetPool;
+use dwac_compile::dwa::set_pool::SetPool;
 use dwac_compile::dwa::templates::{Lr, Outcome, Read, Wait};
 use dwac_compile::dwa::terminal_dwa::{
     carried_inhibitors, kill_set_shared, Prewalker, Prewalks, TokenClass, TrieIndex, Walker, BASE_FROM, MAX_LEXINGS,

@@ -254,6 +254,69 @@ impl Builder {
         self.repeat(seq, 0, Some(1), p)
     }
 
+    /// A `json_schema` format: the schema compiled and spliced in, whitespace bounded as given.
+    fn json_schema(&mut self, v: &Value, p: &str) -> Result<Vec<Symbol>, GrammarError> {
+        keys(v, p, &["type", "json_schema", "style", "any_order", "max_whitespace_cnt", "excludes"])?;
+        unsupported_unless(v, p, "style", &[Value::from("json")])?;
+        unsupported_unless(v, p, "any_order", &[Value::Bool(false)])?;
+        unsupported_unless(v, p, "excludes", &[Value::Array(Vec::new())])?;
+        let max = match v.get("max_whitespace_cnt") {
+            None | Some(Value::Null) => None,
+            Some(x) => Some(
+                x.as_u64()
+                    .and_then(|n| u32::try_from(n).ok())
+                    .ok_or_else(|| err(p, "`max_whitespace_cnt` must be a count"))?,
+            ),
+        };
+        let schema = v.get("json_schema").ok_or_else(|| err(p, "`json_schema` is missing"))?;
+        let opts =
+            SchemaOptions { whitespace: Whitespace::Around { max }, strict: self.strict, ..SchemaOptions::default() };
+        let sg = compile_schema(schema, &opts).map_err(|e| err(&format!("{p}/json_schema"), e))?;
+        self.schemas += 1;
+        let nt = self.g.splice(sg.grammar, &format!("schema{}:", self.schemas), None, true);
+        Ok(vec![Symbol::N(nt)])
+    }
+
+    /// A `triggered_tags` format: text up to a trigger, each trigger the start of one of the
+    /// tags, as often as `at_least_one` and `stop_after_first` say.
+    fn triggered_tags(&mut self, v: &Value, p: &str) -> Result<Vec<Symbol>, GrammarError> {
+        keys(v, p, &["type", "triggers", "tags", "at_least_one", "stop_after_first", "excludes"])?;
+        let triggers = strings(v, p, "triggers")?;
+        if triggers.is_empty() || triggers.iter().any(String::is_empty) {
+            return Err(err(p, "`triggers` must be a nonempty list of nonempty strings"));
+        }
+        let tags = array(v, p, "tags")?;
+        if tags.is_empty() {
+            return Err(err(p, "`tags` must not be empty"));
+        }
+        let mut alts = Vec::new();
+        for (i, t) in tags.iter().enumerate() {
+            let tp = format!("{p}/tags/{i}");
+            let begin = t.get("begin").and_then(Value::as_str).ok_or_else(|| {
+                err(&tp, "a triggered tag's `begin` must be a string (token triggers: `token_triggered_tags`, not supported)")
+            })?;
+            let n = triggers.iter().filter(|tr| begin.starts_with(tr.as_str())).count();
+            if n != 1 {
+                return Err(err(&tp, format!("`begin` {begin:?} must start with exactly one trigger ({n} do)")));
+            }
+            alts.push(self.tag(t, &tp)?);
+        }
+        let tag = self.helper(alts, "tag");
+        let mut excludes = strings(v, p, "excludes")?;
+        excludes.extend(triggers);
+        let text = self.text(excludes, p)?;
+        let (at_least_one, stop) = (flag(v, p, "at_least_one")?, flag(v, p, "stop_after_first")?);
+        let one = [tag.clone(), text.clone()].concat();
+        Ok(match (at_least_one, stop) {
+            // T? (tag T?)*, T? (tag T?)+
+            (false, false) => [text, self.repeat(one, 0, None, p)?].concat(),
+            (true, false) => [text, self.repeat(one, 1, None, p)?].concat(),
+            // T? tag?, T? tag: the output ends after the first tag.
+            (false, true) => [text.clone(), self.optional(tag, p)?].concat(),
+            (true, true) => [text, tag].concat(),
+        })
+    }
+
     /// A format's symbols (an empty sequence is the empty string).
     fn format(&mut self, v: &Value, p: &str) -> Result<Vec<Symbol>, GrammarError> {
         let ty = v.get("type").and_then(Value::as_str).ok_or_else(|| err(p, "a format needs a string `type`"))?;
@@ -262,30 +325,7 @@ impl Builder {
                 keys(v, p, &["type", "value"])?;
                 Ok(self.literal(string(v, p, "value")?))
             }
-            "json_schema" => {
-                keys(v, p, &["type", "json_schema", "style", "any_order", "max_whitespace_cnt", "excludes"])?;
-                unsupported_unless(v, p, "style", &[Value::from("json")])?;
-                unsupported_unless(v, p, "any_order", &[Value::Bool(false)])?;
-                unsupported_unless(v, p, "excludes", &[Value::Array(Vec::new())])?;
-                let max = match v.get("max_whitespace_cnt") {
-                    None | Some(Value::Null) => None,
-                    Some(x) => Some(
-                        x.as_u64()
-                            .and_then(|n| u32::try_from(n).ok())
-                            .ok_or_else(|| err(p, "`max_whitespace_cnt` must be a count"))?,
-                    ),
-                };
-                let schema = v.get("json_schema").ok_or_else(|| err(p, "`json_schema` is missing"))?;
-                let opts = SchemaOptions {
-                    whitespace: Whitespace::Around { max },
-                    strict: self.strict,
-                    ..SchemaOptions::default()
-                };
-                let sg = compile_schema(schema, &opts).map_err(|e| err(&format!("{p}/json_schema"), e))?;
-                self.schemas += 1;
-                let nt = self.g.splice(sg.grammar, &format!("schema{}:", self.schemas), None, true);
-                Ok(vec![Symbol::N(nt)])
-            }
+            "json_schema" => self.json_schema(v, p),
             "grammar" => {
                 keys(v, p, &["type", "grammar"])?;
                 let src = string(v, p, "grammar")?;
@@ -346,46 +386,7 @@ impl Builder {
                 self.repeat(seq, min, max, p)
             }
             "tag" => self.tag(v, p),
-            "triggered_tags" => {
-                keys(v, p, &["type", "triggers", "tags", "at_least_one", "stop_after_first", "excludes"])?;
-                let triggers = strings(v, p, "triggers")?;
-                if triggers.is_empty() || triggers.iter().any(String::is_empty) {
-                    return Err(err(p, "`triggers` must be a nonempty list of nonempty strings"));
-                }
-                let tags = array(v, p, "tags")?;
-                if tags.is_empty() {
-                    return Err(err(p, "`tags` must not be empty"));
-                }
-                let mut alts = Vec::new();
-                for (i, t) in tags.iter().enumerate() {
-                    let tp = format!("{p}/tags/{i}");
-                    let begin = t.get("begin").and_then(Value::as_str).ok_or_else(|| {
-                        err(&tp, "a triggered tag's `begin` must be a string (token triggers: `token_triggered_tags`, not supported)")
-                    })?;
-                    let n = triggers.iter().filter(|tr| begin.starts_with(tr.as_str())).count();
-                    if n != 1 {
-                        return Err(err(
-                            &tp,
-                            format!("`begin` {begin:?} must start with exactly one trigger ({n} do)"),
-                        ));
-                    }
-                    alts.push(self.tag(t, &tp)?);
-                }
-                let tag = self.helper(alts, "tag");
-                let mut excludes = strings(v, p, "excludes")?;
-                excludes.extend(triggers);
-                let text = self.text(excludes, p)?;
-                let (at_least_one, stop) = (flag(v, p, "at_least_one")?, flag(v, p, "stop_after_first")?);
-                let one = [tag.clone(), text.clone()].concat();
-                Ok(match (at_least_one, stop) {
-                    // T? (tag T?)*, T? (tag T?)+
-                    (false, false) => [text, self.repeat(one, 0, None, p)?].concat(),
-                    (true, false) => [text, self.repeat(one, 1, None, p)?].concat(),
-                    // T? tag?, T? tag: the output ends after the first tag.
-                    (false, true) => [text.clone(), self.optional(tag, p)?].concat(),
-                    (true, true) => [text, tag].concat(),
-                })
-            }
+            "triggered_tags" => self.triggered_tags(v, p),
             "tags_with_separator" => {
                 keys(v, p, &["type", "tags", "separator", "at_least_one", "stop_after_first"])?;
                 let tags = array(v, p, "tags")?;

@@ -16,7 +16,7 @@ use super::determinize::{Assembled, Determinizer, LocalDwa, StateKey};
 use super::minimize;
 use super::saturate;
 use super::terminal_dwa::{Sig, TokenClass, Tokens};
-use super::tokensets::{TokenSets, Union};
+use super::token_sets::{TokenSets, Union};
 use super::{FastMap, MaskOptions, MaskStats};
 use crate::stages::Stages;
 

@@ -22,7 +22,7 @@
 
 use super::FastMap;
 
-use super::sets::SetPool;
+use super::set_pool::SetPool;
 use super::templates::{Lr, Outcome, Read, Wait};
 
 /// One lexeme of a lexing.
@@ -392,7 +392,7 @@ impl<'a> Composer<'a> {
             // (The row read is the segment's bottom, as `Lr::run` would have read it.)
             self.lr.bottom_touched.set(true);
         }
-        super::sets::intersect_sorted(terms, self.lr.tables.action_terminals(top))
+        super::set_pool::intersect_sorted(terms, self.lr.tables.action_terminals(top))
     }
 
     fn begin_step(&mut self, node: u32, step: Step, k: Vec<u32>, out: &mut Vec<Settled>) {

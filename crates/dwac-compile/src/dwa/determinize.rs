@@ -17,7 +17,7 @@ use dwac_runtime::unstable::DEAD;
 
 use super::compose::Step;
 use super::compose::{Composer, Config, Labels, Phase, Plan, Settled, NO_PLAN};
-use super::sets::SetPool;
+use super::set_pool::SetPool;
 use super::terminal_dwa::TokenClass;
 
 /// Marks an accepting settled entry (the end id is in the low bits).

@@ -12,8 +12,8 @@
 //! | [`determinize`] | weighted determinization into the Parser DWA of each lexer state, sharing states between lexer states by key |
 //! | `saturate` | backward saturation (pre*) of the lexings a lexer state's build had to leave out: a second automaton per lexer state |
 //! | [`minimize`] | minimization of the assembled automaton across lexer states; token sets compacted and cut into blocks |
-//! | [`sets`] | interned terminal and token-class sets |
-//! | `tokensets` | interned token sets over token ids, unions of token classes |
+//! | [`set_pool`] | interned terminal and token-class sets |
+//! | `token_sets` | interned token sets over token ids, unions of token classes |
 //! | `walk_thread` | the walking thread: the vocabulary trie per process, each lexer state's classes sent on, `KILL` sets by whichever thread is free |
 //! | `assemble` | each lexer state's automaton appended to the flat [`MaskTables`] (class outputs expanded into token sets, entries shared between states), then the `KILL` sets and minimization |
 //!
@@ -26,10 +26,10 @@ pub mod determinize;
 pub mod horizon;
 pub mod minimize;
 mod saturate;
-pub mod sets;
+pub mod set_pool;
 pub mod templates;
 pub mod terminal_dwa;
-mod tokensets;
+mod token_sets;
 mod walk_thread;
 
 use std::collections::HashMap;
@@ -51,7 +51,7 @@ use compose::{Composer, Step};
 use determinize::Determinizer;
 use dwac_runtime::unstable::Trie;
 use horizon::Horizon;
-use sets::SetPool;
+use set_pool::SetPool;
 use templates::Lr;
 pub use terminal_dwa::LimitHits;
 use terminal_dwa::{FollowBytes, Prewalker, Prewalks, TrieIndex, Walker};

@@ -38,7 +38,7 @@ use dwac_runtime::unstable::{Action, LrTables, DEAD};
 
 use super::compose::{Step, ANY};
 use super::determinize::{DState, LocalDwa};
-use super::sets::SetPool;
+use super::set_pool::SetPool;
 use super::terminal_dwa::TokenClass;
 use super::FastMap;
 

@@ -12,7 +12,7 @@ use dwac_runtime::{unstable::LexerTables, Vocabulary};
 
 use super::compose::Step;
 use super::horizon::Horizon;
-use super::sets::SetPool;
+use super::set_pool::SetPool;
 use super::terminal_dwa::{
     carried_inhibitors, kill_set_shared, FollowBytes, LimitHits, Prewalks, TokenClass, Tokens, TrieIndex, Walker,
 };

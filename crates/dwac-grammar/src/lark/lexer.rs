@@ -92,58 +92,12 @@ pub(super) fn lex(src: &str) -> Result<Vec<Tok>, GrammarError> {
                 }
             }
             b'"' => {
-                let mut j = i + 1;
-                loop {
-                    if j >= n || b[j] == b'\n' {
-                        return Err(err(src, i, i + 1, "unterminated string literal"));
-                    }
-                    match b[j] {
-                        b'\\' if matches!(b.get(j + 1), Some(b'"') | Some(b'\\')) => j += 2,
-                        b'"' => break,
-                        _ => j += 1,
-                    }
-                }
-                j += 1;
-                if b.get(j) == Some(&b'i') {
-                    j += 1;
-                }
-                out.push(Tok { kind: Tk::Str, start, end: j });
-                i = j;
+                i = string_end(src, i)?;
+                out.push(Tok { kind: Tk::Str, start, end: i });
             }
             b'/' => {
-                let mut j = i + 1;
-                let mut first_nl = None;
-                loop {
-                    if j >= n {
-                        let end = first_nl.unwrap_or(n);
-                        return Err(err(src, i, end.max(i + 1), "unterminated regex literal"));
-                    }
-                    match b[j] {
-                        b'\\' if matches!(b.get(j + 1), Some(b'/') | Some(b'\\')) => j += 2,
-                        b'/' => break,
-                        b'\n' => {
-                            first_nl.get_or_insert(j);
-                            j += 1;
-                        }
-                        _ => j += 1,
-                    }
-                }
-                j += 1;
-                while j < n && b"imslux".contains(&b[j]) {
-                    j += 1;
-                }
-                if let Some(nl) = first_nl {
-                    if !src[i..j].rsplit('/').next().unwrap_or("").contains('x') {
-                        return Err(err(
-                            src,
-                            i,
-                            nl,
-                            "unterminated regex literal (a regex may only span lines with the `x` flag)",
-                        ));
-                    }
-                }
-                out.push(Tok { kind: Tk::Regex, start, end: j });
-                i = j;
+                i = regex_end(src, i)?;
+                out.push(Tok { kind: Tk::Regex, start, end: i });
             }
             b'%' => {
                 let mut j = i + 1;
@@ -240,6 +194,60 @@ pub(super) fn lex(src: &str) -> Result<Vec<Tok>, GrammarError> {
     }
     out.push(Tok { kind: Tk::Eof, start: n, end: n });
     Ok(out)
+}
+
+/// The end of the string literal starting at `i` (with its `i` flag).
+fn string_end(src: &str, i: usize) -> Result<usize, GrammarError> {
+    let (b, n) = (src.as_bytes(), src.len());
+    let mut j = i + 1;
+    loop {
+        if j >= n || b[j] == b'\n' {
+            return Err(err(src, i, i + 1, "unterminated string literal"));
+        }
+        match b[j] {
+            b'\\' if matches!(b.get(j + 1), Some(b'"') | Some(b'\\')) => j += 2,
+            b'"' => break,
+            _ => j += 1,
+        }
+    }
+    j += 1;
+    if b.get(j) == Some(&b'i') {
+        j += 1;
+    }
+    Ok(j)
+}
+
+/// The end of the regex literal starting at `i` (with its flags); it may span lines only with
+/// the `x` flag.
+fn regex_end(src: &str, i: usize) -> Result<usize, GrammarError> {
+    let (b, n) = (src.as_bytes(), src.len());
+    let mut j = i + 1;
+    let mut first_nl = None;
+    loop {
+        if j >= n {
+            let end = first_nl.unwrap_or(n);
+            return Err(err(src, i, end.max(i + 1), "unterminated regex literal"));
+        }
+        match b[j] {
+            b'\\' if matches!(b.get(j + 1), Some(b'/') | Some(b'\\')) => j += 2,
+            b'/' => break,
+            b'\n' => {
+                first_nl.get_or_insert(j);
+                j += 1;
+            }
+            _ => j += 1,
+        }
+    }
+    j += 1;
+    while j < n && b"imslux".contains(&b[j]) {
+        j += 1;
+    }
+    if let Some(nl) = first_nl {
+        if !src[i..j].rsplit('/').next().unwrap_or("").contains('x') {
+            return Err(err(src, i, nl, "unterminated regex literal (a regex may only span lines with the `x` flag)"));
+        }
+    }
+    Ok(j)
 }
 
 /// The end of the JSON object after `%json` (whose name ends at `from`): blanks and newlines,

@@ -18,7 +18,7 @@ use dwac_runtime::unstable::DEAD;
 
 use super::compose::{Step, ANY};
 use super::horizon::Horizon;
-use super::sets::SetPool;
+use super::set_pool::SetPool;
 use super::FastMap;
 use dwac_runtime::unstable::Trie;
 
