@@ -186,7 +186,7 @@ pub struct MaskTables {
     /// Per DWA state: its outcomes are `outcome_off[d]..outcome_off[d+1]` (at least one), distinct
     /// (target, output) pairs; the first is the DEFAULT edge.
     pub outcome_off: Array<u32>,
-    /// Per outcome: the target state (or [`DEAD`]) and the output token set (or [`NONE`]).
+    /// Per outcome: the target state (or [`DEAD`]).
     pub outcome_target: Col,
     /// Per outcome: the output token set (or [`NONE`]).
     pub outcome_rho: Col,
