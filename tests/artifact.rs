@@ -636,7 +636,7 @@ fn golden_artifacts_of_every_format_version_still_open_and_mask_exactly() {
     assert!(older >= 1, "the golden file of format 2.0 must stay, as the refused older major");
 }
 
-/// Inputs the fuzzer (`cargo xtask fuzz-artifact`) found to crash, kept as regression tests:
+/// Inputs the fuzzer (`cargo dwac-bench fuzz-artifact`) found to crash, kept as regression tests:
 /// each must open as a typed error or as an artifact that never panics.
 #[test]
 fn fuzz_crash_inputs_never_panic_again() {

@@ -360,7 +360,7 @@ fn literal_components() {
 }
 
 /// The JSON grammar over MaskBench valid instances with four real tokenizers (every 16th
-/// instance here; `cargo xtask differential` runs all of them): the DWA mask equals the reference
+/// instance here; `cargo dwac-bench differential` runs all of them): the DWA mask equals the reference
 /// mask at every step, with references cached by configuration (`dwac_tests::differential`).
 #[test]
 fn json_grammar_maskbench_four_tokenizers() {

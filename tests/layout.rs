@@ -1,6 +1,6 @@
 //! The code's layout, as ARCHITECTURE.md's code map promises it:
 //!
-//! * no Rust source file of the workspace (crates, xtask, tests) is longer than [`MAX_LINES`];
+//! * no Rust source file of the workspace (crates, bench, xtask, tests) is longer than [`MAX_LINES`];
 //! * no modules of a crate import each other in a cycle, of any length. A module and its own
 //!   ancestors and descendants are the exception: a submodule's `use super::*` is how the
 //!   mechanisms of one module share its items, and a parent names (and may re-export) its
@@ -50,12 +50,15 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The source roots of the workspace's crates: `crates/*/src`, `xtask/src`, `tests/support`.
+/// The source roots of the workspace's crates and the bench's peers: `crates/*/src`,
+/// `bench/src`, `bench/peers/*/src`, `xtask/src`, `tests/support`.
 fn crate_roots() -> Vec<PathBuf> {
     let root = repo_root();
     let mut out = Vec::new();
     let mut crates: Vec<PathBuf> =
         std::fs::read_dir(root.join("crates")).unwrap().filter_map(|e| e.ok().map(|e| e.path())).collect();
+    crates.extend(std::fs::read_dir(root.join("bench/peers")).unwrap().filter_map(|e| e.ok().map(|e| e.path())));
+    crates.push(root.join("bench"));
     crates.sort();
     for c in crates {
         if c.join("src").is_dir() {
@@ -566,7 +569,7 @@ fn crate_sources(src: &Path) -> BTreeMap<Module, Source> {
 fn no_source_file_is_longer_than_the_limit() {
     let root = repo_root();
     let mut files = Vec::new();
-    for dir in ["crates", "xtask", "tests"] {
+    for dir in ["crates", "bench", "xtask", "tests"] {
         rust_files(&root.join(dir), &mut files);
     }
     assert!(files.len() > 100, "found only {} source files under {}", files.len(), root.display());

@@ -9,7 +9,7 @@
 //!   minimized, and the minimal automaton with its breadth-first numbering is unique).
 //!
 //! The masks themselves are compared with the reference mask by `dwa_mask.rs`,
-//! `grammar_collection/` and `cargo xtask differential`.
+//! `grammar_collection/` and `cargo dwac-bench differential`.
 
 use std::collections::VecDeque;
 

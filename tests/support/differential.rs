@@ -1,6 +1,6 @@
 //! The Parser DWA mask against the reference mask along token traces, with reference masks
 //! cached by configuration (`Matcher::configuration_key`: the reference mask is a function of
-//! the configuration alone), shared by the corpus tests and `cargo xtask differential`.
+//! the configuration alone), shared by the corpus tests and `cargo dwac-bench differential`.
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};

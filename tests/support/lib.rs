@@ -1,142 +1,25 @@
-//! Shared support for the end-to-end tests and for xtask: where the shared data lives,
-//! a `json.dumps`-style serializer, MaskBench / JSON-Schema-Test-Suite loaders.
+//! Shared support for the end-to-end tests (and the bench's differential run): engines compiled
+//! from files and sources, synthetic vocabularies, random grammars, the differential checker and
+//! the JSON checker. The corpora and where they live come from `dwac-testdata`.
 
 pub mod differential;
 pub mod jsoncheck;
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use dwac_compile::{compile_engine, parse_source, SourceKind};
 use dwac_runtime::{Engine, Vocabulary};
 use serde_json::Value;
 
-/// Where the data lives: one policy for every test suite (`dwac-testdata`); a missing corpus
-/// fails the test that needs it.
+/// Where the data lives and how its corpora read (`dwac-testdata`, which the bench shares); a
+/// missing corpus fails the test that needs it.
 pub use dwac_testdata::{
-    gguf_vocab, grammars_dir, maskbench_dir, repo_root, schema_test_suite, shared_data, shared_path, tokenizer_json,
+    gguf_vocab, grammars_dir, json_dumps, maskbench_dir, maskbench_files, maskbench_instances, repo_root,
+    schema_test_suite, shared_data, shared_path, test_suite_files, test_suite_instances, tokenizer_json, Instance, Rng,
 };
 
 /// The `tokenizer.json` of a shared tokenizer by name (the older name of [`tokenizer_json`]).
 pub use dwac_testdata::tokenizer_json as tokenizer_path;
-
-/// Serialize like Python's `json.dumps(v, ensure_ascii=False)`: `", "` and `": "` separators,
-/// object keys in their stored order.
-pub fn json_dumps(v: &Value) -> String {
-    let mut s = String::new();
-    dump(v, &mut s);
-    s
-}
-
-fn dump(v: &Value, out: &mut String) {
-    match v {
-        Value::Array(a) => {
-            out.push('[');
-            for (i, x) in a.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                dump(x, out);
-            }
-            out.push(']');
-        }
-        Value::Object(o) => {
-            out.push('{');
-            for (i, (k, x)) in o.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                out.push_str(&Value::String(k.clone()).to_string());
-                out.push_str(": ");
-                dump(x, out);
-            }
-            out.push('}');
-        }
-        other => out.push_str(&other.to_string()),
-    }
-}
-
-/// One MaskBench test instance.
-#[derive(Clone, Debug)]
-pub struct Instance {
-    pub file: String,
-    pub valid: bool,
-    pub data: Value,
-}
-
-/// A JSON file of the data (a file that cannot be read or parsed fails the test, loudly).
-fn read_json(f: &std::path::Path) -> Value {
-    let text = std::fs::read_to_string(f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", f.display()))
-}
-
-/// All MaskBench files, sorted by name.
-pub fn maskbench_files() -> Vec<PathBuf> {
-    let dir = maskbench_dir();
-    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    v.sort();
-    v
-}
-
-/// Every MaskBench instance (valid and invalid), in file order.
-pub fn maskbench_instances() -> Vec<Instance> {
-    let mut out = Vec::new();
-    for f in maskbench_files() {
-        let v = read_json(&f);
-        let name = f.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        for t in v["tests"].as_array().into_iter().flatten() {
-            out.push(Instance {
-                file: name.clone(),
-                valid: t["valid"].as_bool().unwrap_or(false),
-                data: t["data"].clone(),
-            });
-        }
-    }
-    out
-}
-
-/// Every instance (`data`, `valid`) of the JSON-Schema-Test-Suite under `tests/<draft>`.
-pub fn test_suite_instances(draft: &str) -> Vec<(String, Value)> {
-    let files: Vec<PathBuf> = test_suite_files(draft).into_iter().map(|(_, p)| p).collect();
-    let mut out = Vec::new();
-    for f in files {
-        let Value::Array(groups) = read_json(&f) else { panic!("{}: not an array of test groups", f.display()) };
-        for g in groups {
-            for t in g["tests"].as_array().into_iter().flatten() {
-                out.push((f.display().to_string(), t["data"].clone()));
-            }
-        }
-    }
-    out
-}
-
-/// The JSON-Schema-Test-Suite files of `tests/<draft>` (including `optional/` and
-/// `optional/format/`), sorted, each with its key: the path below the draft folder without
-/// `.json`, e.g. `additionalProperties` or `optional/format/date` (the keys llguidance's
-/// reference results use).
-pub fn test_suite_files(draft: &str) -> Vec<(String, PathBuf)> {
-    let root = schema_test_suite(draft);
-    let mut files = Vec::new();
-    let mut stack = vec![root.clone()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display())) {
-            let p = e.unwrap_or_else(|e| panic!("{}: {e}", d.display())).path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "json") {
-                let rel = p.strip_prefix(&root).unwrap_or(&p).with_extension("");
-                let key = rel.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/");
-                files.push((key, p));
-            }
-        }
-    }
-    files.sort();
-    files
-}
 
 /// Compile a grammar file of the repository (e.g. `grammars/json.lark`) for `vocab`.
 pub fn engine_from_file(rel: &str, vocab: Vocabulary) -> Arc<Engine> {
@@ -161,24 +44,6 @@ pub fn synthetic_vocab(tokens: &[&[u8]]) -> Vocabulary {
     let eos = (toks.len() - 1) as u32;
     special[eos as usize] = true;
     Vocabulary::from_tokens(&toks, special, vec![eos])
-}
-
-/// A small deterministic generator (xorshift64; no dependency needed) for seeded random tests
-/// and the fuzzer.
-pub struct Rng(pub u64);
-
-impl Rng {
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    /// Uniform-ish in `0..n` (`0` when `n` is 0).
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n.max(1) as u64) as usize
-    }
 }
 
 /// The first `n` valid instances of a MaskBench file (`{"schema", "tests"}`), serialized in the

@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use dwac_grammar::schema::{compile_schema, SchemaOptions};
-use dwac_tests::shared_data;
+use dwac_testdata::shared_data;
 use serde_json::{json, Map, Value};
 
 pub struct Args {
@@ -292,32 +292,4 @@ pub fn run(args: Args) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// The large schemas under `dir` (`*.json`) with their valid instances (`*.instances.jsonl`
-/// beside them, if any), by file name.
-pub fn load(dir: &Path) -> Result<Vec<(String, Value, Vec<Value>)>> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .with_context(|| format!("reading {}", dir.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        .collect();
-    files.sort();
-    let mut out = Vec::new();
-    for f in files {
-        let name = f.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-        let schema = read(&f)?;
-        let inst = f.with_file_name(format!("{name}.instances.jsonl"));
-        let instances = match std::fs::read_to_string(&inst) {
-            Ok(text) => text
-                .lines()
-                .filter(|l| !l.trim().is_empty())
-                .map(serde_json::from_str)
-                .collect::<Result<_, _>>()
-                .with_context(|| format!("parsing {}", inst.display()))?,
-            Err(_) => Vec::new(),
-        };
-        out.push((name, schema, instances));
-    }
-    Ok(out)
 }

@@ -1,46 +1,24 @@
-//! `cargo xtask`: corpus runs and benchmarks (never timed tests).
+//! `cargo xtask`: the repository's own chores. What measures or checks dwac on the corpora is
+//! `dwac-bench` (`bench/`, `cargo dwac-bench <command>`).
 //!
-//! - `cargo xtask bench`: get_mask / commit latency, compile time and peak memory next to
-//!   llguidance, glrmask and XGrammar on the same token ids (JSON grammar over MaskBench with
-//!   qwen3 and deepseek-r1, the MaskBench schemas); report and CDF plots under target/bench
-//!   (`bench/`).
-//! - `cargo xtask maskbench-jsonl --out FILE`: the MaskBench instances as `{"text","valid"}`
-//!   lines for `dwac check` (valid instances, plus broken variants marked invalid with `--broken`).
-//! - `cargo xtask schema-suite [--draft D|all] [--json] [--out FILE]`: the JSON-Schema-Test-Suite
-//!   through the JSON Schema compiler, next to llguidance's recorded results (`schema_suite.rs`).
-//! - `cargo xtask schema-bench [--limit N] [--peer] [--json] [--out FILE]`: MaskBench schemas
-//!   (Glaiveai2K + Github_easy) compiled in a limited worker subprocess, instances judged, compile
-//!   times and table sizes; `--peer` runs llguidance on the same jobs (`schema_bench/`).
-//! - `cargo xtask differential [--tokenizer T]... [--schemas N | --gbnf | --lark-chars]
-//!   [--saturate-only]`: the Parser DWA mask against the reference mask at every step, over the
-//!   MaskBench instances with the JSON grammar, the MaskBench schemas, or the grammars without a
-//!   lexer over their texts; `--saturate-only` builds every automaton by backward saturation
-//!   (`differential.rs`).
+//! - `cargo xtask large-schemas`: the large JSON Schemas of `schemas/large`, assembled from real
+//!   parts of the shared data (`large_schemas.rs`); deterministic, so they can be made again and
+//!   compared.
+//! - `cargo xtask maskbench-jsonl --out FILE [--broken]`: the MaskBench instances as
+//!   `{"text","valid"}` lines for `dwac check`.
+//! - `cargo xtask bench [ARGS]`: `cargo dwac-bench bench [ARGS]` (the benchmark's name in the
+//!   developers' guide), forwarded as it is.
 
-mod bench;
-mod differential;
-mod e2e;
-mod fuzz;
 mod large_schemas;
-mod py_bench;
-mod pyenv;
-mod schema_bench;
-mod schema_suite;
-mod util;
 
 use std::io::Write;
 use std::path::PathBuf;
+use std::process::Command;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
-use dwac_tests::{json_dumps, maskbench_instances};
-use dwac_vocab::Tokenizer;
+use dwac_testdata::{json_dumps, maskbench_instances};
 use serde_json::json;
-
-/// The allocator of `dwac compile` (the `dwac` binary), so the bench worker times what the CLI
-/// does; the Rust peers' bench crates use the same one (`xtask/peers/*/src/main.rs`).
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[derive(Parser)]
 #[command(name = "xtask")]
@@ -51,126 +29,6 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// The Python package's call overhead and batch fill next to llguidance's Python package on
-    /// the same MaskBench traces (own venv; report `<out-dir>/python.md`).
-    PyBench {
-        /// Tokenizer (a name under ../shared/data/tokenizers or a path).
-        #[arg(long, default_value = "qwen3")]
-        tokenizer: String,
-        /// The first N schemas of each split (Glaiveai2K, Github_easy).
-        #[arg(long, default_value_t = 25)]
-        schemas: usize,
-        /// Peers next to dwac, comma-separated (`none` for dwac alone); a peer named that cannot
-        /// be prepared is an error.
-        #[arg(long, default_value = "llguidance,xgrammar")]
-        peers: String,
-        #[arg(long, default_value = "target/bench")]
-        out_dir: PathBuf,
-    },
-    /// Constrained generation with a real model (SmolLM2-135M GGUF in llama-cpp-python, own
-    /// venv): MaskBench schemas and Lark grammars, every ended output validated independently;
-    /// writes <out-dir>/report.md.
-    E2e {
-        /// MaskBench schemas (round-robin over the splits; schemas dwac refuses are skipped).
-        #[arg(long, default_value_t = 50)]
-        schemas: usize,
-        /// Token limit per output.
-        #[arg(long, default_value_t = 256)]
-        max_tokens: usize,
-        /// llama.cpp threads.
-        #[arg(long, default_value_t = 2)]
-        threads: usize,
-        #[arg(long, default_value = "target/e2e")]
-        out_dir: PathBuf,
-    },
-    /// Fuzz `Artifact::from_bytes` + random commits and masks (stable Rust, libFuzzer-style
-    /// mutations); crash inputs go to tests/data/fuzz-crashes/.
-    FuzzArtifact {
-        #[arg(long, default_value_t = 600)]
-        seconds: u64,
-        #[arg(long, default_value_t = 0x5eed)]
-        seed: u64,
-    },
-    /// get_mask / commit latency next to llguidance, glrmask and XGrammar on the same token ids
-    /// (report under target/bench/).
-    Bench {
-        /// Grammar dwac uses for the generic JSON workloads (repository-relative).
-        #[arg(long, default_value = "grammars/json.lark")]
-        grammar: String,
-        /// Tokenizers of the JSON-grammar workloads (names under ../shared/data/tokenizers or
-        /// paths); repeat the flag; `none` skips them (and the large-schema workloads).
-        #[arg(long = "tokenizer", default_values_t = ["qwen3".to_string(), "deepseek-r1".to_string()])]
-        tokenizers: Vec<String>,
-        /// Tokenizer of the MaskBench-schema workload (`none` skips it).
-        #[arg(long, default_value = "qwen3")]
-        schema_tokenizer: String,
-        /// Only the first N schemas of each split (Glaiveai2K, Github_easy).
-        #[arg(long)]
-        schemas: Option<usize>,
-        /// Replays of every trace (per-step minimum is reported next to the first pass).
-        #[arg(long, default_value_t = 3)]
-        replays: usize,
-        /// Peers to run, comma-separated (`none` for dwac alone).
-        #[arg(long, default_value = "llguidance,glrmask,xgrammar")]
-        peers: String,
-        /// Use only the first N traces of the JSON workloads.
-        #[arg(long)]
-        limit: Option<usize>,
-        /// Print the report as JSON on stdout.
-        #[arg(long)]
-        json: bool,
-        /// Where the jobs, raw results and the report go.
-        #[arg(long, default_value = "target/bench")]
-        out_dir: PathBuf,
-        /// Wall-clock limit for one engine on one workload, seconds.
-        #[arg(long, default_value_t = 3600)]
-        timeout_s: u64,
-        /// Wall-clock limit for one job (one grammar or schema with its traces), seconds: past it
-        /// the engine's worker is stopped, the job reported as timed out, and a new worker goes
-        /// on with the next job (an engine that stalls on one grammar still runs the others).
-        /// Workloads of a single job have only `--timeout-s`.
-        #[arg(long, default_value_t = 180)]
-        job_timeout_s: u64,
-        /// Folder of large schemas (`cargo xtask large-schemas`), one workload per
-        /// `--tokenizer`; `none` skips them.
-        #[arg(long, default_value = "schemas/large")]
-        large: String,
-        /// Also measure the Python packages (dwac, llguidance, XGrammar; `cargo xtask py-bench`)
-        /// on the schema workload's tokenizer and schemas, in this run; its tables are appended
-        /// to report.md. `--python false` skips it.
-        #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
-        python: bool,
-        /// Tokenizers of the GBNF workloads (grammars without a lexer, next to XGrammar) and of
-        /// the character-level Lark workloads (the collection's ligurio grammars, dwac alone);
-        /// repeat the flag; `none` skips them.
-        #[arg(long = "gbnf-tokenizer", default_values_t = ["qwen3".to_string()])]
-        gbnf_tokenizers: Vec<String>,
-        /// Tokenizers of the structural-tag workloads (tool calling over 10, 100 and 500 real
-        /// tools, next to XGrammar); repeat the flag; `none` skips them.
-        #[arg(long = "tags-tokenizer", default_values_t = ["qwen3".to_string(), "deepseek-r1".to_string()])]
-        tags_tokenizers: Vec<String>,
-    },
-    /// Internal: dwac's side of `bench` (the same job and result lines as the peers).
-    #[command(hide = true)]
-    BenchWorker {
-        #[arg(long)]
-        tokenizer: PathBuf,
-        #[arg(long)]
-        jobs: PathBuf,
-        #[arg(long)]
-        out: PathBuf,
-        #[arg(long, default_value_t = 3)]
-        replays: usize,
-        /// EOS ids, comma-separated (default: the tokenizer's).
-        #[arg(long)]
-        eos: Option<String>,
-        #[arg(long, default_value = "grammars/json.lark")]
-        grammar: String,
-        /// Compile glrmask's language instead: JSON Schemas with exactly `, ` and `: ` between
-        /// tokens and no other whitespace, and the `{}` schema for the "json" jobs.
-        #[arg(long)]
-        python_separators: bool,
-    },
     /// Write MaskBench instances as JSON lines for `dwac check`.
     MaskbenchJsonl {
         #[arg(long)]
@@ -179,46 +37,6 @@ enum Cmd {
         #[arg(long)]
         broken: bool,
     },
-    /// JSON-Schema-Test-Suite through the JSON Schema compiler.
-    SchemaSuite {
-        /// Draft folder under tests/ (draft2020-12, draft7, draft4) or `all`.
-        #[arg(long, default_value = "draft2020-12")]
-        draft: String,
-        #[arg(long)]
-        json: bool,
-        /// Also write the JSON report (with every test's outcome) to FILE.
-        #[arg(long)]
-        out: Option<PathBuf>,
-    },
-    /// MaskBench (Glaiveai2K + Github_easy): compile every schema under limits, judge its instances.
-    SchemaBench {
-        /// Only the first N schemas of each split.
-        #[arg(long)]
-        limit: Option<usize>,
-        /// Only schemas whose file name contains this.
-        #[arg(long)]
-        filter: Option<String>,
-        #[arg(long)]
-        json: bool,
-        /// Also write the JSON report (with every schema's outcome) to FILE.
-        #[arg(long)]
-        out: Option<PathBuf>,
-        /// Also run llguidance (xtask/peers/llguidance) on the same jobs.
-        #[arg(long)]
-        peer: bool,
-        /// Tokenizer name under ../shared/data/tokenizers, or a path to a tokenizer.json.
-        #[arg(long, default_value = "qwen3")]
-        tokenizer: String,
-        /// Wall-clock limit per compilation, seconds.
-        #[arg(long, default_value_t = 10.0)]
-        timeout_s: f64,
-        /// Address-space limit of a worker process, GiB.
-        #[arg(long, default_value_t = 2.0)]
-        mem_gib: f64,
-    },
-    /// The Parser DWA mask against the reference mask at every step of the MaskBench valid
-    /// instances (reference masks cached by configuration).
-    Differential(differential::Args),
     /// Large JSON Schemas assembled from real parts (`tools-N.json`: an `anyOf` of N Glaive
     /// function calls; `k8s-N.json`: a `$defs` graph of N object definitions of the Kubernetes
     /// shape), written to `--out` (`large_schemas.rs`).
@@ -232,17 +50,14 @@ enum Cmd {
         #[arg(long, value_delimiter = ',', default_values_t = [100usize, 300])]
         k8s: Vec<usize>,
     },
-    /// Internal: compile jobs read from stdin (used by schema-bench).
-    #[command(hide = true)]
-    SchemaWorker {
-        #[arg(long, default_value = "qwen3")]
-        tokenizer: String,
+    /// `cargo dwac-bench bench`: dwac next to the peers (`cargo dwac-bench bench --help` lists
+    /// the options).
+    #[command(disable_help_flag = true)]
+    Bench {
+        /// Passed to `dwac-bench bench` as they are.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
     },
-}
-
-fn tokenizer(name: &str) -> Result<Tokenizer> {
-    let path = util::tokenizer_file(name);
-    Tokenizer::from_file(&path).with_context(|| format!("loading {}", path.display()))
 }
 
 fn maskbench_jsonl(out: PathBuf, broken: bool) -> Result<()> {
@@ -277,86 +92,29 @@ fn maskbench_jsonl(out: PathBuf, broken: bool) -> Result<()> {
     Ok(())
 }
 
-fn main() -> Result<()> {
-    // As the `dwac` binary does (`keep_freed_memory` in `crates/dwac/src/main.rs`): mimalloc
-    // keeps freed memory (`mi_option_purge_delay`, index 15, set to -1), so the bench worker
-    // times what the CLI does.
-    // SAFETY: sets an integer option of the allocator before any other thread exists.
-    unsafe { libmimalloc_sys::mi_option_set(15, -1) }
-    // And, as it does (`no_transparent_huge_pages`), no transparent huge pages.
-    #[cfg(target_os = "linux")]
-    // SAFETY: `prctl` with constant arguments; it sets one flag of this process.
-    unsafe {
-        libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
+/// Run `dwac-bench bench` with `args`, built as `cargo dwac-bench` builds it; its exit status is
+/// this one's.
+fn forward_bench(args: &[String]) -> Result<()> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let st = Command::new(cargo)
+        .args(["run", "--release", "--quiet", "--package", "dwac-bench", "--", "bench"])
+        .args(args)
+        .current_dir(dwac_testdata::repo_root())
+        .status()
+        .context("running cargo for dwac-bench")?;
+    if !st.success() {
+        std::process::exit(st.code().unwrap_or(1));
     }
+    Ok(())
+}
+
+fn main() -> Result<()> {
     match Cli::parse().cmd {
-        Cmd::Bench {
-            grammar,
-            tokenizers,
-            schema_tokenizer,
-            schemas,
-            replays,
-            peers,
-            limit,
-            json,
-            out_dir,
-            timeout_s,
-            job_timeout_s,
-            large,
-            python,
-            gbnf_tokenizers,
-            tags_tokenizers,
-        } => {
-            let peers =
-                peers.split(',').map(str::trim).filter(|p| !p.is_empty() && *p != "none").map(String::from).collect();
-            let out_dir = if out_dir.is_absolute() { out_dir } else { dwac_tests::repo_root().join(out_dir) };
-            bench::run(bench::Args {
-                grammar,
-                tokenizers,
-                schema_tokenizer,
-                schemas,
-                replays,
-                peers,
-                limit,
-                json,
-                out_dir,
-                timeout_s,
-                job_timeout_s,
-                large,
-                python,
-                gbnf_tokenizers,
-                tags_tokenizers,
-            })
-        }
-        Cmd::BenchWorker { tokenizer, jobs, out, replays, eos, grammar, python_separators } => {
-            let eos = match eos {
-                Some(e) => e.split(',').map(|x| x.trim().parse::<u32>()).collect::<Result<Vec<_>, _>>()?,
-                None => self::tokenizer(&tokenizer.display().to_string())?.vocab().eos().to_vec(),
-            };
-            bench::worker(bench::WorkerArgs { tokenizer, jobs, out, replays, eos, grammar, python_separators })
-        }
-        Cmd::PyBench { tokenizer, schemas, peers, out_dir } => {
-            let out_dir = if out_dir.is_absolute() { out_dir } else { dwac_tests::repo_root().join(out_dir) };
-            let peers: Vec<String> =
-                peers.split(',').map(str::trim).filter(|p| !p.is_empty() && *p != "none").map(String::from).collect();
-            print!("{}", py_bench::run_with(py_bench::Args { tokenizer, schemas, out_dir }, &peers)?);
-            Ok(())
-        }
-        Cmd::E2e { schemas, max_tokens, threads, out_dir } => {
-            let out_dir = if out_dir.is_absolute() { out_dir } else { dwac_tests::repo_root().join(out_dir) };
-            e2e::run(e2e::Args { schemas, max_tokens, threads, out_dir })
-        }
-        Cmd::FuzzArtifact { seconds, seed } => fuzz::run(seconds, seed),
         Cmd::MaskbenchJsonl { out, broken } => maskbench_jsonl(out, broken),
-        Cmd::SchemaSuite { draft, json, out } => schema_suite::run(&draft, json, out),
-        Cmd::SchemaBench { limit, filter, json, out, peer, tokenizer, timeout_s, mem_gib } => {
-            schema_bench::run(schema_bench::BenchArgs { limit, filter, json, out, peer, tokenizer, timeout_s, mem_gib })
-        }
         Cmd::LargeSchemas { out, tools, k8s } => {
-            let out = if out.is_absolute() { out } else { dwac_tests::repo_root().join(out) };
+            let out = if out.is_absolute() { out } else { dwac_testdata::repo_root().join(out) };
             large_schemas::run(large_schemas::Args { out, tools, k8s })
         }
-        Cmd::SchemaWorker { tokenizer } => schema_bench::worker(&tokenizer),
-        Cmd::Differential(args) => differential::run(args),
+        Cmd::Bench { args } => forward_bench(&args),
     }
 }

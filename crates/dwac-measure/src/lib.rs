@@ -1,6 +1,6 @@
 //! The measurements dwac's tools report, in one place: the CLI (`dwac compile`'s `peak_rss_mb`
-//! and its memory budget, `dwac bench`'s latency percentiles), xtask's benchmark worker and
-//! reports, and the benchmark peers (`xtask/peers/*`, separate workspaces that depend on this
+//! and its memory budget, `dwac bench`'s latency percentiles), dwac-bench's worker and
+//! reports, and the benchmark peers (`bench/peers/*`, separate workspaces that depend on this
 //! crate by path), so every engine in a benchmark is measured the same way.
 //!
 //! Memory readings come from `/proc/self/status` and are `None` where there is none.

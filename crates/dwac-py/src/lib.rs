@@ -5,6 +5,8 @@
 //! message; nothing panics into Python (a panic in the runtime would be a bug, and PyO3 turns
 //! it into `PanicException`). Compilation, mask filling and batch filling release the GIL.
 
+#[cfg(feature = "bench")]
+mod bench_hook;
 mod bitmask;
 mod compiler;
 mod grammar;
@@ -29,39 +31,11 @@ fn err(msg: impl Into<String>) -> PyErr {
 
 /// A mask that could not be written: a bad buffer is the caller's `ValueError`; a worker thread
 /// that panicked is a bug in dwac (`RuntimeError`), never an empty mask.
-fn mask_err(e: MaskError) -> PyErr {
+pub(crate) fn mask_err(e: MaskError) -> PyErr {
     match e {
         MaskError::BufferTooSmall { .. } => PyValueError::new_err(e.to_string()),
         e => PyRuntimeError::new_err(e.to_string()),
     }
-}
-
-/// Benchmark hook (`cargo xtask py-bench`): replay `tokens` on `matcher`, each step a mask fill
-/// into a buffer of its own, then a commit, timed in Rust with no Python between them. Returns
-/// (fill ns, commit ns) per step, stopping after a refused token. The matcher advances, and its
-/// `counters()` count the fills.
-#[pyfunction]
-fn _time_trace(py: Python<'_>, mut matcher: PyRefMut<'_, Matcher>, tokens: Vec<u32>) -> PyResult<(Vec<u64>, Vec<u64>)> {
-    let Matcher { inner: m, counts, .. } = &mut *matcher;
-    let counts = counts.get_mut().unwrap_or_else(|p| p.into_inner());
-    py.detach(|| {
-        let mut buf = vec![0u32; m.mask_words()];
-        let (mut fill, mut commit) = (Vec::with_capacity(tokens.len()), Vec::with_capacity(tokens.len()));
-        for t in tokens {
-            let t0 = std::time::Instant::now();
-            let c = m.fill_mask(&mut buf).map_err(mask_err)?;
-            let t1 = std::time::Instant::now();
-            let ok = m.commit(t).is_ok();
-            let t2 = std::time::Instant::now();
-            counts.record(c);
-            fill.push((t1 - t0).as_nanos() as u64);
-            commit.push((t2 - t1).as_nanos() as u64);
-            if !ok {
-                break;
-            }
-        }
-        Ok((fill, commit))
-    })
 }
 
 #[pymodule]
@@ -75,6 +49,7 @@ fn _dwac(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(compiler::tools_structural_tag, m)?)?;
     m.add_function(wrap_pyfunction!(fill_next_token_bitmask_batch, m)?)?;
     m.add_function(wrap_pyfunction!(apply_bitmask_f32, m)?)?;
-    m.add_function(wrap_pyfunction!(_time_trace, m)?)?;
+    #[cfg(feature = "bench")]
+    m.add_function(wrap_pyfunction!(bench_hook::_time_trace, m)?)?;
     Ok(())
 }

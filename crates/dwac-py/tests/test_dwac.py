@@ -416,6 +416,7 @@ def test_tokenizer_from_gguf_matches_the_tokenizer_json_and_compiles():
 
 
 def test_time_trace_bench_hook_replays_and_stops_at_a_refused_token(tok):
+    # The hook exists in builds with the crate feature `bench` (CI's and the bench venvs').
     g = dwac.Grammar.from_json_schema({"type": "array", "items": {"type": "integer"}}, tok, whitespace="compact")
     ids = tok.encode("[1,22,333]")
     m = dwac.Matcher(g)

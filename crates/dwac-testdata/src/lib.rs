@@ -1,4 +1,5 @@
-//! Where the workspace's test data lives, one policy for every test suite (and xtask).
+//! Where the workspace's test data lives, one policy for every test suite and the bench, and
+//! its corpora read as data ([`maskbench_instances`], [`test_suite_files`], [`large_schemas`]).
 //!
 //! The shared corpora (tokenizers, grammars, MaskBench, the JSON-Schema-Test-Suite) are in
 //! [`ENV`] (`DWAC_SHARED_DATA`) if it is set, else in `../shared/data` beside the repository.
@@ -6,6 +7,13 @@
 //! and the variable, never a test that notes "skipping" and passes.
 
 #![forbid(unsafe_code)]
+
+mod corpus;
+
+pub use corpus::{
+    json_dumps, large_schemas, maskbench_files, maskbench_instances, test_suite_files, test_suite_instances, Instance,
+    LargeSchema, Rng,
+};
 
 use std::ffi::OsStr;
 use std::fmt;
