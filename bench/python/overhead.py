@@ -2,7 +2,7 @@
 """Python call overhead and batch fill, dwac next to llguidance and XGrammar, on the same
 MaskBench traces in one process.
 
-Usage: python bench/overhead.py --tokenizer ../shared/data/tokenizers/qwen3/tokenizer.json
+Usage: python bench/python/overhead.py --tokenizer ../shared/data/tokenizers/qwen3/tokenizer.json
            [--schemas 25] [--peers llguidance,xgrammar] [--batch 64,256,1024] [--threads 1,2]
            [--out overhead.json]
 
@@ -39,7 +39,7 @@ import time
 
 import numpy as np
 
-ROOT = pathlib.Path(__file__).resolve().parents[3]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 MASKBENCH = ROOT.parent / "shared/data/jsonschemabench/maskbench/data"
 
 
