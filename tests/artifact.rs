@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use dwac_compile::artifact::{artifact_bytes, compress, SourceInfo, TokenizerInfo};
-use dwac_compile::{compile_engine, parse_source_with, CompileStats, EngineOptions, SourceKind};
+use dwac_compile::{compile_engine, CompileStats, Compiler, EngineOptions, SourceKind};
 use dwac_grammar::schema::SchemaOptions;
 use dwac_runtime::unstable::artifact::{self, reseal_all, Header, MAJOR, MINOR};
 use dwac_runtime::ArtifactError;
@@ -21,7 +21,7 @@ fn compile(
     tok: &TokenizerInfo,
 ) -> (Engine, CompileStats, Vec<u8>) {
     let opts = SchemaOptions::default();
-    let (g, _) = parse_source_with(kind, text, &opts).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let (g, _) = Compiler::default().parse(kind, text).unwrap_or_else(|e| panic!("{name}: {e}"));
     let (engine, stats) = compile_engine(&g, vocab.clone()).unwrap_or_else(|e| panic!("{name}: {e}"));
     let info = SourceInfo { name: name.into(), kind: SourceInfo::kind_name(kind), text: text.into() };
     let bytes = artifact_bytes(&engine, &info, tok, &stats, &opts, &EngineOptions::default());
@@ -138,7 +138,7 @@ fn round_trip_every_grammar_and_a_maskbench_sample_two_tokenizers() {
             let name = f.file_name().unwrap().to_string_lossy().into_owned();
             let text = v["schema"].to_string();
             let opts = SchemaOptions::default();
-            let Ok((g, _)) = parse_source_with(SourceKind::JsonSchema, &text, &opts) else { continue };
+            let Ok((g, _)) = Compiler::default().parse(SourceKind::JsonSchema, &text) else { continue };
             let Ok((engine, stats)) = compile_engine(&g, tok.vocab().clone()) else { continue };
             let src = SourceInfo { name: name.clone(), kind: "json-schema", text };
             let bytes = artifact_bytes(&engine, &src, &info, &stats, &opts, &EngineOptions::default());
@@ -253,17 +253,17 @@ fn small_artifact_with_second_starts() -> (Vocabulary, Vec<u8>) {
     // (`K` outranks `X` on `xx`: those lexings carry a priority guard, which saturation does not
     // express, so they are built forward and the saturated automaton is the second start.)
     let src = "start: e\ne: e \"-\" e | \"-\" e | X | \"#\" K | t\nt: (\"[\" e \"]\")*\nX: /x+/\nK.2: \"xx\"\n";
-    let opts = SchemaOptions::default();
-    let engine_opts = EngineOptions {
+    let engine = EngineOptions {
         mask_options: dwac_compile::dwa::MaskOptions { work_per_lexer_state: 1_500, ..Default::default() },
         ..EngineOptions::default()
     };
-    let (g, _) = parse_source_with(SourceKind::Lark, src, &opts).unwrap();
-    let (engine, stats) = dwac_compile::compile_engine_with(&g, vocab.clone(), &engine_opts).unwrap();
+    let compiler = Compiler { engine, ..Compiler::default() };
+    let (g, _) = compiler.parse(SourceKind::Lark, src).unwrap();
+    let (engine, stats) = compiler.compile_engine(&g, vocab.clone()).unwrap();
     assert!(stats.mask.as_ref().is_some_and(|m| m.second_starts > 0 && m.undecided_tokens == 0), "{stats:?}");
     let info = SourceInfo { name: "second-starts.lark".into(), kind: "lark", text: src.into() };
     let tok = TokenizerInfo { name: "synthetic".into(), fingerprint: [9; 32] };
-    (vocab, artifact_bytes(&engine, &info, &tok, &stats, &opts, &engine_opts))
+    (vocab, artifact_bytes(&engine, &info, &tok, &stats, &compiler.schema, &compiler.engine))
 }
 
 /// A file marks itself 4.1 only when it has second starts: every other artifact stays 4.0,

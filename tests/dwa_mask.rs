@@ -700,8 +700,8 @@ fn right_recursion_beyond_the_normalization_budget() {
     let src = "start: l\nl: e \",\" l | e\ne: NUM | \"[\" l \"]\" | \"-\" e\nNUM: /[0-9]+/\n%ignore \" \"\n";
     let vocab = vocab_over(b"1,[]- ", 2, &["- - ", "1, ", "]]", ",1", "-1", "[-"]);
     let g = dwac_compile::parse_source(dwac_compile::SourceKind::Lark, src).unwrap();
-    let c = dwac_compile::compile_grammar_with(&g, &NormalizeOptions { rule_budget: Some(0), ..Default::default() })
-        .unwrap();
+    let normalize = NormalizeOptions { rule_budget: Some(0), ..Default::default() };
+    let c = dwac_compile::Compiler { normalize, ..Default::default() }.compile_grammar(&g).unwrap();
     assert!(c.stats.right_recursive_left >= 2, "right recursion was rewritten: {:?}", c.stats);
     let (mask, stats) = build_mask_tables(&c.tables, &vocab, &MaskOptions::default()).unwrap();
     assert_eq!(stats.max_lookback, u32::MAX, "a surviving right recursion reads unboundedly deep");

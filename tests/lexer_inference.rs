@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use dwac_compile::{compile_engine, compile_grammar_with, CompileStats};
+use dwac_compile::{compile_engine, CompileStats, Compiler};
 use dwac_grammar::normalize::NormalizeOptions;
 use dwac_grammar::{gbnf, Grammar, Symbol};
 use dwac_runtime::{Engine, Matcher};
@@ -68,8 +68,8 @@ fn cases() -> Vec<(String, String, Vec<String>)> {
 
 /// An engine without a Parser DWA (commit only), with or without lexer inference.
 fn engine(g: &Grammar, lift: bool) -> Arc<Engine> {
-    let c = compile_grammar_with(g, &NormalizeOptions { skip_lexer_inference: !lift, ..Default::default() })
-        .unwrap_or_else(|e| panic!("{e}"));
+    let normalize = NormalizeOptions { skip_lexer_inference: !lift, ..Default::default() };
+    let c = Compiler { normalize, ..Default::default() }.compile_grammar(g).unwrap_or_else(|e| panic!("{e}"));
     let bytes: Vec<[u8; 1]> = (0..=255u8).map(|b| [b]).collect();
     let vocab = synthetic_vocab(&bytes.iter().map(|b| &b[..]).collect::<Vec<_>>());
     Arc::new(Engine::new(c.tables, vocab).expect("engine"))

@@ -211,13 +211,9 @@ fn strict_tags_refuse_keys_their_schemas_do_not_name() {
                   "content": {"type": "json_schema", "json_schema": {"type": "object", "properties": {"q": {"type": "string"}}}},
                   "end": "}\n</tool_call>"}]}});
     let compile = |strict: bool| {
-        let g = dwac_compile::parse_source_with(
-            SourceKind::StructuralTag,
-            &tag.to_string(),
-            &SchemaOptions { strict, ..Default::default() },
-        )
-        .unwrap_or_else(|e| panic!("{e}"))
-        .0;
+        let compiler =
+            dwac_compile::Compiler { schema: SchemaOptions { strict, ..Default::default() }, ..Default::default() };
+        let (g, _) = compiler.parse(SourceKind::StructuralTag, &tag.to_string()).unwrap_or_else(|e| panic!("{e}"));
         Arc::new(compile_engine(&g, tok.vocab().clone()).unwrap_or_else(|e| panic!("{e}")).0)
     };
     let (strict, open) = (compile(true), compile(false));
@@ -233,10 +229,9 @@ fn strict_tags_refuse_keys_their_schemas_do_not_name() {
     // The same schema as Lark's `%json` takes the option too.
     let lark = "start: \"<tool_call>\\n{\\\"name\\\": \\\"f\\\", \\\"arguments\\\": \"                 args \"}\\n</tool_call>\"\nargs: %json {\"type\": \"object\", \"properties\": {\"q\": {\"type\": \"string\"}}}\n";
     let compile = |strict: bool| {
-        let g =
-            dwac_compile::parse_source_with(SourceKind::Lark, lark, &SchemaOptions { strict, ..Default::default() })
-                .unwrap_or_else(|e| panic!("{e}"))
-                .0;
+        let compiler =
+            dwac_compile::Compiler { schema: SchemaOptions { strict, ..Default::default() }, ..Default::default() };
+        let (g, _) = compiler.parse(SourceKind::Lark, lark).unwrap_or_else(|e| panic!("{e}"));
         Arc::new(compile_engine(&g, tok.vocab().clone()).unwrap_or_else(|e| panic!("{e}")).0)
     };
     let (strict, open) = (compile(true), compile(false));

@@ -68,12 +68,12 @@ pub struct Args {
 }
 
 /// The engine options of a run (`--saturate-only`: see [`Args::saturate_only`]).
-fn engine_options(args: &Args) -> dwac_compile::EngineOptions {
-    let mut o = dwac_compile::EngineOptions::default();
+fn compiler(args: &Args) -> dwac_compile::Compiler {
+    let mut c = dwac_compile::Compiler::default();
     if args.saturate_only {
-        o.mask_options.work_per_lexer_state = 0;
+        c.engine.mask_options.work_per_lexer_state = 0;
     }
-    o
+    c
 }
 
 /// The engine a server would get: `engine` written as an artifact and opened again.
@@ -229,8 +229,7 @@ fn run_schemas(args: &Args, per_split: Option<usize>) -> Result<()> {
             bar.inc(1);
             let engine =
                 compile_schema(&s.schema, &SchemaOptions::default()).map_err(|e| e.to_string()).and_then(|sg| {
-                    dwac_compile::compile_engine_with(&sg.grammar, tok.vocab().clone(), &engine_options(args))
-                        .map_err(|e| e.to_string())
+                    compiler(args).compile_engine(&sg.grammar, tok.vocab().clone()).map_err(|e| e.to_string())
                 });
             let Ok((engine, _)) = engine else {
                 refused += 1;
@@ -336,7 +335,7 @@ fn run_grammars(
         for (id, text, texts) in &sources {
             bar.inc(1);
             let compiled = dwac_compile::parse_source(kind, text)
-                .and_then(|g| dwac_compile::compile_engine_with(&g, tok.vocab().clone(), &engine_options(args)));
+                .and_then(|g| compiler(args).compile_engine(&g, tok.vocab().clone()));
             let (engine, stats) = match compiled {
                 Ok(x) => x,
                 Err(e) => {

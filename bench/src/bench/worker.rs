@@ -186,7 +186,8 @@ fn compile(job: &Value, tok: &Tokenizer, a: &WorkerArgs) -> Result<(Arc<Engine>,
             // XGrammar compiles a structural tag's schemas in its strict mode (keys and items a
             // schema does not name are refused): the same language.
             let tag_opts = SchemaOptions { strict: kind == dwac_compile::SourceKind::StructuralTag, ..opts.clone() };
-            let g = dwac_compile::parse_source_with(kind, &text, &tag_opts).map_err(|e| e.to_string())?.0;
+            let compiler = dwac_compile::Compiler { schema: tag_opts, ..Default::default() };
+            let (g, _) = compiler.parse(kind, &text).map_err(|e| e.to_string())?;
             let name = job["id"].as_str().unwrap_or("grammar").to_string();
             (compile_engine(&g, vocab), SourceInfo { name, kind: SourceInfo::kind_name(kind), text })
         }
@@ -365,7 +366,6 @@ pub fn run(a: WorkerArgs) -> Result<()> {
 mod tests {
     use super::*;
     use crate::bench::report;
-    use dwac_compile::compile_engine_with;
     use dwac_compile::dwa::MaskOptions;
 
     /// A grammar whose every lexer state is over the determinizer's work budget leaves all its
@@ -376,11 +376,12 @@ mod tests {
         let vocab = dwac_tests::synthetic_vocab(&[b"a", b"b", b"ab", b"ba", b"aab"]);
         let src = "start: x+\nx: \"a\" | \"b\" | \"ab\"\n";
         let g = dwac_compile::parse_source(dwac_compile::SourceKind::Lark, src).expect("grammar");
-        let opts = EngineOptions {
+        let engine = EngineOptions {
             mask_options: MaskOptions { work_per_lexer_state: 0, saturate: false, ..MaskOptions::default() },
             ..EngineOptions::default()
         };
-        let (engine, stats) = compile_engine_with(&g, vocab, &opts).expect("compile");
+        let compiler = dwac_compile::Compiler { engine, ..Default::default() };
+        let (engine, stats) = compiler.compile_engine(&g, vocab).expect("compile");
         let undecided_at_compile = stats.mask.as_ref().map_or(0, |m| m.undecided_tokens);
         assert!(undecided_at_compile > 0, "the budget of 0 leaves tokens UNDECIDED");
         let engine = Arc::new(engine);

@@ -15,8 +15,8 @@ pub mod token_terminals;
 
 pub use lexer::build_lexer;
 pub use pipeline::{
-    compile_engine, compile_engine_with, compile_engine_with_progress, compile_grammar, compile_grammar_with,
-    parse_source, parse_source_with, regex_grammar, CompileStats, Compiled, EngineOptions, LexerInference, SourceKind,
+    compile_engine, compile_grammar, parse_source, regex_grammar, CompileStats, Compiled, Compiler, EngineOptions,
+    LexerInference, SourceKind,
 };
 
 /// Why a grammar could not be compiled.

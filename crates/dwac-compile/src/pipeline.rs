@@ -39,37 +39,10 @@ impl SourceKind {
     }
 }
 
-/// Parse a grammar source of the given kind into the IR (JSON Schemas with default options).
+/// Parse a grammar source of the given kind into the IR, with the default options
+/// ([`Compiler::parse`] takes options and returns the front-end's warnings too).
 pub fn parse_source(kind: SourceKind, text: &str) -> Result<Grammar, CompileError> {
-    Ok(parse_source_with(kind, text, &SchemaOptions::default())?.0)
-}
-
-/// Parse a grammar source; for JSON Schemas with `opts`, also returning the schema compiler's
-/// warnings (dropped keywords in lenient mode, unenforced formats, unknown keywords; for Lark,
-/// those of its `%json` schemas), for GBNF the front-end's
-/// (`line:column: message`: what llama.cpp makes of a construct that may not mean what it says).
-pub fn parse_source_with(
-    kind: SourceKind,
-    text: &str,
-    opts: &SchemaOptions,
-) -> Result<(Grammar, Vec<String>), CompileError> {
-    Ok(match kind {
-        SourceKind::Lark => {
-            let lark = dwac_grammar::LarkOptions { strict: opts.strict, ..Default::default() };
-            let (g, w) = dwac_grammar::lark::parse_with_warnings(text, &lark)?;
-            (g, w.into_iter().map(|w| format!("{}:{}: {}", w.0.line, w.0.column, w.0.message)).collect())
-        }
-        SourceKind::Gbnf => {
-            let (g, w) = dwac_grammar::gbnf::parse_with_warnings(text)?;
-            (g, w.into_iter().map(|w| format!("{}:{}: {}", w.0.line, w.0.column, w.0.message)).collect())
-        }
-        SourceKind::StructuralTag => (dwac_grammar::structural::parse_with(text, opts.strict)?, Vec::new()),
-        SourceKind::JsonSchema => {
-            let value: serde_json::Value = serde_json::from_str(text).map_err(|e| CompileError::Json(e.to_string()))?;
-            let sg = compile_schema(&value, opts)?;
-            (sg.grammar, sg.warnings)
-        }
-    })
+    Ok(Compiler::default().parse(kind, text)?.0)
 }
 
 /// A grammar accepting exactly the strings matching `pattern` (one terminal).
@@ -141,21 +114,23 @@ pub struct Compiled {
     pub stats: CompileStats,
 }
 
-/// Compile the IR into runtime tables.
+/// Compile the IR into runtime tables, with the default options ([`Compiler::compile_grammar`]
+/// takes options).
 pub fn compile_grammar(g: &Grammar) -> Result<Compiled, CompileError> {
-    compile_grammar_with(g, &NormalizeOptions::default())
+    Compiler::default().compile_grammar(g)
 }
 
-/// [`compile_grammar`] with normalization options (e.g. a smaller right-recursion rule budget,
-/// to exercise grammars whose right recursion survives normalization).
-pub fn compile_grammar_with(g: &Grammar, opts: &NormalizeOptions) -> Result<Compiled, CompileError> {
-    let t0 = Instant::now();
-    let (mut c, pending) = compile_tables(g, opts)?;
-    let tm = Instant::now();
-    let report = pending.analyse(&c, g);
-    pending.finish(&mut c, report, tm.elapsed())?;
-    c.stats.compile_ms = t0.elapsed().as_secs_f64() * 1e3;
-    Ok(c)
+impl Compiler {
+    /// Compile the IR into runtime tables.
+    pub fn compile_grammar(&self, g: &Grammar) -> Result<Compiled, CompileError> {
+        let t0 = Instant::now();
+        let (mut c, pending) = compile_tables(g, &self.normalize)?;
+        let tm = Instant::now();
+        let report = pending.analyse(&c, g);
+        pending.finish(&mut c, report, tm.elapsed())?;
+        c.stats.compile_ms = t0.elapsed().as_secs_f64() * 1e3;
+        Ok(c)
+    }
 }
 
 /// What the longest-match analysis ([`crate::lexer::munch::analyse`]) reads that [`Compiled`] does not
@@ -194,7 +169,7 @@ impl PendingAnalysis {
     }
 }
 
-/// [`compile_grammar_with`] but for the longest-match analysis, left to the caller.
+/// [`Compiler::compile_grammar`] but for the longest-match analysis, left to the caller.
 fn compile_tables(g: &Grammar, opts: &NormalizeOptions) -> Result<(Compiled, PendingAnalysis), CompileError> {
     let t0 = Instant::now();
     let mut stages = Stages::new();
@@ -252,16 +227,17 @@ fn compile_tables(g: &Grammar, opts: &NormalizeOptions) -> Result<(Compiled, Pen
 }
 
 /// Compile and bundle with a vocabulary into a ready [`Engine`], with the Parser DWA that makes
-/// `fill_mask` fast.
+/// `fill_mask` fast, with the default options ([`Compiler::compile_engine`] takes options).
 pub fn compile_engine(g: &Grammar, vocab: Vocabulary) -> Result<(Engine, CompileStats), CompileError> {
-    compile_engine_with(g, vocab, &EngineOptions::default())
+    Compiler::default().compile_engine(g, vocab)
 }
 
-/// What [`compile_engine_with`] builds.
+/// What [`Compiler::compile_engine`] builds.
 #[derive(Clone, Debug)]
 pub struct EngineOptions {
     /// Build the Parser DWA (`false`: `fill_mask` is the reference mask; for commit-only uses).
     pub mask: bool,
+    /// How the Parser DWA is built.
     pub mask_options: MaskOptions,
 }
 
@@ -271,96 +247,137 @@ impl Default for EngineOptions {
     }
 }
 
-/// [`compile_engine`] with options.
-pub fn compile_engine_with(
-    g: &Grammar,
-    vocab: Vocabulary,
-    opts: &EngineOptions,
-) -> Result<(Engine, CompileStats), CompileError> {
-    compile_engine_with_progress(g, vocab, opts, &mut |_, _| ControlFlow::Continue(()))
+/// The compiler with its options, one set per stage: the front ends' ([`SchemaOptions`], which
+/// also holds Lark's and structural tags' strictness), normalization's ([`NormalizeOptions`]) and
+/// the engine's ([`EngineOptions`]). `Compiler::default()` is what [`parse_source`],
+/// [`compile_grammar`] and [`compile_engine`] use.
+#[derive(Clone, Debug, Default)]
+pub struct Compiler {
+    /// The front ends' options.
+    pub schema: SchemaOptions,
+    /// Normalization's options (lexer inference, the right-recursion budget).
+    pub normalize: NormalizeOptions,
+    /// What the engine is built with.
+    pub engine: EngineOptions,
 }
 
-/// [`compile_engine_with`], reporting the Parser DWA build's progress (lexer states done, total)
-/// before each lexer state. A `Break(why)` from `progress` stops the build there:
-/// [`CompileError::Stopped`] with `why` (the CLI stops an input past its memory budget so).
-pub fn compile_engine_with_progress(
-    g: &Grammar,
-    vocab: Vocabulary,
-    opts: &EngineOptions,
-    progress: &mut dyn FnMut(u64, u64) -> ControlFlow<String>,
-) -> Result<(Engine, CompileStats), CompileError> {
-    let t0 = Instant::now();
-    // Token terminals (`<|tool_call|>`, `<[128010]>`): their regexes are the named tokens'
-    // escapes, and the grammar is compiled over the grammar's vocabulary (`crate::token_terminals`).
-    let resolved = crate::token_terminals::resolve(g, &vocab)?;
-    let (g, vocab, token_terminals) = match resolved {
-        Some((rg, rv, report)) => (std::borrow::Cow::Owned(rg), rv, Some(report)),
-        None => (std::borrow::Cow::Borrowed(g), vocab, None),
-    };
-    let g: &Grammar = &g;
-    // The vocabulary's trie on a second thread while the grammar's tables are built (a cold
-    // process: 50-60 ms for a 150k vocabulary, beside a schema's front end and lexer).
-    let (c, prepared) = std::thread::scope(|scope| {
-        let trie = opts
-            .mask
-            .then(|| {
-                std::thread::Builder::new().name("dwac-trie".into()).spawn_scoped(scope, || prepare_vocabulary(&vocab))
-            })
-            .and_then(Result::ok);
-        let c = compile_tables(g, &NormalizeOptions::default());
-        let prepared = trie.map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
-        (c, prepared)
-    });
-    let (mut c, pending) = c?;
-    c.stats.token_terminals = token_terminals;
-    let mask = if opts.mask {
-        let tm = Instant::now();
-        // (If no thread could be started, the trie is made here.)
-        let prepared = prepared.unwrap_or_else(|| prepare_vocabulary(&vocab));
-        // (Lexer inference ran, or some terminal lets the parser decide where it ends, as a
-        // structural tag's text does: drop the dead splits as the walk goes. The masks are the
-        // same either way; other grammars' tables are built exactly as before.)
-        let follow_bytes = c.stats.lexer_inference.is_some() || g.terminals.iter().any(|t| t.munch == Munch::None);
-        let mask_options = MaskOptions { follow_bytes, ..opts.mask_options.clone() };
-        // The longest-match analysis beside the Parser DWA's build, on a thread of its own: it
-        // reads the tables and only reports (the DWA's determinization keeps one core busy
-        // while the vocabulary walk is soon done; 500 tools' analysis takes 0.2 s).
-        let (built, (report, took)) = std::thread::scope(|scope| {
-            let analysis = || {
-                let ta = Instant::now();
-                (pending.analyse(&c, g), ta.elapsed())
-            };
-            let helper = std::thread::Builder::new().name("dwac-munch".into()).spawn_scoped(scope, carry(analysis));
-            let built = build_mask_tables_prepared(&c.tables, &vocab, prepared, &mask_options, progress, tm);
-            let analysed = match helper {
-                Ok(h) => h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-                Err(_) => analysis(),
-            };
-            (built, analysed)
-        });
-        pending.finish(&mut c, report, took)?;
-        let (m, ms) = built?;
-        c.stats.stages_ms.extend(ms.stages_ms.iter().copied());
-        c.stats.mask = Some(ms);
-        Some(m)
-    } else {
-        let ta = Instant::now();
-        let report = pending.analyse(&c, g);
-        pending.finish(&mut c, report, ta.elapsed())?;
-        None
-    };
-    let tv = Instant::now();
-    // The grammar tables were validated by `compile_grammar`; the vocabulary is checked here (a
-    // caller may have built it by hand). The Parser DWA is this compiler's own output: checked in
-    // debug builds (and by `Artifact::open` wherever an artifact of it is loaded), not on every
-    // compile, where it would cost more than a small schema's whole automaton.
-    vocab.validate()?;
-    #[cfg(debug_assertions)]
-    if let Some(m) = &mask {
-        m.validate(c.tables.lexer.num_states, vocab.len() as u32)?;
+impl Compiler {
+    /// Parse a grammar source into the IR, with the front-end's warnings: for JSON Schemas the
+    /// schema compiler's (dropped keywords in lenient mode, unenforced formats, unknown keywords;
+    /// for Lark, those of its `%json` schemas), for GBNF the front-end's (`line:column: message`:
+    /// what llama.cpp makes of a construct that may not mean what it says).
+    pub fn parse(&self, kind: SourceKind, text: &str) -> Result<(Grammar, Vec<String>), CompileError> {
+        Ok(match kind {
+            SourceKind::Lark => {
+                let lark = dwac_grammar::LarkOptions { strict: self.schema.strict, ..Default::default() };
+                let (g, w) = dwac_grammar::lark::parse_with_warnings(text, &lark)?;
+                (g, w.into_iter().map(|w| format!("{}:{}: {}", w.0.line, w.0.column, w.0.message)).collect())
+            }
+            SourceKind::Gbnf => {
+                let (g, w) = dwac_grammar::gbnf::parse_with_warnings(text)?;
+                (g, w.into_iter().map(|w| format!("{}:{}: {}", w.0.line, w.0.column, w.0.message)).collect())
+            }
+            SourceKind::StructuralTag => (dwac_grammar::structural::parse_with(text, self.schema.strict)?, Vec::new()),
+            SourceKind::JsonSchema => {
+                let value: serde_json::Value =
+                    serde_json::from_str(text).map_err(|e| CompileError::Json(e.to_string()))?;
+                let sg = compile_schema(&value, &self.schema)?;
+                (sg.grammar, sg.warnings)
+            }
+        })
     }
-    let engine = Engine::with_mask_unchecked(c.tables, vocab, mask);
-    c.stats.stages_ms.push(("validate", tv.elapsed().as_secs_f64() * 1e3));
-    c.stats.compile_ms = t0.elapsed().as_secs_f64() * 1e3;
-    Ok((engine, c.stats))
+
+    /// Compile and bundle with a vocabulary into a ready [`Engine`].
+    pub fn compile_engine(&self, g: &Grammar, vocab: Vocabulary) -> Result<(Engine, CompileStats), CompileError> {
+        self.compile_engine_with_progress(g, vocab, &mut |_, _| ControlFlow::Continue(()))
+    }
+
+    /// [`Compiler::compile_engine`], reporting the Parser DWA build's progress (lexer states
+    /// done, total) before each lexer state. A `Break(why)` from `progress` stops the build
+    /// there: [`CompileError::Stopped`] with `why` (the CLI stops an input past its memory budget
+    /// so).
+    pub fn compile_engine_with_progress(
+        &self,
+        g: &Grammar,
+        vocab: Vocabulary,
+        progress: &mut dyn FnMut(u64, u64) -> ControlFlow<String>,
+    ) -> Result<(Engine, CompileStats), CompileError> {
+        let t0 = Instant::now();
+        // Token terminals (`<|tool_call|>`, `<[128010]>`): their regexes are the named tokens'
+        // escapes, and the grammar is compiled over the grammar's vocabulary (`crate::token_terminals`).
+        let resolved = crate::token_terminals::resolve(g, &vocab)?;
+        let (g, vocab, token_terminals) = match resolved {
+            Some((rg, rv, report)) => (std::borrow::Cow::Owned(rg), rv, Some(report)),
+            None => (std::borrow::Cow::Borrowed(g), vocab, None),
+        };
+        let g: &Grammar = &g;
+        // The vocabulary's trie on a second thread while the grammar's tables are built (a cold
+        // process: 50-60 ms for a 150k vocabulary, beside a schema's front end and lexer).
+        let (c, prepared) = std::thread::scope(|scope| {
+            let trie = self
+                .engine
+                .mask
+                .then(|| {
+                    std::thread::Builder::new()
+                        .name("dwac-trie".into())
+                        .spawn_scoped(scope, || prepare_vocabulary(&vocab))
+                })
+                .and_then(Result::ok);
+            let c = compile_tables(g, &self.normalize);
+            let prepared = trie.map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
+            (c, prepared)
+        });
+        let (mut c, pending) = c?;
+        c.stats.token_terminals = token_terminals;
+        let mask = if self.engine.mask {
+            let tm = Instant::now();
+            // (If no thread could be started, the trie is made here.)
+            let prepared = prepared.unwrap_or_else(|| prepare_vocabulary(&vocab));
+            // (Lexer inference ran, or some terminal lets the parser decide where it ends, as a
+            // structural tag's text does: drop the dead splits as the walk goes. The masks are the
+            // same either way; other grammars' tables are built exactly as before.)
+            let follow_bytes = c.stats.lexer_inference.is_some() || g.terminals.iter().any(|t| t.munch == Munch::None);
+            let mask_options = MaskOptions { follow_bytes, ..self.engine.mask_options.clone() };
+            // The longest-match analysis beside the Parser DWA's build, on a thread of its own: it
+            // reads the tables and only reports (the DWA's determinization keeps one core busy
+            // while the vocabulary walk is soon done; 500 tools' analysis takes 0.2 s).
+            let (built, (report, took)) = std::thread::scope(|scope| {
+                let analysis = || {
+                    let ta = Instant::now();
+                    (pending.analyse(&c, g), ta.elapsed())
+                };
+                let helper = std::thread::Builder::new().name("dwac-munch".into()).spawn_scoped(scope, carry(analysis));
+                let built = build_mask_tables_prepared(&c.tables, &vocab, prepared, &mask_options, progress, tm);
+                let analysed = match helper {
+                    Ok(h) => h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                    Err(_) => analysis(),
+                };
+                (built, analysed)
+            });
+            pending.finish(&mut c, report, took)?;
+            let (m, ms) = built?;
+            c.stats.stages_ms.extend(ms.stages_ms.iter().copied());
+            c.stats.mask = Some(ms);
+            Some(m)
+        } else {
+            let ta = Instant::now();
+            let report = pending.analyse(&c, g);
+            pending.finish(&mut c, report, ta.elapsed())?;
+            None
+        };
+        let tv = Instant::now();
+        // The grammar tables were validated by `compile_grammar`; the vocabulary is checked here (a
+        // caller may have built it by hand). The Parser DWA is this compiler's own output: checked in
+        // debug builds (and by `Artifact::open` wherever an artifact of it is loaded), not on every
+        // compile, where it would cost more than a small schema's whole automaton.
+        vocab.validate()?;
+        #[cfg(debug_assertions)]
+        if let Some(m) = &mask {
+            m.validate(c.tables.lexer.num_states, vocab.len() as u32)?;
+        }
+        let engine = Engine::with_mask_unchecked(c.tables, vocab, mask);
+        c.stats.stages_ms.push(("validate", tv.elapsed().as_secs_f64() * 1e3));
+        c.stats.compile_ms = t0.elapsed().as_secs_f64() * 1e3;
+        Ok((engine, c.stats))
+    }
 }

@@ -7,7 +7,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 use dwac_compile::artifact::{artifact_bytes, write_atomically, SourceInfo, TokenizerInfo};
-use dwac_compile::{compile_engine_with, parse_source_with, regex_grammar, EngineOptions, SourceKind};
+use dwac_compile::{regex_grammar, Compiler, EngineOptions, SourceKind};
 use dwac_grammar::schema::{Draft, SchemaOptions, Whitespace};
 use dwac_runtime::{Artifact, OpenOptions};
 
@@ -54,6 +54,7 @@ pub(crate) fn compile_source(
         default_draft,
         strict: o.strict,
     };
+    let compiler = Compiler { schema, engine: opts, ..Compiler::default() };
     let (what, kind_name, parsed) = match kind {
         "json_schema" | "json" => ("schema", SourceKind::JsonSchema, Some(SourceKind::JsonSchema)),
         "lark" => ("grammar", SourceKind::Lark, Some(SourceKind::Lark)),
@@ -64,7 +65,7 @@ pub(crate) fn compile_source(
     };
     let (grammar, mut warnings, info) = match parsed {
         Some(k) => {
-            let (g, w) = parse_source_with(k, &source, &schema).map_err(|e| e.located(&what, false))?;
+            let (g, w) = compiler.parse(k, &source).map_err(|e| e.located(&what, false))?;
             let info = SourceInfo { name: what.into(), kind: SourceInfo::kind_name(kind_name), text: source };
             (g, w.into_iter().map(|w| format!("{what}: {w}")).collect::<Vec<_>>(), info)
         }
@@ -73,11 +74,12 @@ pub(crate) fn compile_source(
             (g, Vec::new(), SourceInfo { name: "regex".into(), kind: "regex", text: source })
         }
     };
-    let (engine, stats) = compile_engine_with(&grammar, tok.vocab().clone(), &opts)
+    let (engine, stats) = compiler
+        .compile_engine(&grammar, tok.vocab().clone())
         .map_err(|e| e.located(&what, kind_name == SourceKind::JsonSchema))?;
     warnings.extend(stats.warnings.iter().map(|w| w.0.located(&what)));
     let ti = TokenizerInfo { name: tok.name().to_string(), fingerprint: tok.fingerprint() };
-    let bytes = artifact_bytes(&engine, &info, &ti, &stats, &schema, &opts);
+    let bytes = artifact_bytes(&engine, &info, &ti, &stats, &compiler.schema, &compiler.engine);
     let artifact = Artifact::from_bytes(&bytes).map_err(|e| format!("{what}: {e}"))?;
     Ok(Grammar { artifact, warnings, width })
 }

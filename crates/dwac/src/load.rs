@@ -8,9 +8,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use dwac_compile::artifact::SourceInfo;
-use dwac_compile::{
-    compile_engine_with_progress, parse_source_with, regex_grammar, CompileStats, EngineOptions, SourceKind,
-};
+use dwac_compile::{regex_grammar, CompileStats, Compiler, SourceKind};
 use dwac_grammar::schema::{Draft, SchemaOptions, Whitespace};
 use dwac_runtime::Engine;
 use dwac_runtime::{Artifact, OpenOptions};
@@ -147,7 +145,7 @@ pub(crate) fn build(
     progress: &mut dyn FnMut(u64, u64) -> ControlFlow<String>,
 ) -> Result<Built> {
     let what = source.display();
-    let schema_opts = schema_options(opts);
+    let compiler = Compiler { schema: schema_options(opts), ..Compiler::default() };
     let mut warnings = Vec::new();
     let mut front_end_ms = 0.0;
     let (grammar, info, is_schema) = match source {
@@ -177,17 +175,16 @@ pub(crate) fn build(
                 text = tools_tag(&text, &tools).map_err(|e| anyhow::anyhow!("{what}: {e}"))?.to_string();
             }
             let t0 = Instant::now();
-            let (g, w) =
-                parse_source_with(kind, &text, &schema_opts).map_err(|e| anyhow::anyhow!(e.located(&what, false)))?;
+            let (g, w) = compiler.parse(kind, &text).map_err(|e| anyhow::anyhow!(e.located(&what, false)))?;
             front_end_ms = t0.elapsed().as_secs_f64() * 1e3;
             warnings.extend(w.into_iter().map(|w| format!("{what}: {w}")));
             let name = path.file_name().map_or_else(|| what.clone(), |n| n.to_string_lossy().to_string());
             (g, SourceInfo { name, kind: SourceInfo::kind_name(kind), text }, kind == SourceKind::JsonSchema)
         }
     };
-    let (engine, mut stats) =
-        compile_engine_with_progress(&grammar, vocab.clone(), &EngineOptions::default(), progress)
-            .map_err(|e| anyhow::anyhow!(e.located(&what, is_schema)))?;
+    let (engine, mut stats) = compiler
+        .compile_engine_with_progress(&grammar, vocab.clone(), progress)
+        .map_err(|e| anyhow::anyhow!(e.located(&what, is_schema)))?;
     // The front end (source text → grammar IR) is part of the compile.
     stats.compile_ms += front_end_ms;
     stats.stages_ms.insert(0, ("front_end", front_end_ms));
