@@ -147,17 +147,77 @@ pub fn run(draft: &str, as_json: bool, out: Option<PathBuf>) -> Result<()> {
         let text = std::fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?;
         serde_json::from_str(&text).with_context(|| format!("parsing {}", p.display()))?
     };
-    let vocab = byte_vocab();
     let t_all = Instant::now();
-    let _silence = Silenced::install();
+    let mut r = judge_all(&drafts, &reference, as_json)?;
+    r.elapsed_s = t_all.elapsed().as_secs_f64();
+    r.slow.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let llg_total: usize = if drafts.contains(&"draft2020-12") {
+        reference["draft2020-12"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .flat_map(|(_, f)| f.as_object().into_iter().flatten())
+            .flat_map(|(_, g)| g.as_object().into_iter().flatten())
+            .count()
+    } else {
+        0
+    };
+    let report = report_json(&drafts, &r, llg_total);
+    if let Some(p) = &out {
+        std::fs::write(p, serde_json::to_string_pretty(&report)?)
+            .with_context(|| format!("writing {}", p.display()))?;
+    }
+    if as_json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(());
+    }
+    print_text(&r, llg_total);
+    Ok(())
+}
 
+/// Every group of the drafts' files compiled and every test judged.
+struct SuiteRun {
+    per_file: BTreeMap<String, Counts>,
+    records: Vec<TestRecord>,
+    /// keyword -> (groups, tests)
+    refusals: BTreeMap<String, (usize, usize)>,
+    /// Compile time per group (ms, label), slowest first once sorted.
+    slow: Vec<(f64, String)>,
+    groups: usize,
+    groups_compiled: usize,
+    group_panics: usize,
+    elapsed_s: f64,
+}
+
+impl SuiteRun {
+    /// Every file's counts summed.
+    fn total(&self) -> Counts {
+        let mut total = Counts::default();
+        for c in self.per_file.values() {
+            total.merge(c);
+        }
+        total
+    }
+
+    /// The refusal keywords, by tests then name.
+    fn keywords(&self) -> Vec<(String, (usize, usize))> {
+        let mut kw: Vec<(String, (usize, usize))> = self.refusals.iter().map(|(k, v)| (k.clone(), *v)).collect();
+        kw.sort_by(|a, b| b.1 .1.cmp(&a.1 .1).then(a.0.cmp(&b.0)));
+        kw
+    }
+}
+
+/// Compile every group of the drafts' files and judge each of its tests.
+fn judge_all(drafts: &[&str], reference: &Value, quiet: bool) -> Result<SuiteRun> {
+    let vocab = byte_vocab();
+    let _silence = Silenced::install();
     let mut files: Vec<(String, String, PathBuf)> = Vec::new();
-    for d in &drafts {
+    for d in drafts {
         let fs = test_suite_files(d);
         anyhow::ensure!(!fs.is_empty(), "no test files for draft {d}");
         files.extend(fs.into_iter().map(|(k, p)| (d.to_string(), k, p)));
     }
-    let bar = crate::util::bar(files.len() as u64, as_json);
+    let bar = crate::util::bar(files.len() as u64, quiet);
     let mut per_file: BTreeMap<String, Counts> = BTreeMap::new();
     let mut records: Vec<TestRecord> = Vec::new();
     // keyword -> (groups, tests)
@@ -251,26 +311,14 @@ pub fn run(draft: &str, as_json: bool, out: Option<PathBuf>) -> Result<()> {
         }
     }
     bar.finish_and_clear();
-    let elapsed_s = t_all.elapsed().as_secs_f64();
-    let mut total = Counts::default();
-    for c in per_file.values() {
-        total.merge(c);
-    }
-    let mut kw: Vec<(String, (usize, usize))> = refusals.into_iter().collect();
-    kw.sort_by(|a, b| b.1 .1.cmp(&a.1 .1).then(a.0.cmp(&b.0)));
-    slow.sort_by(|a, b| b.0.total_cmp(&a.0));
-    let llg_total: usize = if drafts.contains(&"draft2020-12") {
-        reference["draft2020-12"]
-            .as_object()
-            .into_iter()
-            .flatten()
-            .flat_map(|(_, f)| f.as_object().into_iter().flatten())
-            .flat_map(|(_, g)| g.as_object().into_iter().flatten())
-            .count()
-    } else {
-        0
-    };
+    Ok(SuiteRun { per_file, records, refusals, slow, groups, groups_compiled, group_panics, elapsed_s: 0.0 })
+}
 
+/// The JSON report (`--json`, `--out`): totals, per file, refusals, the failures, every test.
+fn report_json(drafts: &[&str], r: &SuiteRun, llg_total: usize) -> Value {
+    let (total, kw, records) = (r.total(), r.keywords(), &r.records);
+    let (per_file, slow, elapsed_s) = (&r.per_file, &r.slow, r.elapsed_s);
+    let (groups, groups_compiled, group_panics) = (r.groups, r.groups_compiled, r.group_panics);
     let listed = |o: Outcome| -> Vec<Value> {
         records
             .iter()
@@ -278,7 +326,7 @@ pub fn run(draft: &str, as_json: bool, out: Option<PathBuf>) -> Result<()> {
             .map(|r| json!({"file": r.file, "group": r.group, "test": r.test, "valid": r.valid, "detail": r.detail}))
             .collect()
     };
-    let report = json!({
+    json!({
         "drafts": drafts,
         "elapsed_s": (elapsed_s * 100.0).round() / 100.0,
         "groups": groups, "groups_compiled": groups_compiled, "group_panics": group_panics,
@@ -291,16 +339,14 @@ pub fn run(draft: &str, as_json: bool, out: Option<PathBuf>) -> Result<()> {
         "panics": listed(Outcome::Panic),
         "slowest_groups_ms": slow.iter().take(5).map(|(ms, g)| json!({"group": g, "ms": (ms * 10.0).round() / 10.0})).collect::<Vec<_>>(),
         "tests": records.iter().map(|r| json!({"file": r.file, "group": r.group, "test": r.test, "outcome": r.outcome.name()})).collect::<Vec<_>>(),
-    });
-    if let Some(p) = &out {
-        std::fs::write(p, serde_json::to_string_pretty(&report)?)
-            .with_context(|| format!("writing {}", p.display()))?;
-    }
-    if as_json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-        return Ok(());
-    }
+    })
+}
 
+/// The text report: per file, totals, refusals, the failures, the slowest groups.
+fn print_text(r: &SuiteRun, llg_total: usize) {
+    let (total, kw, records) = (r.total(), r.keywords(), &r.records);
+    let (per_file, slow, elapsed_s) = (&r.per_file, &r.slow, r.elapsed_s);
+    let (groups, groups_compiled, group_panics) = (r.groups, r.groups_compiled, r.group_panics);
     let has_llg = total.llg_pass.is_some();
     let header = format!(
         "{:<40} {:>6} {:>12} {:>9} {:>11} {:>5} {:>5}{}",
@@ -326,7 +372,7 @@ pub fn run(draft: &str, as_json: bool, out: Option<PathBuf>) -> Result<()> {
             name, c.pass, c.failed_valid, c.false_positive, c.unsupported, c.panic, c.total, llg
         );
     };
-    for (k, c) in &per_file {
+    for (k, c) in per_file {
         row(k, c);
     }
     println!("{}", "-".repeat(header.len()));
@@ -388,5 +434,4 @@ pub fn run(draft: &str, as_json: bool, out: Option<PathBuf>) -> Result<()> {
     for (ms, g) in slow.iter().take(5) {
         println!("  {:>9.1} ms  {}", ms, g);
     }
-    Ok(())
 }

@@ -98,20 +98,7 @@ pub fn build(runs: &[WorkloadRun], unavailable: &[(String, String)], replays: us
         let w = run.workload;
         let ok: Vec<(&String, &Value, &Vec<Value>)> =
             run.engines.iter().filter_map(|(n, r)| r.as_ref().ok().map(|(env, res)| (n, env, res))).collect();
-        // The traces every engine that ran completed.
-        let mut common: Vec<Vec<bool>> = Vec::new();
-        let (mut n_traces, mut n_common, mut steps_common) = (0usize, 0usize, 0usize);
-        for (j, (_, lens)) in w.jobs.iter().enumerate() {
-            let keep: Vec<bool> = lens
-                .iter()
-                .enumerate()
-                .map(|(t, &n)| ok.iter().all(|(_, _, res)| res.get(j).is_some_and(|r| ran_to_end(r, t, n))))
-                .collect();
-            n_traces += lens.len();
-            n_common += keep.iter().filter(|k| **k).count();
-            steps_common += lens.iter().zip(&keep).filter(|(_, k)| **k).map(|(n, _)| n).sum::<usize>();
-            common.push(keep);
-        }
+        let (common, n_traces, n_common, steps_common) = common_traces(w, &ok);
         // The jobs every engine that ran compiled: compile times are compared over these
         // (coverage, each engine's own count, is reported apart).
         let compiled_by_all: Vec<bool> = (0..w.jobs.len())
@@ -129,210 +116,12 @@ pub fn build(runs: &[WorkloadRun], unavailable: &[(String, String)], replays: us
                     continue;
                 }
             };
-            let mut lat = Lat::default();
-            let (mut compile_ms, mut ttfm_ms, mut rss) = (Vec::new(), Vec::new(), Vec::new());
-            let mut compile_cpu_ms = Vec::new();
-            let (mut compile_ms_own, mut compile_cpu_ms_own) = (Vec::new(), Vec::new());
-            // Slow-path counters, from engines that report them (dwac's `MaskCounters`).
-            let (mut fallbacks, mut masks_undecided): (Option<u64>, Option<u64>) = (None, None);
-            let (mut open_us, mut open_unchecked_us, mut artifact_bytes) = (Vec::new(), Vec::new(), Vec::new());
-            let mut save_ms = Vec::new();
-            let (mut zstd_bytes, mut beyond_vocab, mut compile_jobs) = (Vec::new(), Vec::new(), Vec::new());
-            let mut zstd_without_vocab = Vec::new();
-            let (mut compiled, mut rejected, mut not_in_mask, mut eos_missing) = (0, 0, 0, 0);
-            let mut undecided: Option<u64> = None;
-            let (mut failures, mut errors, mut job_notes) = (Vec::new(), Vec::new(), Vec::<String>::new());
-            let (mut per_job, mut own_jobs) = (Vec::new(), Vec::new());
-            for (j, r) in res.iter().enumerate() {
-                let before = lat.mask_min.len();
-                if let Some(x) = r["peak_rss_mb"].as_f64() {
-                    rss.push(x);
-                }
-                if r["compiled"] != true {
-                    if failures.len() < 10 {
-                        failures.push(json!({"id": r["id"], "error": r["error"]}));
-                    }
-                    continue;
-                }
-                compiled += 1;
-                if let Some(note) = r["note"].as_str() {
-                    job_notes.push(format!("{}: {note}", r["id"].as_str().unwrap_or("")));
-                }
-                let ms = r["compile_ms"].as_f64().unwrap_or(f64::NAN);
-                compile_ms_own.push(ms);
-                if compiled_by_all[j] {
-                    compile_ms.push(ms);
-                }
-                if let Some(x) = r["compile_cpu_ms"].as_f64() {
-                    compile_cpu_ms_own.push(x);
-                    if compiled_by_all[j] {
-                        compile_cpu_ms.push(x);
-                    }
-                }
-                let add = |acc: &mut Option<u64>, v: &Value| {
-                    if let Some(x) = v.as_u64() {
-                        *acc = Some(acc.unwrap_or(0) + x);
-                    }
-                };
-                add(&mut fallbacks, &r["mask_fallbacks"]);
-                add(&mut masks_undecided, &r["masks_with_undecided"]);
-                open_us.extend(floats(&r["open_us"]));
-                open_unchecked_us.extend(floats(&r["open_unchecked_us"]));
-                if let Some(x) = r["save_ms"].as_f64() {
-                    save_ms.push(x);
-                }
-                if let Some(b) = r["artifact_bytes"].as_f64() {
-                    artifact_bytes.push(b);
-                    if let Some(v) = r["artifact_vocab_bytes"].as_f64() {
-                        beyond_vocab.push(b - v);
-                    }
-                }
-                if let Some(z) = r["artifact_zstd_bytes"].as_f64() {
-                    zstd_bytes.push(z);
-                }
-                if let Some(z) = r["artifact_zstd_without_vocab_bytes"].as_f64() {
-                    zstd_without_vocab.push(z);
-                }
-                compile_jobs.push(json!({"id": r["id"], "compile_ms": r["compile_ms"], "compile_cpu_ms": r["compile_cpu_ms"],
-                    "peak_rss_mb": r["peak_rss_mb"], "artifact_bytes": r["artifact_bytes"],
-                    "artifact_zstd_bytes": r["artifact_zstd_bytes"], "open_us_p50": pct(&sorted(floats(&r["open_us"])), 0.5)}));
-                if let Some(x) = r["ttfm_ms"].as_f64() {
-                    ttfm_ms.push(x);
-                }
-                rejected += r["rejected_traces"].as_u64().unwrap_or(0);
-                not_in_mask += r["token_not_in_mask"].as_u64().unwrap_or(0);
-                eos_missing += r["eos_not_in_mask"].as_u64().unwrap_or(0);
-                add(&mut undecided, &r["undecided"]);
-                for e in r["errors"].as_array().into_iter().flatten().take(2) {
-                    if errors.len() < 6 {
-                        errors.push(json!({"id": r["id"], "error": e}));
-                    }
-                }
-                let (m, mm, c, cm) = (
-                    floats(&r["mask_us"]),
-                    floats(&r["mask_us_min"]),
-                    floats(&r["commit_us"]),
-                    floats(&r["commit_us_min"]),
-                );
-                let (tm, tc) = (usizes(&r["trace_masks"]), usizes(&r["trace_commits"]));
-                let (mut mo, mut co) = (0, 0);
-                for (t, keep) in common.get(j).into_iter().flatten().enumerate() {
-                    let (nm, nc) = (tm.get(t).copied().unwrap_or(0), tc.get(t).copied().unwrap_or(0));
-                    if *keep && mo + nm <= m.len() && co + nc <= c.len() {
-                        lat.mask.extend_from_slice(&m[mo..mo + nm]);
-                        lat.mask_min.extend_from_slice(&mm[mo..mo + nm]);
-                        lat.commit.extend_from_slice(&c[co..co + nc]);
-                        lat.commit_min.extend_from_slice(&cm[co..co + nc]);
-                        for i in 0..nc {
-                            lat.both.push(m[mo + i] + c[co + i]);
-                            lat.both_min.push(mm[mo + i] + cm[co + i]);
-                        }
-                    }
-                    mo += nm;
-                    co += nc;
-                }
-                // Per job over all of its own traces (a grammar another engine refused included):
-                // the per-grammar table of the GBNF workloads.
-                let own = sorted(mm.clone());
-                own_jobs.push(json!({"id": r["id"], "compile_ms": r["compile_ms"], "masks": own.len(),
-                    "mask_us_min_p50": pct(&own, 0.5).map(|x| round(x, 2)),
-                    "mask_us_min_p99": pct(&own, 0.99).map(|x| round(x, 2)),
-                    "mask_us_min_p999": pct(&own, 0.999).map(|x| round(x, 2)),
-                    "mask_us_min_max": pct(&own, 1.0).map(|x| round(x, 2)),
-                    "rejected_traces": r["rejected_traces"], "undecided": r["undecided"],
-                    "undecided_tokens": r["tables"]["undecided_tokens"]}));
-                let mine = sorted(lat.mask_min[before..].to_vec());
-                if !mine.is_empty() {
-                    per_job.push(json!({"id": r["id"], "masks": mine.len(),
-                                        "mask_us_min_p50": pct(&mine, 0.5).map(|x| round(x, 2)),
-                                        "mask_us_min_max": pct(&mine, 1.0).map(|x| round(x, 2))}));
-                }
-            }
-            let e = json!({
-                "version": env["version"],
-                "python_overhead_ns": env["python_overhead_ns"],
-                "setup_ms": env["setup_ms"],
-                "warmup_ms": env["warmup_ms"],
-                "jobs": res.len(),
-                "compiled": compiled,
-                "language": env["language"][job_kind(&w.name)],
-                "compile_ms": stats(compile_ms),
-                "compile_cpu_ms": stats(compile_cpu_ms),
-                "compile_ms_own": stats(compile_ms_own),
-                "compile_cpu_ms_own": stats(compile_cpu_ms_own),
-                "mask_fallbacks": fallbacks,
-                "masks_with_undecided": masks_undecided,
-                "ttfm_ms": stats(ttfm_ms),
-                "peak_rss_mb": stats(rss),
-                "rejected_traces": rejected,
-                "token_not_in_mask": not_in_mask,
-                "eos_not_in_mask": eos_missing,
-                "undecided_tokens_committed": undecided,
-                "compile_failures": failures,
-                "notes": job_notes,
-                "errors": errors,
-                "mask_us": stats(lat.mask.clone()),
-                "mask_us_min": stats(lat.mask_min.clone()),
-                "commit_us": stats(lat.commit),
-                "commit_us_min": stats(lat.commit_min),
-                "mask_commit_us": stats(lat.both),
-                "mask_commit_us_min": stats(lat.both_min),
-                "open_us": stats(open_us),
-                "open_unchecked_us": stats(open_unchecked_us),
-                "artifact_bytes": stats(artifact_bytes),
-                "artifact_zstd_bytes": stats(zstd_bytes),
-                "artifact_zstd_without_vocab_bytes": stats(zstd_without_vocab),
-                "artifact_beyond_vocab_bytes": stats(beyond_vocab),
-                "compile_jobs": compile_jobs,
-                "save_ms": stats(save_ms),
-            });
-            let mut e = e;
-            if w.name.starts_with("json-deep") {
-                e["per_job"] = json!(per_job);
-            }
-            if per_grammar(&w.name) {
-                // (The refused ones too, with the reason.)
-                for r in res.iter().filter(|r| r["compiled"] != true) {
-                    own_jobs.push(json!({"id": r["id"], "error": r["error"]}));
-                }
-                e["own_jobs"] = json!(own_jobs);
-            }
+            let (e, mask_min, mask) = engine_summary(w, env, res, &common, &compiled_by_all);
             lat_p.push((name.clone(), e.clone()));
             engines.insert(name.clone(), e);
-            plot.push((name.clone(), sorted(lat.mask_min), sorted(lat.mask)));
+            plot.push((name.clone(), mask_min, mask));
         }
-        // Ratios peer / dwac (> 1: dwac is faster); glrmask also over `dwac-sep`, dwac compiling
-        // glrmask's language.
-        let mut ratios = Map::new();
-        let pairs = lat_p
-            .iter()
-            .filter(|(n, _)| n != "dwac" && n != SAME_LANGUAGE_AS_GLRMASK)
-            .filter_map(|(n, p)| lat_p.iter().find(|(d, _)| d == "dwac").map(|(_, d)| (n.clone(), p, d)))
-            .chain(lat_p.iter().filter(|(n, _)| n == "glrmask").filter_map(|(n, p)| {
-                lat_p
-                    .iter()
-                    .find(|(d, _)| d == SAME_LANGUAGE_AS_GLRMASK)
-                    .map(|(d, dv)| (format!("{n} / {d} (same language)"), p, dv))
-            }));
-        {
-            for (n, p, d) in pairs {
-                let mut r = Map::new();
-                for key in
-                    ["mask_us_min", "mask_us", "commit_us_min", "mask_commit_us_min", "compile_ms", "compile_cpu_ms"]
-                {
-                    let mut q = Map::new();
-                    for s in ["p50", "p99", "p999", "max"] {
-                        if let (Some(a), Some(b)) = (p[key][s].as_f64(), d[key][s].as_f64()) {
-                            if b > 0.0 {
-                                q.insert(s.to_string(), json!(round(a / b, 5)));
-                            }
-                        }
-                    }
-                    r.insert(key.to_string(), Value::Object(q));
-                }
-                ratios.insert(n, Value::Object(r));
-            }
-        }
+        let ratios = ratios(&lat_p);
         workloads.push(json!({
             "name": w.name,
             "tokenizer": w.tokenizer,
@@ -360,6 +149,243 @@ pub fn build(runs: &[WorkloadRun], unavailable: &[(String, String)], replays: us
         }),
         cdf,
     }
+}
+
+/// Per job, which traces every engine that ran completed; and the counts of traces, compared
+/// traces and compared steps.
+fn common_traces(w: &Workload, ok: &[(&String, &Value, &Vec<Value>)]) -> (Vec<Vec<bool>>, usize, usize, usize) {
+    let mut common: Vec<Vec<bool>> = Vec::new();
+    let (mut n_traces, mut n_common, mut steps_common) = (0usize, 0usize, 0usize);
+    for (j, (_, lens)) in w.jobs.iter().enumerate() {
+        let keep: Vec<bool> = lens
+            .iter()
+            .enumerate()
+            .map(|(t, &n)| ok.iter().all(|(_, _, res)| res.get(j).is_some_and(|r| ran_to_end(r, t, n))))
+            .collect();
+        n_traces += lens.len();
+        n_common += keep.iter().filter(|k| **k).count();
+        steps_common += lens.iter().zip(&keep).filter(|(_, k)| **k).map(|(n, _)| n).sum::<usize>();
+        common.push(keep);
+    }
+    (common, n_traces, n_common, steps_common)
+}
+
+/// One engine's summary over a workload's jobs (`res`, one result per job): coverage, compile
+/// times, memory, artifacts, counters and the latency of the compared steps; with the sorted
+/// compared mask latencies (min of replays, first pass) for the plot.
+fn engine_summary(
+    w: &Workload,
+    env: &Value,
+    res: &[Value],
+    common: &[Vec<bool>],
+    compiled_by_all: &[bool],
+) -> (Value, Vec<f64>, Vec<f64>) {
+    let mut lat = Lat::default();
+    let (mut compile_ms, mut ttfm_ms, mut rss) = (Vec::new(), Vec::new(), Vec::new());
+    let mut compile_cpu_ms = Vec::new();
+    let (mut compile_ms_own, mut compile_cpu_ms_own) = (Vec::new(), Vec::new());
+    // Slow-path counters, from engines that report them (dwac's `MaskCounters`).
+    let (mut fallbacks, mut masks_undecided): (Option<u64>, Option<u64>) = (None, None);
+    let (mut open_us, mut open_unchecked_us, mut artifact_bytes) = (Vec::new(), Vec::new(), Vec::new());
+    let mut save_ms = Vec::new();
+    let (mut zstd_bytes, mut beyond_vocab, mut compile_jobs) = (Vec::new(), Vec::new(), Vec::new());
+    let mut zstd_without_vocab = Vec::new();
+    let (mut compiled, mut rejected, mut not_in_mask, mut eos_missing) = (0, 0, 0, 0);
+    let mut undecided: Option<u64> = None;
+    let (mut failures, mut errors, mut job_notes) = (Vec::new(), Vec::new(), Vec::<String>::new());
+    let (mut per_job, mut own_jobs) = (Vec::new(), Vec::new());
+    for (j, r) in res.iter().enumerate() {
+        let before = lat.mask_min.len();
+        if let Some(x) = r["peak_rss_mb"].as_f64() {
+            rss.push(x);
+        }
+        if r["compiled"] != true {
+            if failures.len() < 10 {
+                failures.push(json!({"id": r["id"], "error": r["error"]}));
+            }
+            continue;
+        }
+        compiled += 1;
+        if let Some(note) = r["note"].as_str() {
+            job_notes.push(format!("{}: {note}", r["id"].as_str().unwrap_or("")));
+        }
+        let ms = r["compile_ms"].as_f64().unwrap_or(f64::NAN);
+        compile_ms_own.push(ms);
+        if compiled_by_all[j] {
+            compile_ms.push(ms);
+        }
+        if let Some(x) = r["compile_cpu_ms"].as_f64() {
+            compile_cpu_ms_own.push(x);
+            if compiled_by_all[j] {
+                compile_cpu_ms.push(x);
+            }
+        }
+        let add = |acc: &mut Option<u64>, v: &Value| {
+            if let Some(x) = v.as_u64() {
+                *acc = Some(acc.unwrap_or(0) + x);
+            }
+        };
+        add(&mut fallbacks, &r["mask_fallbacks"]);
+        add(&mut masks_undecided, &r["masks_with_undecided"]);
+        open_us.extend(floats(&r["open_us"]));
+        open_unchecked_us.extend(floats(&r["open_unchecked_us"]));
+        if let Some(x) = r["save_ms"].as_f64() {
+            save_ms.push(x);
+        }
+        if let Some(b) = r["artifact_bytes"].as_f64() {
+            artifact_bytes.push(b);
+            if let Some(v) = r["artifact_vocab_bytes"].as_f64() {
+                beyond_vocab.push(b - v);
+            }
+        }
+        if let Some(z) = r["artifact_zstd_bytes"].as_f64() {
+            zstd_bytes.push(z);
+        }
+        if let Some(z) = r["artifact_zstd_without_vocab_bytes"].as_f64() {
+            zstd_without_vocab.push(z);
+        }
+        compile_jobs.push(json!({"id": r["id"], "compile_ms": r["compile_ms"], "compile_cpu_ms": r["compile_cpu_ms"],
+            "peak_rss_mb": r["peak_rss_mb"], "artifact_bytes": r["artifact_bytes"],
+            "artifact_zstd_bytes": r["artifact_zstd_bytes"], "open_us_p50": pct(&sorted(floats(&r["open_us"])), 0.5)}));
+        if let Some(x) = r["ttfm_ms"].as_f64() {
+            ttfm_ms.push(x);
+        }
+        rejected += r["rejected_traces"].as_u64().unwrap_or(0);
+        not_in_mask += r["token_not_in_mask"].as_u64().unwrap_or(0);
+        eos_missing += r["eos_not_in_mask"].as_u64().unwrap_or(0);
+        add(&mut undecided, &r["undecided"]);
+        for e in r["errors"].as_array().into_iter().flatten().take(2) {
+            if errors.len() < 6 {
+                errors.push(json!({"id": r["id"], "error": e}));
+            }
+        }
+        compared_steps(&mut lat, r, common.get(j));
+        let mm = floats(&r["mask_us_min"]);
+        // Per job over all of its own traces (a grammar another engine refused included):
+        // the per-grammar table of the GBNF workloads.
+        let own = sorted(mm.clone());
+        own_jobs.push(json!({"id": r["id"], "compile_ms": r["compile_ms"], "masks": own.len(),
+            "mask_us_min_p50": pct(&own, 0.5).map(|x| round(x, 2)),
+            "mask_us_min_p99": pct(&own, 0.99).map(|x| round(x, 2)),
+            "mask_us_min_p999": pct(&own, 0.999).map(|x| round(x, 2)),
+            "mask_us_min_max": pct(&own, 1.0).map(|x| round(x, 2)),
+            "rejected_traces": r["rejected_traces"], "undecided": r["undecided"],
+            "undecided_tokens": r["tables"]["undecided_tokens"]}));
+        let mine = sorted(lat.mask_min[before..].to_vec());
+        if !mine.is_empty() {
+            per_job.push(json!({"id": r["id"], "masks": mine.len(),
+                                "mask_us_min_p50": pct(&mine, 0.5).map(|x| round(x, 2)),
+                                "mask_us_min_max": pct(&mine, 1.0).map(|x| round(x, 2))}));
+        }
+    }
+    let e = json!({
+        "version": env["version"],
+        "python_overhead_ns": env["python_overhead_ns"],
+        "setup_ms": env["setup_ms"],
+        "warmup_ms": env["warmup_ms"],
+        "jobs": res.len(),
+        "compiled": compiled,
+        "language": env["language"][job_kind(&w.name)],
+        "compile_ms": stats(compile_ms),
+        "compile_cpu_ms": stats(compile_cpu_ms),
+        "compile_ms_own": stats(compile_ms_own),
+        "compile_cpu_ms_own": stats(compile_cpu_ms_own),
+        "mask_fallbacks": fallbacks,
+        "masks_with_undecided": masks_undecided,
+        "ttfm_ms": stats(ttfm_ms),
+        "peak_rss_mb": stats(rss),
+        "rejected_traces": rejected,
+        "token_not_in_mask": not_in_mask,
+        "eos_not_in_mask": eos_missing,
+        "undecided_tokens_committed": undecided,
+        "compile_failures": failures,
+        "notes": job_notes,
+        "errors": errors,
+        "mask_us": stats(lat.mask.clone()),
+        "mask_us_min": stats(lat.mask_min.clone()),
+        "commit_us": stats(lat.commit),
+        "commit_us_min": stats(lat.commit_min),
+        "mask_commit_us": stats(lat.both),
+        "mask_commit_us_min": stats(lat.both_min),
+        "open_us": stats(open_us),
+        "open_unchecked_us": stats(open_unchecked_us),
+        "artifact_bytes": stats(artifact_bytes),
+        "artifact_zstd_bytes": stats(zstd_bytes),
+        "artifact_zstd_without_vocab_bytes": stats(zstd_without_vocab),
+        "artifact_beyond_vocab_bytes": stats(beyond_vocab),
+        "compile_jobs": compile_jobs,
+        "save_ms": stats(save_ms),
+    });
+    let mut e = e;
+    if w.name.starts_with("json-deep") {
+        e["per_job"] = json!(per_job);
+    }
+    if per_grammar(&w.name) {
+        // (The refused ones too, with the reason.)
+        for r in res.iter().filter(|r| r["compiled"] != true) {
+            own_jobs.push(json!({"id": r["id"], "error": r["error"]}));
+        }
+        e["own_jobs"] = json!(own_jobs);
+    }
+    (e, sorted(lat.mask_min), sorted(lat.mask))
+}
+
+/// The steps of job `r`'s traces that every engine ran to the end (`keep`), into `lat`.
+fn compared_steps(lat: &mut Lat, r: &Value, keep: Option<&Vec<bool>>) {
+    let (m, mm, c, cm) =
+        (floats(&r["mask_us"]), floats(&r["mask_us_min"]), floats(&r["commit_us"]), floats(&r["commit_us_min"]));
+    let (tm, tc) = (usizes(&r["trace_masks"]), usizes(&r["trace_commits"]));
+    let (mut mo, mut co) = (0, 0);
+    for (t, keep) in keep.into_iter().flatten().enumerate() {
+        let (nm, nc) = (tm.get(t).copied().unwrap_or(0), tc.get(t).copied().unwrap_or(0));
+        if *keep && mo + nm <= m.len() && co + nc <= c.len() {
+            lat.mask.extend_from_slice(&m[mo..mo + nm]);
+            lat.mask_min.extend_from_slice(&mm[mo..mo + nm]);
+            lat.commit.extend_from_slice(&c[co..co + nc]);
+            lat.commit_min.extend_from_slice(&cm[co..co + nc]);
+            for i in 0..nc {
+                lat.both.push(m[mo + i] + c[co + i]);
+                lat.both_min.push(mm[mo + i] + cm[co + i]);
+            }
+        }
+        mo += nm;
+        co += nc;
+    }
+}
+
+/// Ratios peer / dwac (> 1: dwac is faster) of each engine's summary; glrmask also over
+/// `dwac-sep`, dwac compiling glrmask's language.
+fn ratios(lat_p: &[(String, Value)]) -> Map<String, Value> {
+    let mut ratios = Map::new();
+    let pairs = lat_p
+        .iter()
+        .filter(|(n, _)| n != "dwac" && n != SAME_LANGUAGE_AS_GLRMASK)
+        .filter_map(|(n, p)| lat_p.iter().find(|(d, _)| d == "dwac").map(|(_, d)| (n.clone(), p, d)))
+        .chain(lat_p.iter().filter(|(n, _)| n == "glrmask").filter_map(|(n, p)| {
+            lat_p
+                .iter()
+                .find(|(d, _)| d == SAME_LANGUAGE_AS_GLRMASK)
+                .map(|(d, dv)| (format!("{n} / {d} (same language)"), p, dv))
+        }));
+    {
+        for (n, p, d) in pairs {
+            let mut r = Map::new();
+            for key in ["mask_us_min", "mask_us", "commit_us_min", "mask_commit_us_min", "compile_ms", "compile_cpu_ms"]
+            {
+                let mut q = Map::new();
+                for s in ["p50", "p99", "p999", "max"] {
+                    if let (Some(a), Some(b)) = (p[key][s].as_f64(), d[key][s].as_f64()) {
+                        if b > 0.0 {
+                            q.insert(s.to_string(), json!(round(a / b, 5)));
+                        }
+                    }
+                }
+                r.insert(key.to_string(), Value::Object(q));
+            }
+            ratios.insert(n, Value::Object(r));
+        }
+    }
+    ratios
 }
 
 fn machine() -> Value {
@@ -414,269 +440,306 @@ pub fn markdown(rep: &Report) -> String {
         s.push('\n');
     }
     for w in r["workloads"].as_array().into_iter().flatten() {
-        let _ = writeln!(
-            s,
-            "## {}\n\n{} jobs, {} traces, {} steps; latency compared on the {} traces ({} steps) every engine ran to the end. \
-             Plot: `cdf-{}.svg`.\n",
-            w["name"].as_str().unwrap_or(""),
-            w["jobs"],
-            w["traces"],
-            w["steps"],
-            w["compared_traces"],
-            w["compared_steps"],
-            w["name"].as_str().unwrap_or("")
-        );
         let engines = w["engines"].as_object().cloned().unwrap_or_default();
+        workload_header(&mut s, w, &engines);
+        compile_table(&mut s, w, &engines);
+        open_table(&mut s, &engines);
+        large_table(&mut s, w, &engines);
+        ratios_table(&mut s, w);
+        depth_table(&mut s, w, &engines);
+        per_grammar_table(&mut s, w, &engines);
+        compile_failures(&mut s, &engines);
+        s.push('\n');
+    }
+    s
+}
+
+/// The workload's heading, what each engine compiled, and the latency table.
+fn workload_header(s: &mut String, w: &Value, engines: &Map<String, Value>) {
+    let _ = writeln!(
+        s,
+        "## {}\n\n{} jobs, {} traces, {} steps; latency compared on the {} traces ({} steps) every engine ran to the end. \
+         Plot: `cdf-{}.svg`.\n",
+        w["name"].as_str().unwrap_or(""),
+        w["jobs"],
+        w["traces"],
+        w["steps"],
+        w["compared_traces"],
+        w["compared_steps"],
+        w["name"].as_str().unwrap_or("")
+    );
+    let _ = writeln!(
+        s,
+        "What each engine compiled (engines that compiled different languages are not timed on equal terms):\n"
+    );
+    for (n, e) in engines {
+        if let Some(l) = e["language"].as_str() {
+            let _ = writeln!(s, "- {n}: {l}");
+        }
+    }
+    s.push('\n');
+    let _ = writeln!(s, "| engine | latency (µs) | p50 | p90 | p99 | p99.9 | max | mean |");
+    let _ = writeln!(s, "|---|---|---:|---:|---:|---:|---:|---:|");
+    for (n, e) in engines {
+        if let Some(err) = e["error"].as_str() {
+            let _ = writeln!(s, "| {n} | **did not run**: {err} | | | | | | |");
+            continue;
+        }
+        for (key, label) in [
+            ("mask_us_min", "mask, min"),
+            ("mask_us", "mask, first"),
+            ("commit_us_min", "commit, min"),
+            ("mask_commit_us_min", "mask+commit, min"),
+        ] {
+            let v = &e[key];
+            let _ = writeln!(
+                s,
+                "| {n} | {label} | {} | {} | {} | {} | {} | {} |",
+                cell(&v["p50"]),
+                cell(&v["p90"]),
+                cell(&v["p99"]),
+                cell(&v["p999"]),
+                cell(&v["max"]),
+                cell(&v["mean"])
+            );
+        }
+    }
+}
+
+/// Compile time, coverage and slow paths per engine.
+fn compile_table(s: &mut String, w: &Value, engines: &Map<String, Value>) {
+    let _ = writeln!(
+        s,
+        "\nCompile: wall time (`compile ms`) and the process's CPU time over the same span (`CPU ms`, every thread \
+         counted: dwac compiles on two threads, the vocabulary walk and the determinizer), over the {} jobs every \
+         engine compiled; `compiled` is each engine's own coverage. Slow paths (engines that report them): masks \
+         computed by the reference path (`fallback masks`), masks with UNDECIDED tokens and the UNDECIDED tokens \
+         they decided by committing them at run time; these masks are timed like the others.\n\n\
+         | engine | compiled | compile ms p50 | p99 | max | CPU ms p50 | p99 | peak RSS MB max | rejected traces | trace token not in mask | EOS not in final mask | fallback masks | masks with UNDECIDED | UNDECIDED tokens | notes |",
+        w["compiled_by_all"]
+    );
+    let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
+    for (n, e) in engines {
+        if e["error"].is_string() {
+            continue;
+        }
+        let mut notes = Vec::new();
+        if let Some(o) = e["python_overhead_ns"].as_object() {
+            notes.push(format!(
+                "timed from Python: an empty call costs {} ns",
+                o.get("lambda_call").map(cell).unwrap_or_default()
+            ));
+        }
+        if e["ttfm_ms"]["max"].is_number() {
+            let (p50, max) = (cell(&e["ttfm_ms"]["p50"]), cell(&e["ttfm_ms"]["max"]));
+            notes.push(format!("compiles lazily: time to first mask p50 {p50} ms, max {max} ms"));
+        }
+        notes.extend(e["notes"].as_array().into_iter().flatten().filter_map(Value::as_str).map(String::from));
         let _ = writeln!(
             s,
-            "What each engine compiled (engines that compiled different languages are not timed on equal terms):\n"
+            "| {n} | {}/{} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            e["compiled"],
+            e["jobs"],
+            cell(&e["compile_ms"]["p50"]),
+            cell(&e["compile_ms"]["p99"]),
+            cell(&e["compile_ms"]["max"]),
+            cell(&e["compile_cpu_ms"]["p50"]),
+            cell(&e["compile_cpu_ms"]["p99"]),
+            cell(&e["peak_rss_mb"]["max"]),
+            e["rejected_traces"],
+            e["token_not_in_mask"],
+            e["eos_not_in_mask"],
+            count(&e["mask_fallbacks"]),
+            count(&e["masks_with_undecided"]),
+            count(&e["undecided_tokens_committed"]),
+            notes.join("; ")
         );
-        for (n, e) in &engines {
-            if let Some(l) = e["language"].as_str() {
-                let _ = writeln!(s, "- {n}: {l}");
-            }
-        }
-        s.push('\n');
-        let _ = writeln!(s, "| engine | latency (µs) | p50 | p90 | p99 | p99.9 | max | mean |");
-        let _ = writeln!(s, "|---|---|---:|---:|---:|---:|---:|---:|");
-        for (n, e) in &engines {
-            if let Some(err) = e["error"].as_str() {
-                let _ = writeln!(s, "| {n} | **did not run**: {err} | | | | | | |");
+    }
+}
+
+/// Artifact open and load times and sizes (engines that write artifacts).
+fn open_table(s: &mut String, engines: &Map<String, Value>) {
+    if engines.values().any(|e| e["open_us"]["p50"].is_number()) {
+        let _ = writeln!(
+            s,
+            "\nArtifact open (dwac: `Artifact::open`, mmap + full validation; unchecked: `OpenOptions::verify(false)`) and load (glrmask: `Constraint::load` of `save()`), 20 times per job, µs; artifact bytes per job; zstd: dwac's transport form at the CLI's level, with the vocabulary and without it (`--without-vocabulary`: it opens with the tokenizer's vocabulary, as glrmask's `Constraint::load` takes it); save: making the artifact's bytes from the compiled engine (dwac: `artifact_bytes`; glrmask: `save()`), ms per job, not part of `compile ms`:\n"
+        );
+        let _ = writeln!(
+            s,
+            "| engine | open p50 | p99 | max | unchecked p50 | p99 | bytes p50 | bytes max | beyond vocab p50 | zstd p50 | zstd max | zstd w/o vocab p50 | max | save ms p50 | save ms max |"
+        );
+        let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+        for (n, e) in engines {
+            if !e["open_us"]["p50"].is_number() {
                 continue;
             }
-            for (key, label) in [
-                ("mask_us_min", "mask, min"),
-                ("mask_us", "mask, first"),
-                ("commit_us_min", "commit, min"),
-                ("mask_commit_us_min", "mask+commit, min"),
-            ] {
-                let v = &e[key];
+            let _ = writeln!(
+                s,
+                "| {n} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                cell(&e["open_us"]["p50"]),
+                cell(&e["open_us"]["p99"]),
+                cell(&e["open_us"]["max"]),
+                cell(&e["open_unchecked_us"]["p50"]),
+                cell(&e["open_unchecked_us"]["p99"]),
+                cell(&e["artifact_bytes"]["p50"]),
+                cell(&e["artifact_bytes"]["max"]),
+                cell(&e["artifact_beyond_vocab_bytes"]["p50"]),
+                cell(&e["artifact_zstd_bytes"]["p50"]),
+                cell(&e["artifact_zstd_bytes"]["max"]),
+                cell(&e["artifact_zstd_without_vocab_bytes"]["p50"]),
+                cell(&e["artifact_zstd_without_vocab_bytes"]["max"]),
+                cell(&e["save_ms"]["p50"]),
+                cell(&e["save_ms"]["max"]),
+            );
+        }
+    }
+}
+
+/// Per large schema: compile time, memory, artifact size and open time of every engine.
+fn large_table(s: &mut String, w: &Value, engines: &Map<String, Value>) {
+    if w["name"].as_str().is_some_and(|n| n.starts_with("large")) {
+        // Per schema: compile wall and CPU time, peak memory, artifact bytes (raw, zstd) and
+        // open time of every engine.
+        let _ =
+            writeln!(s, "\nPer schema (compile ms wall / CPU, peak RSS MB, artifact bytes raw / zstd, open µs p50):\n");
+        let _ = writeln!(s, "| schema | engine | compile ms | CPU ms | RSS MB | bytes | zstd | open µs |");
+        let _ = writeln!(s, "|---|---|---:|---:|---:|---:|---:|---:|");
+        let ids: Vec<Value> = engines
+            .values()
+            .flat_map(|e| e["compile_jobs"].as_array().cloned().unwrap_or_default())
+            .map(|j| j["id"].clone())
+            .fold(Vec::new(), |mut v, id| {
+                if !v.contains(&id) {
+                    v.push(id);
+                }
+                v
+            });
+        for id in &ids {
+            for (n, e) in engines {
+                let Some(j) = e["compile_jobs"].as_array().and_then(|a| a.iter().find(|j| j["id"] == *id)) else {
+                    continue;
+                };
                 let _ = writeln!(
                     s,
-                    "| {n} | {label} | {} | {} | {} | {} | {} | {} |",
-                    cell(&v["p50"]),
-                    cell(&v["p90"]),
-                    cell(&v["p99"]),
-                    cell(&v["p999"]),
-                    cell(&v["max"]),
-                    cell(&v["mean"])
+                    "| {} | {n} | {} | {} | {} | {} | {} | {} |",
+                    id.as_str().unwrap_or(""),
+                    cell(&j["compile_ms"]),
+                    cell(&j["compile_cpu_ms"]),
+                    cell(&j["peak_rss_mb"]),
+                    cell(&j["artifact_bytes"]),
+                    cell(&j["artifact_zstd_bytes"]),
+                    cell(&j["open_us_p50"]),
                 );
             }
         }
+    }
+}
+
+/// Ratios peer / dwac.
+fn ratios_table(s: &mut String, w: &Value) {
+    if let Some(ratios) = w["ratios_peer_over_dwac"].as_object().filter(|x| !x.is_empty()) {
         let _ = writeln!(
             s,
-            "\nCompile: wall time (`compile ms`) and the process's CPU time over the same span (`CPU ms`, every thread \
-             counted: dwac compiles on two threads, the vocabulary walk and the determinizer), over the {} jobs every \
-             engine compiled; `compiled` is each engine's own coverage. Slow paths (engines that report them): masks \
-             computed by the reference path (`fallback masks`), masks with UNDECIDED tokens and the UNDECIDED tokens \
-             they decided by committing them at run time; these masks are timed like the others.\n\n\
-             | engine | compiled | compile ms p50 | p99 | max | CPU ms p50 | p99 | peak RSS MB max | rejected traces | trace token not in mask | EOS not in final mask | fallback masks | masks with UNDECIDED | UNDECIDED tokens | notes |",
-            w["compiled_by_all"]
+            "\nRatios peer / dwac (above 1: dwac is faster; compile over the jobs every engine compiled). \
+             Rows without \"same language\" compare what each engine compiled, as listed above:\n"
         );
-        let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
-        for (n, e) in &engines {
-            if e["error"].is_string() {
-                continue;
-            }
-            let mut notes = Vec::new();
-            if let Some(o) = e["python_overhead_ns"].as_object() {
-                notes.push(format!(
-                    "timed from Python: an empty call costs {} ns",
-                    o.get("lambda_call").map(cell).unwrap_or_default()
-                ));
-            }
-            if e["ttfm_ms"]["max"].is_number() {
-                let (p50, max) = (cell(&e["ttfm_ms"]["p50"]), cell(&e["ttfm_ms"]["max"]));
-                notes.push(format!("compiles lazily: time to first mask p50 {p50} ms, max {max} ms"));
-            }
-            notes.extend(e["notes"].as_array().into_iter().flatten().filter_map(Value::as_str).map(String::from));
+        let _ = writeln!(
+            s,
+            "| peer | mask min p50 | p99 | p99.9 | max | mask+commit min p99.9 | compile p50 | compile CPU p50 |"
+        );
+        let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|---:|");
+        for (n, q) in ratios {
             let _ = writeln!(
                 s,
-                "| {n} | {}/{} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-                e["compiled"],
-                e["jobs"],
-                cell(&e["compile_ms"]["p50"]),
-                cell(&e["compile_ms"]["p99"]),
-                cell(&e["compile_ms"]["max"]),
-                cell(&e["compile_cpu_ms"]["p50"]),
-                cell(&e["compile_cpu_ms"]["p99"]),
-                cell(&e["peak_rss_mb"]["max"]),
-                e["rejected_traces"],
-                e["token_not_in_mask"],
-                e["eos_not_in_mask"],
-                count(&e["mask_fallbacks"]),
-                count(&e["masks_with_undecided"]),
-                count(&e["undecided_tokens_committed"]),
-                notes.join("; ")
+                "| {n} | {} | {} | {} | {} | {} | {} | {} |",
+                cell(&q["mask_us_min"]["p50"]),
+                cell(&q["mask_us_min"]["p99"]),
+                cell(&q["mask_us_min"]["p999"]),
+                cell(&q["mask_us_min"]["max"]),
+                cell(&q["mask_commit_us_min"]["p999"]),
+                cell(&q["compile_ms"]["p50"]),
+                cell(&q["compile_cpu_ms"]["p50"])
             );
         }
-        if engines.values().any(|e| e["open_us"]["p50"].is_number()) {
-            let _ = writeln!(
-                s,
-                "\nArtifact open (dwac: `Artifact::open`, mmap + full validation; unchecked: `OpenOptions::verify(false)`) and load (glrmask: `Constraint::load` of `save()`), 20 times per job, µs; artifact bytes per job; zstd: dwac's transport form at the CLI's level, with the vocabulary and without it (`--without-vocabulary`: it opens with the tokenizer's vocabulary, as glrmask's `Constraint::load` takes it); save: making the artifact's bytes from the compiled engine (dwac: `artifact_bytes`; glrmask: `save()`), ms per job, not part of `compile ms`:\n"
-            );
-            let _ = writeln!(
-                s,
-                "| engine | open p50 | p99 | max | unchecked p50 | p99 | bytes p50 | bytes max | beyond vocab p50 | zstd p50 | zstd max | zstd w/o vocab p50 | max | save ms p50 | save ms max |"
-            );
-            let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
-            for (n, e) in &engines {
-                if !e["open_us"]["p50"].is_number() {
+    }
+}
+
+/// Mask latency against nesting depth (the json-deep workloads).
+fn depth_table(s: &mut String, w: &Value, engines: &Map<String, Value>) {
+    if w["name"].as_str().is_some_and(|n| n.starts_with("json-deep")) {
+        let names: Vec<&String> = engines.keys().filter(|n| engines[*n]["per_job"].is_array()).collect();
+        let _ = writeln!(s, "\nMask latency (min of replays, µs) against nesting depth, p50 / max per text:\n");
+        let _ = writeln!(s, "| text | {} |", names.iter().map(|n| n.as_str()).collect::<Vec<_>>().join(" | "));
+        let _ = writeln!(s, "|---|{}|", names.iter().map(|_| "---:").collect::<Vec<_>>().join("|"));
+        for id in w["job_ids"].as_array().into_iter().flatten() {
+            let cells: Vec<String> = names
+                .iter()
+                .map(|n| {
+                    let pj = engines[*n]["per_job"].as_array().and_then(|a| a.iter().find(|x| x["id"] == *id));
+                    pj.map(|x| format!("{} / {}", cell(&x["mask_us_min_p50"]), cell(&x["mask_us_min_max"])))
+                        .unwrap_or_else(|| "–".into())
+                })
+                .collect();
+            let _ = writeln!(s, "| {} | {} |", id.as_str().unwrap_or(""), cells.join(" | "));
+        }
+    }
+}
+
+/// Per grammar, each engine over its own traces (the grammar workloads).
+fn per_grammar_table(s: &mut String, w: &Value, engines: &Map<String, Value>) {
+    if w["name"].as_str().is_some_and(per_grammar) {
+        let _ = writeln!(
+            s,
+            "\nPer grammar, each engine over its own traces (min of replays): compile ms, masks, mask µs p50 / p99 / \
+             max, rejected traces, UNDECIDED (lexer state, token) pairs at compile time:\n"
+        );
+        let _ = writeln!(s, "| grammar | engine | compile ms | masks | p50 | p99 | max | rejected | UNDECIDED |");
+        let _ = writeln!(s, "|---|---|---:|---:|---:|---:|---:|---:|---:|");
+        let ids: Vec<Value> = engines
+            .values()
+            .flat_map(|e| e["own_jobs"].as_array().cloned().unwrap_or_default())
+            .map(|j| j["id"].clone())
+            .fold(Vec::new(), |mut v, id| {
+                if !v.contains(&id) {
+                    v.push(id);
+                }
+                v
+            });
+        for id in &ids {
+            for (n, e) in engines {
+                let Some(j) = e["own_jobs"].as_array().and_then(|a| a.iter().find(|j| j["id"] == *id)) else {
+                    continue;
+                };
+                if let Some(err) = j["error"].as_str() {
+                    let err: String = err.chars().take(90).collect();
+                    let _ = writeln!(s, "| {} | {n} | not compiled: {err} | | | | | | |", id.as_str().unwrap_or(""));
                     continue;
                 }
                 let _ = writeln!(
                     s,
-                    "| {n} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-                    cell(&e["open_us"]["p50"]),
-                    cell(&e["open_us"]["p99"]),
-                    cell(&e["open_us"]["max"]),
-                    cell(&e["open_unchecked_us"]["p50"]),
-                    cell(&e["open_unchecked_us"]["p99"]),
-                    cell(&e["artifact_bytes"]["p50"]),
-                    cell(&e["artifact_bytes"]["max"]),
-                    cell(&e["artifact_beyond_vocab_bytes"]["p50"]),
-                    cell(&e["artifact_zstd_bytes"]["p50"]),
-                    cell(&e["artifact_zstd_bytes"]["max"]),
-                    cell(&e["artifact_zstd_without_vocab_bytes"]["p50"]),
-                    cell(&e["artifact_zstd_without_vocab_bytes"]["max"]),
-                    cell(&e["save_ms"]["p50"]),
-                    cell(&e["save_ms"]["max"]),
+                    "| {} | {n} | {} | {} | {} | {} | {} | {} | {} |",
+                    id.as_str().unwrap_or(""),
+                    cell(&j["compile_ms"]),
+                    j["masks"],
+                    cell(&j["mask_us_min_p50"]),
+                    cell(&j["mask_us_min_p99"]),
+                    cell(&j["mask_us_min_max"]),
+                    count(&j["rejected_traces"]),
+                    count(&j["undecided_tokens"]),
                 );
             }
         }
-        if w["name"].as_str().is_some_and(|n| n.starts_with("large")) {
-            // Per schema: compile wall and CPU time, peak memory, artifact bytes (raw, zstd) and
-            // open time of every engine.
-            let _ = writeln!(
-                s,
-                "\nPer schema (compile ms wall / CPU, peak RSS MB, artifact bytes raw / zstd, open µs p50):\n"
-            );
-            let _ = writeln!(s, "| schema | engine | compile ms | CPU ms | RSS MB | bytes | zstd | open µs |");
-            let _ = writeln!(s, "|---|---|---:|---:|---:|---:|---:|---:|");
-            let ids: Vec<Value> = engines
-                .values()
-                .flat_map(|e| e["compile_jobs"].as_array().cloned().unwrap_or_default())
-                .map(|j| j["id"].clone())
-                .fold(Vec::new(), |mut v, id| {
-                    if !v.contains(&id) {
-                        v.push(id);
-                    }
-                    v
-                });
-            for id in &ids {
-                for (n, e) in &engines {
-                    let Some(j) = e["compile_jobs"].as_array().and_then(|a| a.iter().find(|j| j["id"] == *id)) else {
-                        continue;
-                    };
-                    let _ = writeln!(
-                        s,
-                        "| {} | {n} | {} | {} | {} | {} | {} | {} |",
-                        id.as_str().unwrap_or(""),
-                        cell(&j["compile_ms"]),
-                        cell(&j["compile_cpu_ms"]),
-                        cell(&j["peak_rss_mb"]),
-                        cell(&j["artifact_bytes"]),
-                        cell(&j["artifact_zstd_bytes"]),
-                        cell(&j["open_us_p50"]),
-                    );
-                }
-            }
-        }
-        if let Some(ratios) = w["ratios_peer_over_dwac"].as_object().filter(|x| !x.is_empty()) {
-            let _ = writeln!(
-                s,
-                "\nRatios peer / dwac (above 1: dwac is faster; compile over the jobs every engine compiled). \
-                 Rows without \"same language\" compare what each engine compiled, as listed above:\n"
-            );
-            let _ = writeln!(
-                s,
-                "| peer | mask min p50 | p99 | p99.9 | max | mask+commit min p99.9 | compile p50 | compile CPU p50 |"
-            );
-            let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|---:|");
-            for (n, q) in ratios {
-                let _ = writeln!(
-                    s,
-                    "| {n} | {} | {} | {} | {} | {} | {} | {} |",
-                    cell(&q["mask_us_min"]["p50"]),
-                    cell(&q["mask_us_min"]["p99"]),
-                    cell(&q["mask_us_min"]["p999"]),
-                    cell(&q["mask_us_min"]["max"]),
-                    cell(&q["mask_commit_us_min"]["p999"]),
-                    cell(&q["compile_ms"]["p50"]),
-                    cell(&q["compile_cpu_ms"]["p50"])
-                );
-            }
-        }
-        if w["name"].as_str().is_some_and(|n| n.starts_with("json-deep")) {
-            let names: Vec<&String> = engines.keys().filter(|n| engines[*n]["per_job"].is_array()).collect();
-            let _ = writeln!(s, "\nMask latency (min of replays, µs) against nesting depth, p50 / max per text:\n");
-            let _ = writeln!(s, "| text | {} |", names.iter().map(|n| n.as_str()).collect::<Vec<_>>().join(" | "));
-            let _ = writeln!(s, "|---|{}|", names.iter().map(|_| "---:").collect::<Vec<_>>().join("|"));
-            for id in w["job_ids"].as_array().into_iter().flatten() {
-                let cells: Vec<String> = names
-                    .iter()
-                    .map(|n| {
-                        let pj = engines[*n]["per_job"].as_array().and_then(|a| a.iter().find(|x| x["id"] == *id));
-                        pj.map(|x| format!("{} / {}", cell(&x["mask_us_min_p50"]), cell(&x["mask_us_min_max"])))
-                            .unwrap_or_else(|| "–".into())
-                    })
-                    .collect();
-                let _ = writeln!(s, "| {} | {} |", id.as_str().unwrap_or(""), cells.join(" | "));
-            }
-        }
-        if w["name"].as_str().is_some_and(per_grammar) {
-            let _ = writeln!(
-                s,
-                "\nPer grammar, each engine over its own traces (min of replays): compile ms, masks, mask µs p50 / p99 / \
-                 max, rejected traces, UNDECIDED (lexer state, token) pairs at compile time:\n"
-            );
-            let _ = writeln!(s, "| grammar | engine | compile ms | masks | p50 | p99 | max | rejected | UNDECIDED |");
-            let _ = writeln!(s, "|---|---|---:|---:|---:|---:|---:|---:|---:|");
-            let ids: Vec<Value> = engines
-                .values()
-                .flat_map(|e| e["own_jobs"].as_array().cloned().unwrap_or_default())
-                .map(|j| j["id"].clone())
-                .fold(Vec::new(), |mut v, id| {
-                    if !v.contains(&id) {
-                        v.push(id);
-                    }
-                    v
-                });
-            for id in &ids {
-                for (n, e) in &engines {
-                    let Some(j) = e["own_jobs"].as_array().and_then(|a| a.iter().find(|j| j["id"] == *id)) else {
-                        continue;
-                    };
-                    if let Some(err) = j["error"].as_str() {
-                        let err: String = err.chars().take(90).collect();
-                        let _ =
-                            writeln!(s, "| {} | {n} | not compiled: {err} | | | | | | |", id.as_str().unwrap_or(""));
-                        continue;
-                    }
-                    let _ = writeln!(
-                        s,
-                        "| {} | {n} | {} | {} | {} | {} | {} | {} | {} |",
-                        id.as_str().unwrap_or(""),
-                        cell(&j["compile_ms"]),
-                        j["masks"],
-                        cell(&j["mask_us_min_p50"]),
-                        cell(&j["mask_us_min_p99"]),
-                        cell(&j["mask_us_min_max"]),
-                        count(&j["rejected_traces"]),
-                        count(&j["undecided_tokens"]),
-                    );
-                }
-            }
-        }
-        for (n, e) in &engines {
-            for f in e["compile_failures"].as_array().into_iter().flatten().take(3) {
-                let msg: String = f["error"].as_str().unwrap_or("").chars().take(160).collect();
-                let _ = writeln!(s, "\n- {n} did not compile `{}`: {msg}", f["id"].as_str().unwrap_or(""));
-            }
-        }
-        s.push('\n');
     }
-    s
+}
+
+/// The first compile failures of each engine.
+fn compile_failures(s: &mut String, engines: &Map<String, Value>) {
+    for (n, e) in engines {
+        for f in e["compile_failures"].as_array().into_iter().flatten().take(3) {
+            let msg: String = f["error"].as_str().unwrap_or("").chars().take(160).collect();
+            let _ = writeln!(s, "\n- {n} did not compile `{}`: {msg}", f["id"].as_str().unwrap_or(""));
+        }
+    }
 }
 
 const COLORS: [(&str, &str); 4] =
