@@ -8,7 +8,7 @@
 //!   table for table, those built with every lexer state's automaton built in full (both are
 //!   minimized, and the minimal automaton with its breadth-first numbering is unique).
 //!
-//! The masks themselves are compared with the reference mask by `dwa_mask.rs`,
+//! The masks themselves are compared with the reference mask by `dwa_mask/`,
 //! `grammar_collection/` and `cargo dwac-bench differential`.
 
 use std::collections::VecDeque;

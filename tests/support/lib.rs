@@ -84,7 +84,7 @@ pub fn vocab_over(alphabet: &[u8], max_len: usize, extra: &[&str]) -> Vocabulary
 }
 
 /// The terminal patterns of generated test grammars ([`random_grammar`] and the proptest
-/// grammars of `dwa_mask.rs`): regexes and literals over `abc ` that overlap in many ways.
+/// grammars of `dwa_mask/`): regexes and literals over `abc ` that overlap in many ways.
 pub const GRAMMAR_PATTERNS: [&str; 12] = [
     "/[ab]+/",
     "/a[bc]*/",

@@ -392,109 +392,137 @@ fn violations(
         return None; // (a base of its own: its references would move)
     }
     let mut out = Vec::new();
-    // A reference to the subschema at `ptr` + `suffix`, where it is now (a branch of the `oneOf`
-    // being rewritten has moved).
-    let here = |suffix: &str| {
-        let at = format!("{ptr}{suffix}");
-        let at = match at.strip_prefix(moved.0) {
-            Some(rest) if rest.starts_with('/') => format!("{}{rest}", moved.1),
-            _ => at,
-        };
-        json!({"$ref": format!("#{}", fragment(&at))})
-    };
     if let Some(r) = o.get("$ref") {
-        let target = doc.resolve_ref(ptr, r.as_str()?).ok()?;
-        if cx.defined.iter().any(|(t, _)| *t == target) || cx.open.contains(&target) {
-            // (Met again while its own violations are written: a recursive schema.)
-            if !cx.recursive.contains(&target) {
-                cx.recursive.push(target.clone());
-            }
-            out.push(complement_ref(&target));
-        } else {
-            cx.open.push(target.clone());
-            let w = violations(doc, moved, cx, &target, doc.get(&target)?, depth + 1);
-            cx.open.pop();
-            let w = w?;
-            if cx.recursive.contains(&target) {
-                let union = if w.is_empty() { Value::Bool(false) } else { json!({ "anyOf": w }) };
-                cx.defined.push((target.clone(), union));
-                out.push(complement_ref(&target));
-            } else {
-                out.extend(w);
-            }
-        }
+        ref_violations(doc, moved, cx, ptr, r, depth, &mut out)?;
         if doc.draft.ref_overrides_siblings() {
             return Some(out);
         }
     }
-    // With `enum`/`const`, the schema's values are the listed ones that satisfy all of it: it is
-    // violated exactly by every other value (one alternative, whatever the other keywords).
     if o.contains_key("enum") || o.contains_key("const") {
-        let mut listed: Option<Vec<Value>> = None;
-        for k in ["enum", "const"] {
-            let Some(x) = o.get(k) else { continue };
-            let values = if k == "const" { vec![x.clone()] } else { x.as_array()?.clone() };
-            listed = Some(match listed {
-                None => values,
-                Some(cur) => cur.into_iter().filter(|v| values.iter().any(|w| super::flat::json_eq(v, w))).collect(),
-            });
-        }
-        let mut kept = Vec::new();
-        for v in listed.unwrap_or_default() {
-            if validate(doc, &v, &[Part::full(ptr)]).ok()? {
-                kept.push(v);
-            }
-        }
-        let n: Map<String, Value> = [("enum".to_string(), Value::Array(kept))].into_iter().collect();
-        negation(&n)?;
-        out.push(json!({ "not": n }));
+        out.push(listed_violation(doc, ptr, o)?);
         return Some(out);
     }
-    for (k, x) in o {
-        match k.as_str() {
-            "$ref" => {}
-            // (Annotations, and words no draft defines: they constrain nothing.)
-            k if is_annotation(k) || !ASSERTIONS.contains(&k) => {}
-            "type" | "pattern" => out.push(json!({ "not": { k: x } })),
-            // (`not: S` is violated by exactly the values of `S`, referred to where it is.)
-            "not" => out.push(here("/not")),
-            // Some branch violated.
-            "allOf" => {
-                for (i, b) in x.as_array()?.iter().enumerate() {
-                    out.extend(violations(doc, moved, cx, &format!("{ptr}/allOf/{i}"), b, depth + 1)?);
-                }
+    for kx in o {
+        keyword_violations(doc, moved, cx, ptr, o, kx, depth, &mut out)?;
+    }
+    Some(out)
+}
+
+/// The violations of a `$ref` (its target's; a recursive target's as a complement defined once).
+fn ref_violations(
+    doc: &Doc,
+    moved: (&str, &str),
+    cx: &mut Recursion,
+    ptr: &str,
+    r: &Value,
+    depth: usize,
+    out: &mut Vec<Value>,
+) -> Option<()> {
+    let target = doc.resolve_ref(ptr, r.as_str()?).ok()?;
+    if cx.defined.iter().any(|(t, _)| *t == target) || cx.open.contains(&target) {
+        // (Met again while its own violations are written: a recursive schema.)
+        if !cx.recursive.contains(&target) {
+            cx.recursive.push(target.clone());
+        }
+        out.push(complement_ref(&target));
+    } else {
+        cx.open.push(target.clone());
+        let w = violations(doc, moved, cx, &target, doc.get(&target)?, depth + 1);
+        cx.open.pop();
+        let w = w?;
+        if cx.recursive.contains(&target) {
+            let union = if w.is_empty() { Value::Bool(false) } else { json!({ "anyOf": w }) };
+            cx.defined.push((target.clone(), union));
+            out.push(complement_ref(&target));
+        } else {
+            out.extend(w);
+        }
+    }
+    Some(())
+}
+
+/// With `enum`/`const`, the schema's values are the listed ones that satisfy all of it: it is
+/// violated exactly by every other value (one alternative, whatever the other keywords).
+fn listed_violation(doc: &Doc, ptr: &str, o: &Map<String, Value>) -> Option<Value> {
+    let mut listed: Option<Vec<Value>> = None;
+    for k in ["enum", "const"] {
+        let Some(x) = o.get(k) else { continue };
+        let values = if k == "const" { vec![x.clone()] } else { x.as_array()?.clone() };
+        listed = Some(match listed {
+            None => values,
+            Some(cur) => cur.into_iter().filter(|v| values.iter().any(|w| super::flat::json_eq(v, w))).collect(),
+        });
+    }
+    let mut kept = Vec::new();
+    for v in listed.unwrap_or_default() {
+        if validate(doc, &v, &[Part::full(ptr)]).ok()? {
+            kept.push(v);
+        }
+    }
+    let n: Map<String, Value> = [("enum".to_string(), Value::Array(kept))].into_iter().collect();
+    negation(&n)?;
+    Some(json!({ "not": n }))
+}
+
+/// The violations of keyword `k` (value `x`) of schema `o` at `ptr`, into `out`; `None` where
+/// they cannot be written.
+#[allow(clippy::too_many_arguments, reason = "violations' recursion state, passed down")]
+fn keyword_violations(
+    doc: &Doc,
+    moved: (&str, &str),
+    cx: &mut Recursion,
+    ptr: &str,
+    o: &Map<String, Value>,
+    (k, x): (&String, &Value),
+    depth: usize,
+    out: &mut Vec<Value>,
+) -> Option<()> {
+    let here = |suffix: &str| moved_ref(ptr, moved, suffix);
+    match k.as_str() {
+        "$ref" => {}
+        // (Annotations, and words no draft defines: they constrain nothing.)
+        k if is_annotation(k) || !ASSERTIONS.contains(&k) => {}
+        "type" | "pattern" => out.push(json!({ "not": { k: x } })),
+        // (`not: S` is violated by exactly the values of `S`, referred to where it is.)
+        "not" => out.push(here("/not")),
+        // Some branch violated.
+        "allOf" => {
+            for (i, b) in x.as_array()?.iter().enumerate() {
+                out.extend(violations(doc, moved, cx, &format!("{ptr}/allOf/{i}"), b, depth + 1)?);
             }
-            // Every branch violated (one alternative: a conjunction of the branches' unions);
-            // for `oneOf`, also any two branches that hold together, referred to where they are.
-            "anyOf" | "oneOf" => {
-                let branches = x.as_array()?;
-                let mut every = Vec::with_capacity(branches.len());
-                for (i, b) in branches.iter().enumerate() {
-                    let w = violations(doc, moved, cx, &format!("{ptr}/{k}/{i}"), b, depth + 1)?;
-                    if w.is_empty() {
-                        every.clear();
-                        break;
+        }
+        // Every branch violated (one alternative: a conjunction of the branches' unions);
+        // for `oneOf`, also any two branches that hold together, referred to where they are.
+        "anyOf" | "oneOf" => {
+            let branches = x.as_array()?;
+            let mut every = Vec::with_capacity(branches.len());
+            for (i, b) in branches.iter().enumerate() {
+                let w = violations(doc, moved, cx, &format!("{ptr}/{k}/{i}"), b, depth + 1)?;
+                if w.is_empty() {
+                    every.clear();
+                    break;
+                }
+                every.push(json!({ "anyOf": w }));
+            }
+            if !every.is_empty() {
+                out.push(json!({ "allOf": every }));
+            }
+            if k == "oneOf" {
+                for i in 0..branches.len() {
+                    for j in i + 1..branches.len() {
+                        out.push(json!({"allOf": [here(&format!("/oneOf/{i}")), here(&format!("/oneOf/{j}"))]}));
                     }
-                    every.push(json!({ "anyOf": w }));
-                }
-                if !every.is_empty() {
-                    out.push(json!({ "allOf": every }));
-                }
-                if k == "oneOf" {
-                    for i in 0..branches.len() {
-                        for j in i + 1..branches.len() {
-                            out.push(json!({"allOf": [here(&format!("/oneOf/{i}")), here(&format!("/oneOf/{j}"))]}));
-                        }
-                    }
                 }
             }
-            "required" => {
-                for r in x.as_array()? {
-                    out.push(json!({"not": {"required": [r.as_str()?]}}));
-                }
+        }
+        "required" => {
+            for r in x.as_array()? {
+                out.push(json!({"not": {"required": [r.as_str()?]}}));
             }
-            // An object with a key the schema does not name (`flat::Negation::KeysOutside`).
-            "additionalProperties" => match x {
+        }
+        // An object with a key the schema does not name (`flat::Negation::KeysOutside`).
+        "additionalProperties" => {
+            match x {
                 Value::Bool(true) => {}
                 Value::Bool(false) if !o.contains_key("patternProperties") => {
                     let named: Map<String, Value> = match o.get("properties") {
@@ -518,67 +546,78 @@ fn violations(
                         out.push(json!({"type": "object", SOME_MEMBER: {"except": pats, "exceptNames": names, "value": value}}));
                     }
                 }
-            },
-            // A member whose key matches the pattern and whose value breaks its schema.
-            "patternProperties" => {
-                for (p, s) in x.as_object()? {
-                    let sub = format!("{ptr}/patternProperties/{}", super::doc::ptr_token(p));
-                    if let Some(value) = union_of(violations(doc, moved, cx, &sub, s, depth + 1)?) {
-                        out.push(json!({"type": "object", SOME_MEMBER: {"match": [p], "value": value}}));
-                    }
-                }
             }
-            // The other side of a numeric bound (through the same number regexes as any bound:
-            // exact without an exponent, sound with one; numbers/mod.rs).
-            "maximum" | "minimum" | "exclusiveMaximum" | "exclusiveMinimum" => {
-                if let Some(w) = bound_violation(doc.draft, o, k, x)? {
-                    out.push(w);
-                }
-            }
-            "minProperties" | "minItems" => match x.as_u64()? {
-                0 => {}
-                n => {
-                    let (t, max) = if k == "minItems" { ("array", "maxItems") } else { ("object", "maxProperties") };
-                    out.push(json!({"type": t, max: n - 1}));
-                }
-            },
-            "maxProperties" | "maxItems" => {
-                let (t, min) = if k == "maxItems" { ("array", "minItems") } else { ("object", "minProperties") };
-                out.push(json!({"type": t, min: x.as_u64()?.checked_add(1)?}));
-            }
-            // (One schema for every item: some item violates it. Tuples and `contains` refused.)
-            "items" if x.is_object() || x.is_boolean() => {
-                if o.contains_key("contains") || o.contains_key("prefixItems") {
-                    return None;
-                }
-                let w = violations(doc, moved, cx, &format!("{ptr}/items"), x, depth + 1)?;
-                if !w.is_empty() {
-                    out.push(json!({"type": "array", "contains": { "anyOf": w }}));
-                }
-            }
-            "minLength" => match x.as_u64()? {
-                0 => {}
-                n => out.push(json!({"type": "string", "maxLength": n - 1})),
-            },
-            "maxLength" => out.push(json!({"type": "string", "minLength": x.as_u64()?.checked_add(1)?})),
-            // One alternative per property (its violations a union inside the value), so the
-            // alternatives a cell multiplies are as few as the properties.
-            "properties" => {
-                for (p, s) in x.as_object()? {
-                    let sub = format!("{ptr}/properties/{}", super::doc::ptr_token(p));
-                    let w = violations(doc, moved, cx, &sub, s, depth + 1)?;
-                    let value = match w.len() {
-                        0 => continue,
-                        1 => w.into_iter().next()?,
-                        _ => json!({ "anyOf": w }),
-                    };
-                    out.push(json!({"type": "object", "required": [p], "properties": { p.clone(): value }}));
-                }
-            }
-            _ => return None,
         }
+        // A member whose key matches the pattern and whose value breaks its schema.
+        "patternProperties" => {
+            for (p, s) in x.as_object()? {
+                let sub = format!("{ptr}/patternProperties/{}", super::doc::ptr_token(p));
+                if let Some(value) = union_of(violations(doc, moved, cx, &sub, s, depth + 1)?) {
+                    out.push(json!({"type": "object", SOME_MEMBER: {"match": [p], "value": value}}));
+                }
+            }
+        }
+        // The other side of a numeric bound (through the same number regexes as any bound:
+        // exact without an exponent, sound with one; numbers/mod.rs).
+        "maximum" | "minimum" | "exclusiveMaximum" | "exclusiveMinimum" => {
+            if let Some(w) = bound_violation(doc.draft, o, k, x)? {
+                out.push(w);
+            }
+        }
+        "minProperties" | "minItems" => match x.as_u64()? {
+            0 => {}
+            n => {
+                let (t, max) = if k == "minItems" { ("array", "maxItems") } else { ("object", "maxProperties") };
+                out.push(json!({"type": t, max: n - 1}));
+            }
+        },
+        "maxProperties" | "maxItems" => {
+            let (t, min) = if k == "maxItems" { ("array", "minItems") } else { ("object", "minProperties") };
+            out.push(json!({"type": t, min: x.as_u64()?.checked_add(1)?}));
+        }
+        // (One schema for every item: some item violates it. Tuples and `contains` refused.)
+        "items" if x.is_object() || x.is_boolean() => {
+            if o.contains_key("contains") || o.contains_key("prefixItems") {
+                return None;
+            }
+            let w = violations(doc, moved, cx, &format!("{ptr}/items"), x, depth + 1)?;
+            if !w.is_empty() {
+                out.push(json!({"type": "array", "contains": { "anyOf": w }}));
+            }
+        }
+        "minLength" => match x.as_u64()? {
+            0 => {}
+            n => out.push(json!({"type": "string", "maxLength": n - 1})),
+        },
+        "maxLength" => out.push(json!({"type": "string", "minLength": x.as_u64()?.checked_add(1)?})),
+        // One alternative per property (its violations a union inside the value), so the
+        // alternatives a cell multiplies are as few as the properties.
+        "properties" => {
+            for (p, s) in x.as_object()? {
+                let sub = format!("{ptr}/properties/{}", super::doc::ptr_token(p));
+                let w = violations(doc, moved, cx, &sub, s, depth + 1)?;
+                let value = match w.len() {
+                    0 => continue,
+                    1 => w.into_iter().next()?,
+                    _ => json!({ "anyOf": w }),
+                };
+                out.push(json!({"type": "object", "required": [p], "properties": { p.clone(): value }}));
+            }
+        }
+        _ => return None,
     }
-    Some(out)
+    Some(())
+}
+
+/// A reference to the subschema at `ptr` + `suffix`, where it is now (a branch of the `oneOf`
+/// being rewritten has moved from `moved.0` to `moved.1`).
+fn moved_ref(ptr: &str, moved: (&str, &str), suffix: &str) -> Value {
+    let at = format!("{ptr}{suffix}");
+    let at = match at.strip_prefix(moved.0) {
+        Some(rest) if rest.starts_with('/') => format!("{}{rest}", moved.1),
+        _ => at,
+    };
+    json!({"$ref": format!("#{}", fragment(&at))})
 }
 
 /// Point the document's references into the subschema moved from `from` to `to` where it is now

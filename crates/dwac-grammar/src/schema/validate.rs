@@ -200,157 +200,187 @@ fn validate_keywords(doc: &Doc, v: &Value, ptr: &str, o: &Map<String, Value>) ->
         }
     }
     match v {
-        Value::String(s) => {
-            let len = s.chars().count() as u64;
-            if o.get("minLength").and_then(count).is_some_and(|m| len < m)
-                || o.get("maxLength").and_then(count).is_some_and(|m| len > m)
-            {
-                return Ok(false);
-            }
-            if let Some(Value::String(p)) = o.get("pattern") {
-                if !matches_pattern(p, s)? {
-                    return Ok(false);
-                }
-            }
-            if let Some(Value::String(f)) = o.get("format") {
-                if !matches_format(f, s)? {
-                    return Ok(false);
-                }
+        Value::String(s) => validate_string(s, o),
+        Value::Number(n) => validate_number(n, ptr, o, draft),
+        Value::Object(m) => validate_object(doc, v, m, ptr, o),
+        Value::Array(a) => validate_array(doc, a, ptr, o, draft),
+        _ => Ok(true),
+    }
+}
+
+/// The string keywords: lengths, `pattern`, `format`.
+fn validate_string(s: &str, o: &Map<String, Value>) -> Result<bool, SchemaError> {
+    let len = s.chars().count() as u64;
+    if o.get("minLength").and_then(count).is_some_and(|m| len < m)
+        || o.get("maxLength").and_then(count).is_some_and(|m| len > m)
+    {
+        return Ok(false);
+    }
+    if let Some(Value::String(p)) = o.get("pattern") {
+        if !matches_pattern(p, s)? {
+            return Ok(false);
+        }
+    }
+    if let Some(Value::String(f)) = o.get("format") {
+        if !matches_format(f, s)? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// The number keywords: bounds (draft 4's boolean exclusive bounds too), `multipleOf`.
+fn validate_number(
+    n: &serde_json::Number,
+    ptr: &str,
+    o: &Map<String, Value>,
+    draft: Draft,
+) -> Result<bool, SchemaError> {
+    let x = Decimal::from_json(n);
+    let num = |k: &str| match o.get(k) {
+        Some(Value::Number(b)) => Some(Decimal::from_json(b)),
+        _ => None,
+    };
+    let excl = |k: &str| o.get(k) == Some(&Value::Bool(true));
+    if let Some(m) = num("minimum") {
+        if x < m || (draft == Draft::Draft4 && excl("exclusiveMinimum") && x == m) {
+            return Ok(false);
+        }
+    }
+    if let Some(m) = num("maximum") {
+        if x > m || (draft == Draft::Draft4 && excl("exclusiveMaximum") && x == m) {
+            return Ok(false);
+        }
+    }
+    if num("exclusiveMinimum").is_some_and(|m| x <= m) || num("exclusiveMaximum").is_some_and(|m| x >= m) {
+        return Ok(false);
+    }
+    if let Some(Value::Number(m)) = o.get("multipleOf") {
+        match is_multiple(n, m) {
+            Some(true) => {}
+            Some(false) => return Ok(false),
+            None => return Err(undecidable("multipleOf", ptr)),
+        }
+    }
+    Ok(true)
+}
+
+/// The object keywords: each member's schema, `propertyNames`, "some member" constraints, `required`, counts, dependencies.
+fn validate_object(
+    doc: &Doc,
+    v: &Value,
+    m: &Map<String, Value>,
+    ptr: &str,
+    o: &Map<String, Value>,
+) -> Result<bool, SchemaError> {
+    let objs: Vec<ObjSpec> = obj_specs(ptr, o);
+    for (k, x) in m {
+        let parts = key_parts(doc, &objs, k)?;
+        if !parts.is_empty() && !validate(doc, x, &parts)? {
+            return Ok(false);
+        }
+        if o.contains_key("propertyNames") && !validate(doc, &Value::String(k.clone()), &sub(ptr, "propertyNames"))? {
+            return Ok(false);
+        }
+    }
+    if let Some(w) = SomeMember::of(ptr, o)? {
+        let mut found = false;
+        for (k, x) in m {
+            if w.key_fits(k)? && validate(doc, x, std::slice::from_ref(&w.value))? {
+                found = true;
+                break;
             }
         }
-        Value::Number(n) => {
-            let x = Decimal::from_json(n);
-            let num = |k: &str| match o.get(k) {
-                Some(Value::Number(b)) => Some(Decimal::from_json(b)),
-                _ => None,
-            };
-            let excl = |k: &str| o.get(k) == Some(&Value::Bool(true));
-            if let Some(m) = num("minimum") {
-                if x < m || (draft == Draft::Draft4 && excl("exclusiveMinimum") && x == m) {
-                    return Ok(false);
-                }
-            }
-            if let Some(m) = num("maximum") {
-                if x > m || (draft == Draft::Draft4 && excl("exclusiveMaximum") && x == m) {
-                    return Ok(false);
-                }
-            }
-            if num("exclusiveMinimum").is_some_and(|m| x <= m) || num("exclusiveMaximum").is_some_and(|m| x >= m) {
-                return Ok(false);
-            }
-            if let Some(Value::Number(m)) = o.get("multipleOf") {
-                match is_multiple(n, m) {
-                    Some(true) => {}
-                    Some(false) => return Ok(false),
-                    None => return Err(undecidable("multipleOf", ptr)),
-                }
-            }
+        if !found {
+            return Ok(false);
         }
-        Value::Object(m) => {
-            let objs: Vec<ObjSpec> = obj_specs(ptr, o);
-            for (k, x) in m {
-                let parts = key_parts(doc, &objs, k)?;
-                if !parts.is_empty() && !validate(doc, x, &parts)? {
-                    return Ok(false);
-                }
-                if o.contains_key("propertyNames")
-                    && !validate(doc, &Value::String(k.clone()), &sub(ptr, "propertyNames"))?
-                {
-                    return Ok(false);
-                }
-            }
-            if let Some(w) = SomeMember::of(ptr, o)? {
-                let mut found = false;
-                for (k, x) in m {
-                    if w.key_fits(k)? && validate(doc, x, std::slice::from_ref(&w.value))? {
-                        found = true;
-                        break;
-                    }
-                }
-                if !found {
-                    return Ok(false);
-                }
-            }
-            if let Some(Value::Array(r)) = o.get("required") {
-                if r.iter().any(|k| k.as_str().is_some_and(|k| !m.contains_key(k))) {
-                    return Ok(false);
-                }
-            }
-            let len = m.len() as u64;
-            if o.get("minProperties").and_then(count).is_some_and(|x| len < x)
-                || o.get("maxProperties").and_then(count).is_some_and(|x| len > x)
-            {
-                return Ok(false);
-            }
-            for kw in ["dependentRequired", "dependentSchemas", "dependencies"] {
-                if let Some(Value::Object(deps)) = o.get(kw) {
-                    for (k, d) in deps {
-                        if !m.contains_key(k) {
-                            continue;
-                        }
-                        let ok = match d {
-                            Value::Array(req) => req.iter().all(|r| r.as_str().is_some_and(|r| m.contains_key(r))),
-                            _ => validate(doc, v, &[Part::full(format!("{ptr}/{kw}/{}", ptr_token(k)))])?,
-                        };
-                        if !ok {
-                            return Ok(false);
-                        }
-                    }
-                }
-            }
+    }
+    if let Some(Value::Array(r)) = o.get("required") {
+        if r.iter().any(|k| k.as_str().is_some_and(|k| !m.contains_key(k))) {
+            return Ok(false);
         }
-        Value::Array(a) => {
-            let len = a.len() as u64;
-            if o.get("minItems").and_then(count).is_some_and(|x| len < x)
-                || o.get("maxItems").and_then(count).is_some_and(|x| len > x)
-            {
-                return Ok(false);
-            }
-            let (prefix_kw, rest_kw) = if draft.items_array_is_tuple() {
-                if o.get("items").is_some_and(Value::is_array) {
-                    ("items", "additionalItems")
-                } else {
-                    ("prefixItems-none", "items")
-                }
-            } else {
-                ("prefixItems", "items")
-            };
-            let plen = o.get(prefix_kw).and_then(Value::as_array).map_or(0, Vec::len);
-            for (i, x) in a.iter().enumerate() {
-                let parts = if i < plen {
-                    vec![Part::full(format!("{ptr}/{prefix_kw}/{i}"))]
-                } else if o.contains_key(rest_kw) {
-                    sub(ptr, rest_kw)
-                } else {
+    }
+    let len = m.len() as u64;
+    if o.get("minProperties").and_then(count).is_some_and(|x| len < x)
+        || o.get("maxProperties").and_then(count).is_some_and(|x| len > x)
+    {
+        return Ok(false);
+    }
+    for kw in ["dependentRequired", "dependentSchemas", "dependencies"] {
+        if let Some(Value::Object(deps)) = o.get(kw) {
+            for (k, d) in deps {
+                if !m.contains_key(k) {
                     continue;
+                }
+                let ok = match d {
+                    Value::Array(req) => req.iter().all(|r| r.as_str().is_some_and(|r| m.contains_key(r))),
+                    _ => validate(doc, v, &[Part::full(format!("{ptr}/{kw}/{}", ptr_token(k)))])?,
                 };
-                if !validate(doc, x, &parts)? {
-                    return Ok(false);
-                }
-            }
-            if o.get("uniqueItems") == Some(&Value::Bool(true)) {
-                for i in 0..a.len() {
-                    for j in i + 1..a.len() {
-                        if json_eq(&a[i], &a[j]) {
-                            return Ok(false);
-                        }
-                    }
-                }
-            }
-            if o.contains_key("contains") {
-                let mut n = 0u64;
-                for x in a {
-                    if validate(doc, x, &sub(ptr, "contains"))? {
-                        n += 1;
-                    }
-                }
-                let min = o.get("minContains").and_then(count).unwrap_or(1);
-                if n < min || o.get("maxContains").and_then(count).is_some_and(|m| n > m) {
+                if !ok {
                     return Ok(false);
                 }
             }
         }
-        _ => {}
+    }
+    Ok(true)
+}
+
+/// The array keywords: counts, positions, `uniqueItems`, `contains`.
+fn validate_array(
+    doc: &Doc,
+    a: &[Value],
+    ptr: &str,
+    o: &Map<String, Value>,
+    draft: Draft,
+) -> Result<bool, SchemaError> {
+    let len = a.len() as u64;
+    if o.get("minItems").and_then(count).is_some_and(|x| len < x)
+        || o.get("maxItems").and_then(count).is_some_and(|x| len > x)
+    {
+        return Ok(false);
+    }
+    let (prefix_kw, rest_kw) = if draft.items_array_is_tuple() {
+        if o.get("items").is_some_and(Value::is_array) {
+            ("items", "additionalItems")
+        } else {
+            ("prefixItems-none", "items")
+        }
+    } else {
+        ("prefixItems", "items")
+    };
+    let plen = o.get(prefix_kw).and_then(Value::as_array).map_or(0, Vec::len);
+    for (i, x) in a.iter().enumerate() {
+        let parts = if i < plen {
+            vec![Part::full(format!("{ptr}/{prefix_kw}/{i}"))]
+        } else if o.contains_key(rest_kw) {
+            sub(ptr, rest_kw)
+        } else {
+            continue;
+        };
+        if !validate(doc, x, &parts)? {
+            return Ok(false);
+        }
+    }
+    if o.get("uniqueItems") == Some(&Value::Bool(true)) {
+        for i in 0..a.len() {
+            for j in i + 1..a.len() {
+                if json_eq(&a[i], &a[j]) {
+                    return Ok(false);
+                }
+            }
+        }
+    }
+    if o.contains_key("contains") {
+        let mut n = 0u64;
+        for x in a {
+            if validate(doc, x, &sub(ptr, "contains"))? {
+                n += 1;
+            }
+        }
+        let min = o.get("minContains").and_then(count).unwrap_or(1);
+        if n < min || o.get("maxContains").and_then(count).is_some_and(|m| n > m) {
+            return Ok(false);
+        }
     }
     Ok(true)
 }

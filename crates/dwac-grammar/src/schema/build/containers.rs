@@ -14,6 +14,14 @@ const MAX_SOME_MEMBERS: usize = 4;
 /// An extra member's kind: its key terminal (name, main regex, also, except) and value parts.
 type ExtraMember = (&'static str, String, Vec<String>, Vec<String>, Vec<Part>);
 
+/// A named key's member: its variants (the "some member" bits each sets, its symbol) and whether
+/// the key is required.
+type NamedMember = (Vec<(u32, Symbol)>, bool);
+
+/// Where the "some member" bits start in a member sequence's state: above the presence bits (at
+/// most 16 keys and `other_bit`).
+const WITNESS_SHIFT: u32 = 17;
+
 /// Every subset of `items` (indices below 32), as bit sets, the empty set first.
 fn subsets_of(items: &[usize]) -> Vec<u32> {
     (0..1u32 << items.len())
@@ -24,6 +32,32 @@ fn subsets_of(items: &[usize]) -> Vec<u32> {
 /// The indices of the set bits of `bits`.
 fn bits_of(bits: u32) -> impl Iterator<Item = usize> {
     (0..32).filter(move |i| bits >> i & 1 == 1)
+}
+
+/// An object's named keys: in definition order, then required keys not listed, then the keys
+/// presence constraints name.
+fn object_key_names(s: &Shape) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for spec in &s.objs {
+        for p in &spec.props {
+            if !names.contains(p) {
+                names.push(p.clone());
+            }
+        }
+    }
+    for r in &s.required {
+        if !names.contains(r) {
+            names.push(r.clone());
+        }
+    }
+    for p in &s.presence {
+        for k in p.keys() {
+            if !names.contains(k) {
+                names.push(k.clone());
+            }
+        }
+    }
+    names
 }
 
 impl Builder<'_> {
@@ -96,31 +130,10 @@ impl Builder<'_> {
             }
             return Ok(());
         };
-        // Named keys in definition order, then required keys not listed.
-        let mut names: Vec<String> = Vec::new();
-        for spec in &s.objs {
-            for p in &spec.props {
-                if !names.contains(p) {
-                    names.push(p.clone());
-                }
-            }
-        }
-        for r in &s.required {
-            if !names.contains(r) {
-                names.push(r.clone());
-            }
-        }
-        for p in &s.presence {
-            for k in p.keys() {
-                if !names.contains(k) {
-                    names.push(k.clone());
-                }
-            }
-        }
+        let names = object_key_names(s);
         let colon = self.punct(":");
         // "Some member" constraints (`SomeMember`): a bit each, set by a member that is one.
-        let witnesses = &s.some_members;
-        if witnesses.len() > MAX_SOME_MEMBERS {
+        if s.some_members.len() > MAX_SOME_MEMBERS {
             return Err(SchemaError::new(
                 "patternProperties",
                 &s.ptr,
@@ -129,12 +142,26 @@ impl Builder<'_> {
                 ),
             ));
         }
-        let witness_shift = 17; // (above the presence bits: at most 16 keys and `other_bit`)
-        let witness_all: u32 = ((1u32 << witnesses.len()) - 1) << witness_shift;
-        // Members for named keys: their variants (the "some member" bits each sets, its symbol;
-        // none if the key cannot appear), and whether the key is required.
+        let Some(members) = self.named_members(s, &names, colon)? else {
+            return Ok(());
+        };
+        let extra_alts = self.extra_member_kinds(s, &names, &name_regexes, &names_not)?;
+        let extra = self.extra_members(s, extra_alts, colon)?;
+        self.member_sequence(n, s, &names, &members, &extra)
+    }
+
+    /// Members for the named keys: their variants (the "some member" bits each sets, its
+    /// symbol; none if the key cannot appear), and whether the key is required. `None` if a
+    /// required key can never appear (no object).
+    fn named_members(
+        &mut self,
+        s: &Shape,
+        names: &[String],
+        colon: Symbol,
+    ) -> Result<Option<Vec<NamedMember>>, SchemaError> {
+        let witnesses = &s.some_members;
         let mut members: Vec<(Vec<(u32, Symbol)>, bool)> = Vec::new();
-        for name in &names {
+        for name in names {
             let required = s.required.contains(name);
             let mut ok = true;
             if !s.prop_names.is_empty() {
@@ -168,15 +195,26 @@ impl Builder<'_> {
                     let key = self.term("KEY", strings::json_string_literal(name), vec![], vec![]);
                     let m = self.nt(format!("member {name}"))?;
                     self.rule(m, vec![Symbol::T(key), colon, Symbol::N(v)]);
-                    variants.push((wbits << witness_shift, Symbol::N(m)));
+                    variants.push((wbits << WITNESS_SHIFT, Symbol::N(m)));
                 }
             }
             if variants.is_empty() && required {
-                return Ok(()); // a required key can never appear: no object
+                return Ok(None); // a required key can never appear: no object
             }
             members.push((variants, required));
         }
-        // Extra members: keys the schema does not name.
+        Ok(Some(members))
+    }
+
+    /// The kinds of extra members (keys the schema does not name): keys matching no pattern,
+    /// and keys matching each set of patterns.
+    fn extra_member_kinds(
+        &self,
+        s: &Shape,
+        names: &[String],
+        name_regexes: &[String],
+        names_not: &[String],
+    ) -> Result<Vec<ExtraMember>, SchemaError> {
         let named_literals: Vec<String> = names.iter().map(|k| strings::json_string_literal(k)).collect();
         let mut all_patterns: Vec<(String, Part, usize)> = Vec::new();
         for (si, spec) in s.objs.iter().enumerate() {
@@ -213,7 +251,7 @@ impl Builder<'_> {
                 let mut except = named_literals.clone();
                 except.extend(pattern_res.iter().cloned());
                 except.extend(names_not.iter().cloned());
-                let mut also = name_regexes.clone();
+                let mut also = name_regexes.to_vec();
                 let main = if also.is_empty() { strings::json_string_any() } else { also.remove(0) };
                 extra_alts.push(("KEY_ADDITIONAL", main, also, except, parts));
             }
@@ -260,6 +298,18 @@ impl Builder<'_> {
             except.extend(names_not.iter().cloned());
             extra_alts.push(("KEY_PATTERN", main, also, except, parts));
         }
+        Ok(extra_alts)
+    }
+
+    /// The extra members' alternatives by the "some member" bits they set: each kind of extra
+    /// member as each set of "some member" constraints it may meet.
+    fn extra_members(
+        &mut self,
+        s: &Shape,
+        extra_alts: Vec<ExtraMember>,
+        colon: Symbol,
+    ) -> Result<Vec<(u32, Symbol)>, SchemaError> {
+        let witnesses = &s.some_members;
         // Each kind of extra member, and as each set of "some member" constraints it may meet
         // (its key in their languages too, its value in their schemas too): an alternative of
         // the extra members that set those bits.
@@ -291,7 +341,7 @@ impl Builder<'_> {
                 let v = self.conj(parts)?;
                 let m = self.nt(if name == "KEY_PATTERN" { "member pattern" } else { "member additional" }.into())?;
                 self.rule(m, vec![Symbol::T(key), colon, Symbol::N(v)]);
-                kinds.push((wbits << witness_shift, m));
+                kinds.push((wbits << WITNESS_SHIFT, m));
             }
         }
         let mut extra: Vec<(u32, Symbol)> = Vec::new();
@@ -305,6 +355,20 @@ impl Builder<'_> {
             }
             extra.push((*bits, Symbol::N(x)));
         }
+        Ok(extra)
+    }
+
+    /// The member sequence of object `n`: the named members in order, then extra members, with
+    /// the counts (min/maxProperties), the presence constraints and the "some member" bits.
+    fn member_sequence(
+        &mut self,
+        n: u32,
+        s: &Shape,
+        names: &[String],
+        members: &[NamedMember],
+        extra: &[(u32, Symbol)],
+    ) -> Result<(), SchemaError> {
+        let witness_all: u32 = ((1u32 << s.some_members.len()) - 1) << WITNESS_SHIFT;
         // The member sequence with counts (min/maxProperties).
         let (min, max) = (s.min_props, s.max_props);
         if max.is_some_and(|m| m < min) {
@@ -343,7 +407,7 @@ impl Builder<'_> {
             names.iter().position(|n| n == k).and_then(bit_of).is_some_and(|b| bits & b != 0)
         };
         let satisfied = |bits: u32| {
-            bits & witness_all == witness_all && s.presence.iter().all(|p| p.holds(&names, &|k: &str| present(bits, k)))
+            bits & witness_all == witness_all && s.presence.iter().all(|p| p.holds(names, &|k: &str| present(bits, k)))
         };
         let sat = |c: u64| if max.is_none() { c.min(min) } else { c };
         let fits = |c: u64| max.is_none_or(|m| c <= m);
