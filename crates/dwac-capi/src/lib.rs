@@ -11,6 +11,8 @@
 //! Errors: where a function takes `DwacError **err`, a failure stores a new error there (if
 //! `err` is not null; free it with [`dwac_error_free`]) and success stores null.
 
+#![deny(missing_docs)]
+
 use std::any::TypeId;
 use std::collections::HashSet;
 use std::ffi::{c_char, CStr, CString};

@@ -22,13 +22,15 @@ use crate::{CompileStats, EngineOptions, SourceKind};
 pub struct SourceInfo {
     /// A display name (the input's file name, or `--regex`).
     pub name: String,
-    /// `"lark"`, `"gbnf"`, `"json-schema"` or `"regex"`.
+    /// `"lark"`, `"gbnf"`, `"json-schema"`, `"structural-tag"` or `"regex"`.
     pub kind: &'static str,
     /// The source text (the grammar, the schema or the pattern).
     pub text: String,
 }
 
 impl SourceInfo {
+    /// The name of a source kind as written in [`SourceInfo::kind`] and the metadata:
+    /// `"lark"`, `"gbnf"`, `"json-schema"` or `"structural-tag"`.
     pub fn kind_name(kind: SourceKind) -> &'static str {
         match kind {
             SourceKind::Lark => "lark",
@@ -42,7 +44,9 @@ impl SourceInfo {
 /// The tokenizer the engine was compiled with.
 #[derive(Clone, Debug)]
 pub struct TokenizerInfo {
+    /// The tokenizer's name (as given when it was loaded), written into the metadata.
     pub name: String,
+    /// SHA-256 of the tokenizer's vocabulary, written into the header and the metadata.
     pub fingerprint: [u8; 32],
 }
 

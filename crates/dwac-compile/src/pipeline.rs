@@ -18,7 +18,9 @@ use crate::{build_lexer, CompileError};
 /// The kind of a grammar source, chosen by file extension.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SourceKind {
+    /// A Lark grammar (`.lark`).
     Lark,
+    /// A GBNF grammar (`.gbnf`).
     Gbnf,
     /// A JSON Schema (`.json`).
     JsonSchema,
@@ -71,11 +73,17 @@ pub fn regex_grammar(pattern: &str) -> Grammar {
 /// Sizes and timings of one compilation.
 #[derive(Clone, Debug, Default)]
 pub struct CompileStats {
+    /// Terminals in the grammar (after lexer inference, when it ran).
     pub terminals: usize,
+    /// Rules in the grammar before normalization (after lexer inference, when it ran).
     pub rules_in: usize,
+    /// Rules in the normalized grammar.
     pub rules_normalized: usize,
+    /// States of the lexer DFA.
     pub lexer_states: u32,
+    /// States of the LR automaton.
     pub lr_states: u32,
+    /// ACTION cells (state, terminal) holding more than one action (GLR explores them all).
     pub lr_conflicts: usize,
     /// Nonterminals whose right recursion was left in place (normalization budget).
     pub right_recursive_left: usize,
@@ -109,8 +117,11 @@ pub struct LexerInference {
 /// A compiled grammar: the runtime tables plus what the compiler learned on the way.
 #[derive(Debug)]
 pub struct Compiled {
+    /// The runtime's tables: the lexer DFA, the LR tables and the terminal names.
     pub tables: GrammarTables,
+    /// The normalized grammar the LR tables were built from.
     pub normalized: Normalized,
+    /// Sizes and timings of the compilation.
     pub stats: CompileStats,
 }
 

@@ -35,19 +35,23 @@ pub const FILLS_PER_MASK: usize = 3;
 pub struct MaskProbe {
     /// Masks timed.
     pub masks: usize,
-    /// Median and slowest mask, µs, each mask timed as the minimum of [`FILLS_PER_MASK`]
-    /// fills (so a preemption of this process is not reported as the grammar's).
+    /// The median mask, µs, each mask timed as the minimum of [`FILLS_PER_MASK`] fills (so a
+    /// preemption of this process is not reported as the grammar's).
     pub p50_us: f64,
+    /// The slowest mask's time, µs (the minimum of its [`FILLS_PER_MASK`] fills).
     pub max_us: f64,
-    /// The slowest mask's position: the text committed before it, and what the fill did.
+    /// The slowest mask's position: the text committed before it.
     pub worst_prefix: Vec<u8>,
+    /// The counters of the slowest mask's fill.
     pub worst_counters: MaskCounters,
     /// Masks slower than [`ProbeOptions::slow_us`].
     pub slow_masks: usize,
     /// Masks that decided UNDECIDED tokens at run time.
     pub masks_with_undecided: usize,
-    /// Lexer states with UNDECIDED tokens, and (lexer state, UNDECIDED tokens) of the worst few.
+    /// Lexer states with UNDECIDED tokens.
     pub undecided_states: usize,
+    /// (lexer state, UNDECIDED tokens) of the (at most five) lexer states with the most
+    /// UNDECIDED tokens, most first.
     pub worst_undecided_states: Vec<(u32, usize)>,
 }
 

@@ -5,11 +5,14 @@ use std::fmt;
 /// A byte range in the grammar source, for diagnostics.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Span {
+    /// Byte offset of the first byte.
     pub start: u32,
+    /// Byte offset just past the last byte (exclusive).
     pub end: u32,
 }
 
 impl Span {
+    /// The span of bytes `start..end`.
     pub fn new(start: usize, end: usize) -> Span {
         Span { start: start as u32, end: end as u32 }
     }
@@ -18,12 +21,16 @@ impl Span {
 /// An error in a grammar source, located by byte span.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub struct GrammarError {
+    /// What is wrong, without the location.
     pub message: String,
-    /// 1-based line and column (column counted in characters).
+    /// 1-based line of the span's start; 0 for an error without a location.
     pub line: usize,
+    /// 1-based column of the span's start, in characters; 0 (as is `line`) for an error without a
+    /// location ([`GrammarError::global`]).
     pub column: usize,
     /// The source line and a caret line under it, ready to print.
     pub snippet: String,
+    /// The offending bytes of the source (empty for an error without a location).
     pub span: Span,
 }
 

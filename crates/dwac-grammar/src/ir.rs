@@ -32,7 +32,9 @@ pub struct Terminal {
     pub priority: i32,
     /// Matched and dropped (`%ignore`).
     pub ignored: bool,
+    /// Which longer matches inhibit an early split after this terminal.
     pub munch: Munch,
+    /// The source text the terminal comes from (its definition or literal), if any.
     pub span: Option<Span>,
     /// The lexeme must also match each of these patterns (intersection), e.g. a JSON string
     /// that satisfies a `pattern` and a length bound at once.
@@ -68,6 +70,7 @@ pub const EMBEDDED_COMPONENTS: u32 = 1;
 /// The tokens a token terminal matches.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct TokenSet {
+    /// The tokens the set names (by spelling or by id range).
     pub items: Vec<TokenItem>,
     /// Any token but `items`: with `text`, any text too. (Only under a repetition: exactly one
     /// token of any kind is not a language of text.)
@@ -136,32 +139,45 @@ impl Terminal {
     }
 }
 
+/// A terminal or a nonterminal, by id.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Symbol {
+    /// A terminal: its index in [`Grammar::terminals`].
     T(u32),
+    /// A nonterminal: its index in [`Grammar::nonterminals`].
     N(u32),
 }
 
+/// A nonterminal of a [`Grammar`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Nonterminal {
+    /// Display name (`expr`, or a helper's derived name such as `expr'rr`).
     pub name: String,
+    /// The source text the nonterminal comes from, if any.
     pub span: Option<Span>,
 }
 
 /// `lhs → rhs`; an empty `rhs` is an ε-rule.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Rule {
+    /// The left-hand side: an index in [`Grammar::nonterminals`].
     pub lhs: u32,
+    /// The right-hand side, left to right (empty for an ε-rule).
     pub rhs: Vec<Symbol>,
+    /// The source text the rule comes from, if any.
     pub span: Option<Span>,
 }
 
 /// A context-free grammar over regex terminals.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Grammar {
+    /// The terminals; [`Symbol::T`] indexes this list.
     pub terminals: Vec<Terminal>,
+    /// The nonterminals; [`Symbol::N`] and [`Rule::lhs`] index this list.
     pub nonterminals: Vec<Nonterminal>,
+    /// The rules; a rule's index here is its id.
     pub rules: Vec<Rule>,
+    /// The start symbol: an index in `nonterminals`.
     pub start: u32,
     /// The source text the spans point into (set by the Lark and GBNF front-ends), so later
     /// stages can report line:column. Not carried through normalization.
@@ -169,11 +185,13 @@ pub struct Grammar {
 }
 
 impl Grammar {
+    /// Append `t` and return its id.
     pub fn add_terminal(&mut self, t: Terminal) -> u32 {
         self.terminals.push(t);
         (self.terminals.len() - 1) as u32
     }
 
+    /// Append a nonterminal named `name` (from the source text `span`) and return its id.
     pub fn add_nonterminal(&mut self, name: impl Into<String>, span: Option<Span>) -> u32 {
         self.nonterminals.push(Nonterminal { name: name.into(), span });
         (self.nonterminals.len() - 1) as u32
@@ -227,6 +245,7 @@ impl Grammar {
         sub.start + n_off
     }
 
+    /// Append the rule `lhs → rhs` (from the source text `span`).
     pub fn add_rule(&mut self, lhs: u32, rhs: Vec<Symbol>, span: Option<Span>) {
         self.rules.push(Rule { lhs, rhs, span });
     }
@@ -239,6 +258,7 @@ impl Grammar {
         }
     }
 
+    /// The display name of the terminal or nonterminal `s`.
     pub fn symbol_name(&self, s: Symbol) -> &str {
         match s {
             Symbol::T(t) => &self.terminals[t as usize].name,

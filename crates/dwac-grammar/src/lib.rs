@@ -3,6 +3,7 @@
 //! It knows no vocabulary and no artifacts (token terminals name tokens; the compiler finds them).
 
 #![forbid(unsafe_code)]
+#![deny(missing_docs)]
 
 pub mod diag;
 mod ebnf;

@@ -112,7 +112,9 @@ impl ToolChoice {
 /// How the turn is built.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ToolCalling {
+    /// The model family's wire format.
     pub format: ToolFormat,
+    /// Whether the turn may, must or must not hold calls (and to which function).
     pub tool_choice: ToolChoice,
     /// More than one call in a turn.
     pub parallel_tool_calls: bool,
@@ -139,6 +141,7 @@ impl ToolCalling {
 /// A request's tool-calling fields.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Request {
+    /// The `tools` list (`{"type": "function", "function": {…}}` objects), as given.
     pub tools: Vec<Value>,
     /// `None` when the request does not say.
     pub tool_choice: Option<ToolChoice>,

@@ -32,6 +32,7 @@
 //! * Ignored terminals never appear in rules, so they never appear in ACTION rows.
 
 #![forbid(unsafe_code)]
+#![deny(missing_docs)]
 
 use dwac_grammar::normalize::Normalized;
 use dwac_grammar::{Grammar, Symbol};
@@ -57,13 +58,16 @@ impl Default for LrConfig {
 /// augmented rule `S' → S`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Item {
+    /// The rule's index in the normalized grammar (`num_rules`: the augmented rule).
     pub rule: u32,
+    /// How many symbols of the rule's right-hand side are before the dot.
     pub dot: u32,
 }
 
 /// The tables and some facts about them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LrBuild {
+    /// The ACTION and GOTO tables, with the rules' left-hand sides and lengths.
     pub tables: LrTables,
     /// States in `tables` (those of the LR(0) automaton).
     pub states: usize,
@@ -80,16 +84,38 @@ pub struct LrBuild {
 /// Why the tables could not be built.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum LrError {
+    /// A rule derives the empty string (the grammar was not normalized).
     #[error("rule {rule} has an empty right-hand side; LR tables need an ε-free (normalized) grammar")]
-    EpsilonRule { rule: usize },
+    EpsilonRule {
+        /// The rule's index.
+        rule: usize,
+    },
+    /// A rule names a terminal or nonterminal the grammar does not have.
     #[error("rule {rule} refers to a symbol that does not exist")]
-    BadSymbol { rule: usize },
+    BadSymbol {
+        /// The rule's index.
+        rule: usize,
+    },
+    /// The start symbol is not a nonterminal of the grammar.
     #[error("the start symbol {start} does not exist")]
-    BadStart { start: u32 },
+    BadStart {
+        /// The start symbol's id.
+        start: u32,
+    },
+    /// More rules than an [`Action`] can name.
     #[error("the grammar has {rules} rules, more than the table encoding allows ({limit})")]
-    TooManyRules { rules: usize, limit: usize },
+    TooManyRules {
+        /// The grammar's rules.
+        rules: usize,
+        /// The most an [`Action`] can name.
+        limit: usize,
+    },
+    /// The LR(0) automaton grew past [`LrConfig::max_states`].
     #[error("the LR automaton has more than {limit} states")]
-    TooManyStates { limit: usize },
+    TooManyStates {
+        /// The limit it passed.
+        limit: usize,
+    },
 }
 
 /// Largest state or rule index an [`Action`] can hold.

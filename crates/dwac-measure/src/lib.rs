@@ -5,6 +5,8 @@
 //!
 //! Memory readings come from `/proc/self/status` and are `None` where there is none.
 
+#![deny(missing_docs)]
+
 /// Peak resident memory of this process (`VmHWM`), MiB: since the start, or since the last
 /// [`reset_peak_rss`].
 pub fn peak_rss_mb() -> Option<f64> {
@@ -62,11 +64,17 @@ pub fn pct(sorted: &[f64], p: f64) -> Option<f64> {
 /// The latency summary the tools print: p50, p90, p99, p99.9, max and mean.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Summary {
+    /// The median.
     pub p50: f64,
+    /// The 90th percentile.
     pub p90: f64,
+    /// The 99th percentile.
     pub p99: f64,
+    /// The 99.9th percentile.
     pub p999: f64,
+    /// The largest value.
     pub max: f64,
+    /// The arithmetic mean.
     pub mean: f64,
 }
 

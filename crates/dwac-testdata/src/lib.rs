@@ -7,6 +7,7 @@
 //! and the variable, never a test that notes "skipping" and passes.
 
 #![forbid(unsafe_code)]
+#![deny(missing_docs)]
 
 mod corpus;
 

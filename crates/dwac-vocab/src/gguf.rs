@@ -43,22 +43,53 @@ pub const GGUF_VERSIONS: [u32; 2] = [2, 3];
 #[derive(thiserror::Error, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum GgufError {
+    /// The file does not start with [`GGUF_MAGIC`]; holds its first four bytes.
     #[error("not a GGUF file (the first bytes are {0:02x?}, not \"GGUF\")")]
     BadMagic([u8; 4]),
+    /// The file's GGUF version is not one of [`GGUF_VERSIONS`]; holds it.
     #[error("GGUF version {0} is not supported (supported: 2, 3)")]
     Version(u32),
+    /// The file is big-endian (its version reads as a byte-swapped small number).
     #[error("big-endian GGUF files are not supported")]
     BigEndian,
+    /// A value runs past the end of the bytes.
     #[error("truncated at byte {at}: {what} needs {need} more bytes, {have} remain")]
-    Truncated { at: u64, what: String, need: u64, have: u64 },
+    Truncated {
+        /// Byte offset in the file where the value starts.
+        at: u64,
+        /// What is being read (`the magic`, a key's name, ...).
+        what: String,
+        /// Bytes the value needs (for an array, the least its elements can take).
+        need: u64,
+        /// Bytes that remain from `at` on.
+        have: u64,
+    },
+    /// A key's value is not of the type read for that key.
     #[error("key {key:?} has type {found}, expected {expected}")]
-    WrongType { key: String, expected: &'static str, found: String },
+    WrongType {
+        /// The key.
+        key: String,
+        /// The type expected (`string`, `bool`, `array of string`, ...).
+        expected: &'static str,
+        /// The type found.
+        found: String,
+    },
+    /// A value type id (of a value or of an array's elements) is not a GGUF type.
     #[error("value type {ty} of key {key:?} is not a GGUF type")]
-    UnknownType { key: String, ty: u32 },
+    UnknownType {
+        /// The key whose value has it.
+        key: String,
+        /// The type id.
+        ty: u32,
+    },
+    /// A key the vocabulary needs is absent; holds its name.
     #[error("key {0:?} is missing")]
     Missing(&'static str),
+    /// `tokenizer.ggml.model` is neither `gpt2` nor `llama`; holds it.
     #[error("tokenizer model {0:?} is not supported (supported: \"gpt2\" byte-level BPE, \"llama\" SentencePiece)")]
     UnsupportedModel(String),
+    /// Any other inconsistency (a negative or out-of-range id, a token that is not UTF-8, too
+    /// many tokens, list lengths that disagree, ...); holds the message.
     #[error("{0}")]
     Invalid(String),
 }
@@ -80,10 +111,13 @@ pub struct GgufVocab {
     pub scores: Option<Vec<f32>>,
     /// `tokenizer.ggml.merges` (`"a b"`, byte-level BPE models).
     pub merges: Option<Vec<Vec<u8>>>,
-    /// `bos_token_id`, `eos_token_id`, `eot_token_id`, `eom_token_id`.
+    /// `tokenizer.ggml.bos_token_id`.
     pub bos: Option<u32>,
+    /// `tokenizer.ggml.eos_token_id`: end of sequence.
     pub eos: Option<u32>,
+    /// `tokenizer.ggml.eot_token_id`: end of turn.
     pub eot: Option<u32>,
+    /// `tokenizer.ggml.eom_token_id`: end of message.
     pub eom: Option<u32>,
     /// `tokenizer.ggml.add_bos_token`.
     pub add_bos: Option<bool>,
@@ -93,12 +127,19 @@ pub struct GgufVocab {
 
 /// llama.cpp's token types.
 pub mod token_type {
+    /// No type given: no bytes, special.
     pub const UNDEFINED: i32 = 0;
+    /// An ordinary token: bytes by the tokenizer model's rule (byte-level alphabet or metaspace).
     pub const NORMAL: i32 = 1;
+    /// The unknown token (`<unk>`): no bytes, special.
     pub const UNKNOWN: i32 = 2;
+    /// A control token (`<s>`, `<|im_end|>`): no bytes, special.
     pub const CONTROL: i32 = 3;
+    /// A user-defined token: its text as it is (UTF-8).
     pub const USER_DEFINED: i32 = 4;
+    /// An unused slot: no bytes, special.
     pub const UNUSED: i32 = 5;
+    /// A byte-fallback token `<0xNN>`: the single byte `NN`.
     pub const BYTE: i32 = 6;
 }
 

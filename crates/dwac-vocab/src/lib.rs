@@ -79,6 +79,8 @@
 //! the model's merges still produce it from the text it stands for. The `tokenizers` crate numbers added tokens by position rather than by the
 //! file's ids; a file where the two disagree is refused at load time.
 
+#![deny(missing_docs)]
+
 mod bytes;
 mod eos;
 mod fingerprint;
@@ -106,34 +108,82 @@ pub const MAX_VOCAB_SIZE: usize = 1 << 22;
 #[derive(thiserror::Error, Debug)]
 #[non_exhaustive]
 pub enum VocabError {
+    /// A file cannot be read.
     #[error("cannot read {path}: {source}")]
     Io {
+        /// The file.
         path: PathBuf,
+        /// What the system said.
         #[source]
         source: std::io::Error,
     },
+    /// A `tokenizer.json` or a side file is not valid JSON.
     #[error("{what} is not valid JSON: {source}")]
     Json {
+        /// The file: a side file's name, or `NAME: tokenizer.json`.
         what: String,
+        /// The JSON parser's error.
         #[source]
         source: serde_json::Error,
     },
+    /// A file is valid JSON but not of the shape a tokenizer or side file has.
     #[error("{what}: {detail}")]
-    Malformed { what: String, detail: String },
+    Malformed {
+        /// The file (`tokenizer.json` or a side file's name).
+        what: String,
+        /// What is wrong with it.
+        detail: String,
+    },
+    /// The `tokenizer.json` model type is neither BPE nor Unigram; holds the type.
     #[error("tokenizer model type {0:?} is not supported (supported: BPE, Unigram)")]
     UnsupportedModel(String),
+    /// The tokenizer's components give no exact, unambiguous byte string per token (no family or
+    /// both, an unsupported decoder component, BPE affixes, ...); holds why.
     #[error("cannot derive exact token bytes: {0}")]
     UnsupportedTokenizer(String),
+    /// A byte-level token string has a character outside the 256-character byte-level alphabet.
     #[error("token {id} ({token:?}) has a character outside the byte-level alphabet")]
-    NotByteLevel { id: u32, token: String },
+    NotByteLevel {
+        /// The token's id.
+        id: u32,
+        /// The token string.
+        token: String,
+    },
+    /// Two token strings have the same id.
     #[error("token id {id} appears twice ({first:?} and {second:?})")]
-    DuplicateId { id: u32, first: String, second: String },
+    DuplicateId {
+        /// The id.
+        id: u32,
+        /// The first token string with that id.
+        first: String,
+        /// The second token string with that id.
+        second: String,
+    },
+    /// The vocabulary exceeds a size limit (token ids at or above [`MAX_VOCAB_SIZE`], or more
+    /// than `u32::MAX` bytes of token text); holds what exceeds it.
     #[error("vocabulary too large: {0}")]
     TooLarge(String),
+    /// A side file names an end-of-sequence token that is neither an added token nor in the
+    /// model vocabulary.
     #[error("{file}: end-of-sequence token {content:?} is not in the vocabulary")]
-    EosNotFound { file: String, content: String },
+    EosNotFound {
+        /// The side file's name.
+        file: String,
+        /// The token content it names.
+        content: String,
+    },
+    /// An end-of-sequence id is not below the vocabulary size.
     #[error("{file}: end-of-sequence token id {id} is out of range (vocabulary size {size})")]
-    EosOutOfRange { file: String, id: u64, size: usize },
+    EosOutOfRange {
+        /// The side file naming the id, or `override` for [`Tokenizer::with_eos`].
+        file: String,
+        /// The id.
+        id: u64,
+        /// The vocabulary size (number of ids).
+        size: usize,
+    },
+    /// No end-of-sequence token: no side file names one and no special added token is one of
+    /// [`WELL_KNOWN_EOS`] (or [`Tokenizer::with_eos`] got an empty list).
     #[error(
         "no end-of-sequence token: no tokenizer_config.json, special_tokens_map.json or \
          generation_config.json names one, and no special added token is one of the well-known \
@@ -141,31 +191,64 @@ pub enum VocabError {
         WELL_KNOWN_EOS.join(", ")
     )]
     NoEos,
+    /// The `tokenizers` crate refused the edited tokenizer, failed to encode, or panicked;
+    /// holds its error.
     #[error("the tokenizers crate rejected the tokenizer: {0}")]
     Tokenizers(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The encoding's token bytes do not spell the text exactly.
     #[error(
         "encoding is not exact: the tokens' bytes differ from the text at byte {offset} \
          (text {text_len} bytes, tokens {tokens_len} bytes)"
     )]
-    RoundTrip { offset: usize, text_len: usize, tokens_len: usize },
+    RoundTrip {
+        /// Byte offset in the text of the first difference.
+        offset: usize,
+        /// Length of the text, in bytes.
+        text_len: usize,
+        /// Length of the concatenated token bytes, in bytes.
+        tokens_len: usize,
+    },
+    /// The encoding holds a special or out-of-range token at a place that is not the start of a
+    /// character of the text (its end, or inside a character).
     #[error("encoding produced token {id}, which is special or out of range")]
-    SpecialInEncoding { id: u32 },
+    SpecialInEncoding {
+        /// The token id.
+        id: u32,
+    },
+    /// A character of the text has no spelling in ordinary tokens: the tokenizer spells it with
+    /// a special token (e.g. `<unk>`).
     #[error(
         "text cannot be represented exactly: character {ch:?} at byte {offset} has no token \
          (the tokenizer spells it with the special token {id})"
     )]
-    Unrepresentable { ch: char, offset: usize, id: u32 },
+    Unrepresentable {
+        /// The character.
+        ch: char,
+        /// Its byte offset in the text.
+        offset: usize,
+        /// The special token the tokenizer spells it with.
+        id: u32,
+    },
+    /// The text holds the metaspace character, which a SentencePiece-style tokenizer can only
+    /// spell with byte-fallback tokens, and some byte of it has no `<0xNN>` token.
     #[error(
         "text contains {ch:?}, which this tokenizer can only spell with byte-fallback tokens, \
          and it has none for every byte of it"
     )]
-    NoByteFallback { ch: char },
+    NoByteFallback {
+        /// The metaspace character.
+        ch: char,
+    },
+    /// A GGUF file's vocabulary cannot be read.
     #[error("{file}: {source}")]
     Gguf {
+        /// The file's path, or the name given to [`Tokenizer::from_gguf_bytes`].
         file: String,
+        /// What is wrong with the file.
         #[source]
         source: GgufError,
     },
+    /// The embedded GPT-2 tokenizer does not decompress.
     #[error("the embedded tokenizer is corrupt: {0}")]
     Embedded(#[source] std::io::Error),
 }

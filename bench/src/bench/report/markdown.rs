@@ -217,16 +217,7 @@ fn large_table(s: &mut String, w: &Value, engines: &Map<String, Value>) {
             writeln!(s, "\nPer schema (compile ms wall / CPU, peak RSS MB, artifact bytes raw / zstd, open µs p50):\n");
         let _ = writeln!(s, "| schema | engine | compile ms | CPU ms | RSS MB | bytes | zstd | open µs |");
         let _ = writeln!(s, "|---|---|---:|---:|---:|---:|---:|---:|");
-        let ids: Vec<Value> = engines
-            .values()
-            .flat_map(|e| e["compile_jobs"].as_array().cloned().unwrap_or_default())
-            .map(|j| j["id"].clone())
-            .fold(Vec::new(), |mut v, id| {
-                if !v.contains(&id) {
-                    v.push(id);
-                }
-                v
-            });
+        let ids = job_ids(engines, "compile_jobs");
         for id in &ids {
             for (n, e) in engines {
                 let Some(j) = e["compile_jobs"].as_array().and_then(|a| a.iter().find(|j| j["id"] == *id)) else {
@@ -308,16 +299,7 @@ fn per_grammar_table(s: &mut String, w: &Value, engines: &Map<String, Value>) {
         );
         let _ = writeln!(s, "| grammar | engine | compile ms | masks | p50 | p99 | max | rejected | UNDECIDED |");
         let _ = writeln!(s, "|---|---|---:|---:|---:|---:|---:|---:|---:|");
-        let ids: Vec<Value> = engines
-            .values()
-            .flat_map(|e| e["own_jobs"].as_array().cloned().unwrap_or_default())
-            .map(|j| j["id"].clone())
-            .fold(Vec::new(), |mut v, id| {
-                if !v.contains(&id) {
-                    v.push(id);
-                }
-                v
-            });
+        let ids = job_ids(engines, "own_jobs");
         for id in &ids {
             for (n, e) in engines {
                 let Some(j) = e["own_jobs"].as_array().and_then(|a| a.iter().find(|j| j["id"] == *id)) else {
@@ -353,4 +335,15 @@ fn compile_failures(s: &mut String, engines: &Map<String, Value>) {
             let _ = writeln!(s, "\n- {n} did not compile `{}`: {msg}", f["id"].as_str().unwrap_or(""));
         }
     }
+}
+
+/// The ids of the jobs listed under `key` in any engine's summary, first seen first.
+fn job_ids(engines: &Map<String, Value>, key: &str) -> Vec<Value> {
+    let mut ids: Vec<Value> = Vec::new();
+    for j in engines.values().flat_map(|e| e[key].as_array().cloned().unwrap_or_default()) {
+        if !ids.contains(&j["id"]) {
+            ids.push(j["id"].clone());
+        }
+    }
+    ids
 }

@@ -31,9 +31,18 @@ pub enum Step {
     /// Shift one of the terminals of set `terms` (same-length matches of equal priority: a GLR
     /// fork, every one tried), unless a terminal of the guard set can be shifted. Set ids are in
     /// [`Composer::terms`].
-    Shift { terms: u32, guard: u32 },
+    Shift {
+        /// The id of the set of terminals to shift.
+        terms: u32,
+        /// The id of the guard set: the higher-priority terminals that matched the same lexeme
+        /// (0: none).
+        guard: u32,
+    },
     /// An ignored terminal, used only where no terminal of the (non-empty) guard set can be shifted.
-    Pass { guard: u32 },
+    Pass {
+        /// The id of the guard set in [`Composer::terms`] (never the empty set).
+        guard: u32,
+    },
 }
 
 /// The lookahead class of a lexing's end: any terminal may come ([`ANY`]: the pending lexeme is
@@ -44,7 +53,9 @@ pub const ANY: u32 = u32::MAX;
 /// per node. Node 0 is the empty sequence. End ids are global (`Composer::end`).
 #[derive(Default)]
 pub struct Plan {
+    /// Per node: its children as (child node, step), in step order.
     pub children: FastMap<u32, Vec<(u32, Step)>>,
+    /// Per node: the lexings that end there as (end id, lookahead class), in class order.
     pub ends: FastMap<u32, Vec<(u32, u32)>>,
     /// The lookahead class of the thread itself: an end at the root whose class covers it is
     /// allowed without reading (`ALWAYS`: every live stack of the thread satisfies its own class).
@@ -70,26 +81,46 @@ impl Plan {
     }
 }
 
+/// What a configuration is doing: a step of the lexing trie, or the lookahead check of an end.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Phase {
     /// Doing the step of trie node `node`: `main` are its waiting simulations (terminal, wait),
     /// `done` its shifted stacks held while the `guard` simulations (terminal, wait) are undecided.
-    Step { node: u32, main: Vec<(u32, Wait)>, done: Vec<Vec<u32>>, guard: Vec<(u32, Wait)> },
+    Step {
+        /// The trie node whose step is in progress.
+        node: u32,
+        /// The step's own simulations waiting for the real stack, as (terminal, wait).
+        main: Vec<(u32, Wait)>,
+        /// Known segments after shifting, held until the guard simulations are decided.
+        done: Vec<Vec<u32>>,
+        /// The guard terminals' simulations waiting for the real stack, as (terminal, wait): if
+        /// one can shift, the step dies.
+        guard: Vec<(u32, Wait)>,
+    },
     /// The lookahead check of end `end`: some terminal of its class can be shifted.
-    Look { end: u32, sims: Vec<(u32, Wait)> },
+    Look {
+        /// The end id ([`Composer::end`]) whose lookahead is checked.
+        end: u32,
+        /// The class's terminals' simulations waiting for the real stack, as (terminal, wait).
+        sims: Vec<(u32, Wait)>,
+    },
 }
 
 /// A position in a lexing trie on one stack: every simulation in it waits for the next real state
 /// of that stack.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Config {
+    /// The step in progress or the lookahead check, with its waiting simulations.
     pub phase: Phase,
 }
 
+/// Where a lexing stands once it has run as far as it can without reading a real state: accepted,
+/// or a configuration waiting for the next real state.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Settled {
     /// The lexing ending at this end id is possible on this stack: its tokens are allowed.
     Accept(u32),
+    /// A configuration waiting for the next real state of the stack.
     Config(Config),
 }
 
@@ -110,7 +141,10 @@ const MAX_OUTCOMES: u64 = 1 << 16;
 
 /// Runs lexings on stacks: the LR tables, the terminal sets, the end ids and the current plan.
 pub struct Composer<'a> {
+    /// The LR tables, with the simulations' label sets.
     pub lr: Lr<'a>,
+    /// The terminal sets that steps, guards and lookahead classes name, by id (a mirror of the
+    /// walker's pool).
     pub terms: SetPool,
     plan: std::rc::Rc<Plan>,
     ends: Vec<(u32, u32)>,
@@ -134,7 +168,10 @@ pub struct Composer<'a> {
     /// Expansions done for the current plan, and the most allowed (work budget): past it,
     /// `exhausted` is set and expansions stop producing outcomes.
     pub work: u64,
+    /// The most work allowed for the current plan (`u64::MAX`: no limit).
     pub budget: u64,
+    /// The work budget is exceeded (or one expansion collected too many outcomes): expansions
+    /// stop producing outcomes, and the lexer state's build fails.
     pub exhausted: bool,
 }
 
@@ -225,6 +262,8 @@ fn canon<T: Ord>(mut v: Vec<T>) -> Vec<T> {
 }
 
 impl<'a> Composer<'a> {
+    /// A composer over `lr`, its terminal pool holding only the empty set, with an empty plan and
+    /// no work budget.
     pub fn new(lr: Lr<'a>) -> Composer<'a> {
         Composer {
             lr,

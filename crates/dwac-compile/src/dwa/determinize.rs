@@ -28,7 +28,10 @@ const DEFAULT: u32 = u32::MAX;
 /// One state of a lexer state's DWA: explicit edges (label, target, output class set) sorted by
 /// label, and the DEFAULT edge (target, output). Targets are local state indices or [`DEAD`].
 pub struct DState {
+    /// Explicit edges as (label, target, output class set), sorted by label.
     pub edges: Vec<(u32, u32, u32)>,
+    /// The DEFAULT edge as (target, output class set), taken for every label without an
+    /// explicit edge.
     pub default: (u32, u32),
 }
 
@@ -39,9 +42,13 @@ pub struct DState {
 /// `states` entry is an empty placeholder. Every other state carries its key, for the tables
 /// to register once it is assembled.
 pub struct LocalDwa {
+    /// The local start state.
     pub start: u32,
+    /// The class set accepted before any stack read (the start's output).
     pub start_rho: u32,
+    /// The local states, by index.
     pub states: Vec<DState>,
+    /// The class sets the outputs name: sets of indices into the lexer state's token classes.
     pub sets: SetPool,
     /// Local state → the assembled state it stands for (links only).
     pub links: FastMap<u32, u32>,
@@ -79,7 +86,10 @@ const SHARED_TABLE: u32 = u32::MAX;
 /// Shared-read lookups a configuration may miss in a row before it stops making them.
 const MAX_SHARE_MISSES: u32 = 128;
 
+/// Builds the DWA of each lexer state in turn ([`Determinizer::build`]), keeping its memos
+/// across lexer states (within their memory bounds).
 pub struct Determinizer<'a> {
+    /// The composer whose configurations the DWA states are made of.
     pub comp: Composer<'a>,
     /// Configurations, kept across lexer states (a configuration names trie nodes, not plans).
     configs: Vec<Config>,
@@ -121,6 +131,8 @@ pub struct Determinizer<'a> {
 }
 
 impl<'a> Determinizer<'a> {
+    /// A determinizer over `comp` allowing `max_states` states per lexer state's DWA, with no
+    /// work budget.
     pub fn new(comp: Composer<'a>, max_states: usize) -> Determinizer<'a> {
         Determinizer {
             comp,

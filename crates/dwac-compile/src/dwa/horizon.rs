@@ -23,6 +23,8 @@ use super::FastMap;
 /// Block id of [`DEAD`] at every level.
 const DEAD_BLOCK: u32 = u32::MAX;
 
+/// The relations `≡_d` of a lexer's states, for every `d` up to a maximum depth: each state's
+/// block id per level.
 pub struct Horizon {
     /// Per state, `hist[hist_off[x]..hist_off[x + 1]]`: (level, block id) from that level on,
     /// levels ascending, the first at level 0.

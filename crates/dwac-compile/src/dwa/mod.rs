@@ -117,13 +117,17 @@ pub struct MaskStats {
     pub dwa_states_assembled: usize,
     /// Determinized states not built because an assembled state had their key (links).
     pub dwa_states_linked: usize,
+    /// Lexer states whose automaton was built within the budget (whole or cut).
     pub lexer_states_with_dwa: usize,
+    /// Token classes, summed over the lexer states.
     pub token_classes: usize,
     /// Composition configurations made (each once: they are shared between lexer states).
     pub configurations: usize,
+    /// Token sets in the finished tables.
     pub token_sets: usize,
     /// The most stack states `get_mask` can read from one head (`u32::MAX`: unbounded, a cycle).
     pub max_lookback: u32,
+    /// Carried inhibitors, each with a `KILL` set in the tables.
     pub carried_inhibitors: usize,
     /// (lexer state, token) pairs left UNDECIDED, decided at run time by committing the token.
     pub undecided_tokens: usize,
@@ -150,6 +154,7 @@ pub struct MaskStats {
     pub lexer_states_renamed: usize,
     /// The longest time one lexer state's automaton took (including one that ran over budget).
     pub slowest_lexer_state_ms: f64,
+    /// Wall time of the whole build, ms.
     pub build_ms: f64,
     /// Time per stage: `trie`, `walk` (Terminal DWA), `determinize`, `assemble` (class sets
     /// to interned token sets), `kill`. `walk` runs on its own thread beside the others

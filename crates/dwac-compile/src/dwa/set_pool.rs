@@ -3,6 +3,8 @@
 
 use super::FastMap;
 
+/// A pool of interned sets: each distinct set once, by id, with memoized unions and
+/// intersections of ids.
 #[derive(Default)]
 pub struct SetPool {
     sets: Vec<Box<[u32]>>,
@@ -12,6 +14,7 @@ pub struct SetPool {
 }
 
 impl SetPool {
+    /// A pool holding only the empty set, as id 0.
     pub fn new() -> SetPool {
         let mut p = SetPool::default();
         p.intern(Vec::new());
@@ -35,10 +38,12 @@ impl SetPool {
         id
     }
 
+    /// The elements of set `id`, sorted.
     pub fn get(&self, id: u32) -> &[u32] {
         &self.sets[id as usize]
     }
 
+    /// The id of the union of sets `a` and `b` (memoized).
     pub fn union(&mut self, a: u32, b: u32) -> u32 {
         if a == b || b == 0 {
             return a;
@@ -86,6 +91,7 @@ impl SetPool {
         }
     }
 
+    /// The id of the intersection of sets `a` and `b` (memoized).
     pub fn intersect(&mut self, a: u32, b: u32) -> u32 {
         if a == b {
             return a;
@@ -103,6 +109,7 @@ impl SetPool {
         u
     }
 
+    /// The number of sets interned (the next set's id).
     pub fn len(&self) -> usize {
         self.sets.len()
     }
@@ -123,6 +130,7 @@ impl SetPool {
         }
     }
 
+    /// Whether the pool holds no sets, not even the empty set (a `SetPool::default()`).
     pub fn is_empty(&self) -> bool {
         self.sets.is_empty()
     }

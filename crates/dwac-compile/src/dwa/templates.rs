@@ -22,7 +22,12 @@ pub enum Wait {
     /// The top real state (to look up ACTION).
     Peek,
     /// Discard `j` real states, then read the revealed one as the GOTO source of `a`.
-    Pop { j: u32, a: u32 },
+    Pop {
+        /// Real states to discard before the read.
+        j: u32,
+        /// The nonterminal whose GOTO the revealed state is read for.
+        a: u32,
+    },
 }
 
 /// The outcomes of running one terminal's reductions on a known segment.
@@ -38,16 +43,20 @@ pub struct Outcome {
 
 /// The result of reading one real state (or an unknown one: DEFAULT) for a waiting simulation.
 pub enum Read {
+    /// Still waiting, as this [`Wait`] (a pop with real states left to discard).
     Wait(Wait),
     /// Continue from this known segment (its bottom is the state read).
     Run(Vec<u32>),
     /// The state read is the top: look up ACTION on it ([`Lr::run_peek`]).
     Peek(u32),
+    /// The simulation dies: the state read has no GOTO on the nonterminal, or no explicit label
+    /// covers it.
     Dead,
 }
 
 /// The LR tables with the label sets that matter to waiting simulations.
 pub struct Lr<'a> {
+    /// The LR tables the simulations run.
     pub tables: &'a LrTables,
     /// Per terminal, the states with an action on it; per nonterminal, the states with a GOTO
     /// on it (ascending): the tables inverted in one pass over them, on first use.
@@ -60,6 +69,7 @@ pub struct Lr<'a> {
 }
 
 impl<'a> Lr<'a> {
+    /// The simulator of `tables`, its label sets not yet inverted.
     pub fn new(tables: &'a LrTables) -> Lr<'a> {
         Lr { tables, action_labels: None, goto_labels: None, bottom_touched: Default::default() }
     }

@@ -78,6 +78,8 @@ pub struct EpsilonFree {
 /// The output of [`eliminate_right_recursion`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RightRecursionFree {
+    /// The input with its right recursion rewritten into left recursion, except in the
+    /// components of `right_recursive_left`; the language is the input's.
     pub grammar: Grammar,
     /// Nonterminals (ids valid in both input and output) whose strongly connected
     /// component of the right-end graph was left alone because rewriting it would have

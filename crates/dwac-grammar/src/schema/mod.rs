@@ -61,10 +61,15 @@ pub use strict::strict_schema;
 /// The JSON Schema dialect, from `$schema` (2020-12 when absent or unknown).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Draft {
+    /// Draft 4 (`draft-04`).
     Draft4,
+    /// Draft 6 (`draft-06`).
     Draft6,
+    /// Draft 7 (`draft-07`).
     Draft7,
+    /// Draft 2019-09.
     Draft2019,
+    /// Draft 2020-12.
     Draft2020,
 }
 
@@ -99,6 +104,7 @@ impl Draft {
         }
     }
 
+    /// The dialect named by `$schema`, or 2020-12 when it names none we know.
     pub fn detect(schema: &Value) -> Draft {
         let s = schema.get("$schema").and_then(Value::as_str).unwrap_or("");
         if s.contains("draft-04") {
@@ -154,7 +160,11 @@ pub enum Whitespace {
     /// `{ }`), and none before or after the whole value. No ignored terminal: a schema embedded in a grammar (`%json`, a structural tag's
     /// `json_schema`) keeps its whitespace to itself, and whitespace cannot run away (XGrammar's
     /// `max_whitespace_cnt`, `dwac compile --max-whitespace`).
-    Around { max: Option<u32> },
+    Around {
+        /// The most whitespace characters on each side of a punctuation mark (`None`: any
+        /// number); [`Whitespace::check`] refuses more than [`MAX_WHITESPACE_RUN`].
+        max: Option<u32>,
+    },
 }
 
 impl Whitespace {
@@ -202,6 +212,7 @@ impl Whitespace {
 /// Compilation policies; part of the compiled grammar's identity.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct SchemaOptions {
+    /// Where JSON whitespace may go in an instance.
     pub whitespace: Whitespace,
     /// Drop keywords we cannot honour (with a warning each) instead of refusing the schema.
     pub lenient: bool,
@@ -217,13 +228,16 @@ pub struct SchemaOptions {
 /// A schema we refuse, naming the keyword and where it is.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SchemaError {
+    /// The keyword at fault (`not`, `enum`, ...), or the option (`separators`, `max_whitespace`).
     pub keyword: String,
     /// JSON pointer of the subschema holding the keyword (`""` is the root).
     pub pointer: String,
+    /// What is wrong.
     pub message: String,
 }
 
 impl SchemaError {
+    /// An error about `keyword` in the subschema at the JSON pointer `pointer`.
     pub fn new(keyword: impl Into<String>, pointer: &str, message: impl Into<String>) -> SchemaError {
         SchemaError { keyword: keyword.into(), pointer: pointer.to_string(), message: message.into() }
     }
@@ -241,8 +255,10 @@ impl std::error::Error for SchemaError {}
 /// A compiled schema.
 #[derive(Clone, Debug)]
 pub struct SchemaGrammar {
+    /// The grammar of the schema's instances.
     pub grammar: Grammar,
     /// Dropped keywords (lenient mode) and ignored annotations worth knowing about.
     pub warnings: Vec<String>,
+    /// The dialect the schema is read in.
     pub draft: Draft,
 }

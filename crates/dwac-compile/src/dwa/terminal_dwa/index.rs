@@ -17,7 +17,9 @@ pub(super) struct KillCache {
 /// Per node of a trie: the number of tokens below it (its own and its descendants'), and its
 /// height (the most bytes a token below it has past the node).
 pub struct TrieIndex {
+    /// Per node: the number of tokens below it (its own and its descendants').
     pub subtree_len: Vec<u32>,
+    /// Per node: its height, the most bytes a token below it has past the node.
     pub height: Vec<u32>,
     /// Per child `i` of the root (in [`Trie::children`] order), `reach[reach_off[i] + a]` for
     /// `a` from 0 to the child's height: over the nodes `v` below it (the child included) whose
@@ -27,6 +29,8 @@ pub struct TrieIndex {
     /// of both sides per child) and the tokens it may have to walk; the other nodes lie in
     /// subtrees it skips. A cost estimate, in tokens.
     pub reach_off: Vec<u32>,
+    /// The cost estimates [`TrieIndex::reach_off`] indexes: per child of the root, one per `a`
+    /// from 0 to the child's height, the children's runs concatenated.
     pub reach: Vec<u32>,
     /// Every node's children as [`Trie::children`] lists them, but tallest first (by height,
     /// then byte): `tallest[trie.child_off[n]..trie.child_off[n + 1]]` (for `LiveHeights`).
@@ -40,6 +44,7 @@ pub struct TrieIndex {
 }
 
 impl TrieIndex {
+    /// The index of `trie` (its caches empty).
     pub fn new(trie: &Trie) -> TrieIndex {
         let n = trie.child_off.len() - 1;
         let mut subtree_len = vec![0u32; n];

@@ -72,7 +72,9 @@ pub const BASE_FROM: usize = 4096;
 /// Everything it memoizes (byte outcomes, lookahead classes, signature sets) depends on the lexer
 /// alone, so one walker serves every lexer state of a grammar.
 pub struct Walker<'a> {
+    /// The lexer the walk steps tokens through.
     pub lex: &'a LexerTables,
+    /// The vocabulary trie walked.
     pub trie: &'a Trie,
     /// The trie of step sequences: (parent, step); node 0 is the empty sequence.
     prefixes: Vec<(u32, Step)>,
@@ -193,6 +195,8 @@ type StateClasses = (Vec<(u32, Tokens)>, Vec<u32>);
 const STATE_MEMO_WORDS: usize = 16 << 20;
 
 impl<'a> Walker<'a> {
+    /// A walker of `trie` through `lex`, with the trie's index and the lexer's bounded-horizon
+    /// equivalence built here.
     pub fn new(lex: &'a LexerTables, trie: &'a Trie) -> Walker<'a> {
         Walker::with_index(lex, trie, Arc::new(TrieIndex::new(trie)))
     }

@@ -142,6 +142,8 @@ pub struct Prewalker<'a> {
 }
 
 impl<'a> Prewalker<'a> {
+    /// A prewalker of `trie` through `lex`, with the walker's trie index and bounded-horizon
+    /// equivalence of lexer states.
     pub fn new(lex: &'a LexerTables, trie: &'a Trie, index: Arc<TrieIndex>, horizon: Arc<Horizon>) -> Prewalker<'a> {
         Prewalker {
             lex,

@@ -9,7 +9,9 @@ pub type Sig = (u32, u32);
 /// The tokens of one class at one lexer state, and their lexings.
 #[derive(Clone)]
 pub struct TokenClass {
+    /// The lexings every token of the class has from the lexer state (sorted, distinct).
     pub sigs: Vec<Sig>,
+    /// The tokens of the class.
     pub tokens: Tokens,
 }
 
@@ -22,8 +24,15 @@ pub const BITMAP_FROM: usize = 2048;
 /// untouched lists and bitmaps, and the memos hand out copies of the handle, not the tokens).
 #[derive(Clone, Debug)]
 pub enum Tokens {
+    /// The token ids, sorted.
     List(Arc<[u32]>),
-    Bits { bits: Arc<[u64]>, len: usize },
+    /// A bitmap over token ids.
+    Bits {
+        /// The bitmap's words: bit `t % 64` of word `t / 64` is set for token `t`.
+        bits: Arc<[u64]>,
+        /// The number of tokens (bits set).
+        len: usize,
+    },
 }
 
 impl Tokens {
@@ -47,6 +56,7 @@ impl Tokens {
         }
     }
 
+    /// The number of tokens.
     pub fn len(&self) -> usize {
         match self {
             Tokens::List(l) => l.len(),
@@ -54,6 +64,7 @@ impl Tokens {
         }
     }
 
+    /// Whether there are no tokens.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -116,10 +116,16 @@ use formats::{format_regexes, value_literal};
 pub enum StringError {
     /// A valid construct we cannot honour exactly (the caller should refuse the schema loudly).
     #[error("unsupported string constraint: {what}")]
-    Unsupported { what: String },
+    Unsupported {
+        /// The construct, with the pattern or format it is in where there is one.
+        what: String,
+    },
     /// The constraint itself is malformed (e.g. a pattern that is not an ECMA-262 regex).
     #[error("invalid string constraint: {what}")]
-    Invalid { what: String },
+    Invalid {
+        /// What is malformed, and the pattern it is in.
+        what: String,
+    },
 }
 
 fn unsupported(what: impl Into<String>) -> StringError {
@@ -133,9 +139,13 @@ fn invalid(what: impl Into<String>) -> StringError {
 /// Constraints of a string schema (the keywords this module understands).
 #[derive(Clone, Debug, Default)]
 pub struct StringConstraints {
+    /// `minLength`, in Unicode code points of the decoded value.
     pub min_length: Option<u64>,
+    /// `maxLength`, in Unicode code points of the decoded value.
     pub max_length: Option<u64>,
+    /// `pattern`: an ECMA-262 regex the decoded value must contain a match of.
     pub pattern: Option<String>,
+    /// `format`: the format's name (see [`is_supported_format`]).
     pub format: Option<String>,
 }
 
