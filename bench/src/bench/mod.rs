@@ -513,6 +513,23 @@ fn run_engine(
     Ok((env, results))
 }
 
+/// Whether engine `engine` runs workload `workload`: no peer reads the character-level Lark
+/// grammars ([`lark_chars_workload`]); glrmask (and dwac in glrmask's language) compiles JSON
+/// Schemas only, and llguidance has no form of a GBNF grammar. An engine that cannot run any job
+/// of a workload is left out of it, so that the traces compared are those of the engines that
+/// can (it would otherwise leave none).
+fn runs_workload(engine: &str, workload: &str) -> bool {
+    if workload.starts_with("lark-chars") {
+        engine == "dwac"
+    } else if workload.starts_with("gbnf") {
+        engine == "dwac" || engine == "xgrammar"
+    } else if workload.starts_with("tags") {
+        engine != "glrmask" && engine != SAME_LANGUAGE_AS_GLRMASK
+    } else {
+        true
+    }
+}
+
 /// One worker over the jobs of `jobs_path` (the workload's jobs from index `first` on), until it
 /// ends: its exit status, and whether it was stopped for taking longer than `--job-timeout-s`
 /// over one job. Past `--timeout-s` for the whole engine run, an error.
@@ -638,8 +655,8 @@ pub fn run(a: Args) -> Result<()> {
         eprintln!("workload {}: {} jobs, {} steps", w.name, w.jobs.len(), steps);
         let mut per_engine = Vec::new();
         for e in &engines {
-            if w.name.starts_with("lark-chars") && e.name != "dwac" {
-                continue; // (no peer reads these grammars: `lark_chars_workload`)
+            if !runs_workload(&e.name, &w.name) {
+                continue;
             }
             let t = Instant::now();
             let r = run_engine(&a, e, w, eos, a.json);

@@ -247,9 +247,7 @@ fn engine_summary(
         if let Some(z) = r["artifact_zstd_without_vocab_bytes"].as_f64() {
             zstd_without_vocab.push(z);
         }
-        compile_jobs.push(json!({"id": r["id"], "compile_ms": r["compile_ms"], "compile_cpu_ms": r["compile_cpu_ms"],
-            "peak_rss_mb": r["peak_rss_mb"], "artifact_bytes": r["artifact_bytes"],
-            "artifact_zstd_bytes": r["artifact_zstd_bytes"], "open_us_p50": pct(&sorted(floats(&r["open_us"])), 0.5)}));
+        compile_jobs.push(compile_job(r));
         if let Some(x) = r["ttfm_ms"].as_f64() {
             ttfm_ms.push(x);
         }
@@ -266,14 +264,7 @@ fn engine_summary(
         let mm = floats(&r["mask_us_min"]);
         // Per job over all of its own traces (a grammar another engine refused included):
         // the per-grammar table of the GBNF workloads.
-        let own = sorted(mm.clone());
-        own_jobs.push(json!({"id": r["id"], "compile_ms": r["compile_ms"], "masks": own.len(),
-            "mask_us_min_p50": pct(&own, 0.5).map(|x| round(x, 2)),
-            "mask_us_min_p99": pct(&own, 0.99).map(|x| round(x, 2)),
-            "mask_us_min_p999": pct(&own, 0.999).map(|x| round(x, 2)),
-            "mask_us_min_max": pct(&own, 1.0).map(|x| round(x, 2)),
-            "rejected_traces": r["rejected_traces"], "undecided": r["undecided"],
-            "undecided_tokens": r["tables"]["undecided_tokens"]}));
+        own_jobs.push(own_job(r, mm));
         let mine = sorted(lat.mask_min[before..].to_vec());
         if !mine.is_empty() {
             per_job.push(json!({"id": r["id"], "masks": mine.len(),
@@ -331,6 +322,26 @@ fn engine_summary(
         e["own_jobs"] = json!(own_jobs);
     }
     (e, sorted(lat.mask_min), sorted(lat.mask))
+}
+
+/// A compiled job's line of the per-schema table: compile time, memory, artifact size, open time.
+fn compile_job(r: &Value) -> Value {
+    json!({"id": r["id"], "compile_ms": r["compile_ms"], "compile_cpu_ms": r["compile_cpu_ms"],
+        "peak_rss_mb": r["peak_rss_mb"], "artifact_bytes": r["artifact_bytes"],
+        "artifact_zstd_bytes": r["artifact_zstd_bytes"], "open_us_p50": pct(&sorted(floats(&r["open_us"])), 0.5)})
+}
+
+/// A compiled job's line of the per-grammar table, over all of its own traces (`mask_us_min`:
+/// their per-step minimum mask times).
+fn own_job(r: &Value, mask_us_min: Vec<f64>) -> Value {
+    let own = sorted(mask_us_min);
+    json!({"id": r["id"], "compile_ms": r["compile_ms"], "masks": own.len(),
+        "mask_us_min_p50": pct(&own, 0.5).map(|x| round(x, 2)),
+        "mask_us_min_p99": pct(&own, 0.99).map(|x| round(x, 2)),
+        "mask_us_min_p999": pct(&own, 0.999).map(|x| round(x, 2)),
+        "mask_us_min_max": pct(&own, 1.0).map(|x| round(x, 2)),
+        "rejected_traces": r["rejected_traces"], "undecided": r["undecided"],
+        "undecided_tokens": r["tables"]["undecided_tokens"]})
 }
 
 /// The steps of job `r`'s traces that every engine ran to the end (`keep`), into `lat`.

@@ -22,6 +22,37 @@ type NamedMember = (Vec<(u32, Symbol)>, bool);
 /// most 16 keys and `other_bit`).
 const WITNESS_SHIFT: u32 = 17;
 
+/// An array's one `contains` and its `minContains` (0 without `contains`); several `contains`
+/// in one conjunction are refused.
+fn single_contains(s: &Shape) -> Result<(Option<Part>, u64), SchemaError> {
+    match s.contains.as_slice() {
+        [] => Ok((None, 0)),
+        [(part, m)] => Ok((Some(part.clone()), *m)),
+        [_, (part, _), ..] => {
+            Err(SchemaError::new("contains", &part.ptr, "several `contains` in one conjunction are not supported"))
+        }
+    }
+}
+
+/// What an array's states count marked elements up to, and the part an unmarked element must
+/// satisfy: with `maxContains` (M), exactly up to M and the complement of `contains`; without
+/// it, up to `mc`, saturating. `None`: no array (M < `mc`).
+fn contains_count(s: &Shape, has_contains: bool, mc: u64) -> Result<Option<(u64, Option<Part>)>, SchemaError> {
+    match &s.contains_max {
+        Some((m, not_part)) if has_contains => {
+            if *m > MAX_UNROLL {
+                return Err(SchemaError::new(
+                    "maxContains",
+                    &s.ptr,
+                    format!("more than {MAX_UNROLL} is not supported"),
+                ));
+            }
+            Ok((*m >= mc).then(|| (*m, Some(not_part.clone()))))
+        }
+        _ => Ok(Some((mc, None))),
+    }
+}
+
 /// Every subset of `items` (indices below 32), as bit sets, the empty set first.
 fn subsets_of(items: &[usize]) -> Vec<u32> {
     (0..1u32 << items.len())
@@ -516,21 +547,7 @@ impl Builder<'_> {
         }
         // `contains` (with `minContains`): each element is either plain or "marked" (also
         // satisfies `contains`); states count marked elements up to `mc`.
-        let (contains, mc) = match s.contains.as_slice() {
-            [] => (None, 0u64),
-            [(part, m)] => (Some(part.clone()), *m),
-            [_, (part, _), ..] => {
-                return Err(SchemaError::new(
-                    "contains",
-                    &part.ptr,
-                    "several `contains` in one conjunction are not supported",
-                ))
-            }
-        };
-        if contains.is_none() || mc == 0 {
-            // `minContains: 0` is always satisfied.
-        }
-        let mc = if contains.is_some() { mc } else { 0 };
+        let (contains, mc) = single_contains(s)?;
         if max.is_some_and(|m| m < mc) {
             return Ok(());
         }
@@ -543,21 +560,8 @@ impl Builder<'_> {
         }
         // With `maxContains` (M): an unmarked element satisfies the complement of `contains`, and
         // the marked ones are counted exactly up to M (not saturating at mc).
-        let (count_to, unmarked) = match &s.contains_max {
-            Some((m, not_part)) if contains.is_some() => {
-                if *m > MAX_UNROLL {
-                    return Err(SchemaError::new(
-                        "maxContains",
-                        &s.ptr,
-                        format!("more than {MAX_UNROLL} is not supported"),
-                    ));
-                }
-                if *m < mc {
-                    return Ok(()); // (no array: at least mc and at most m < mc matching items)
-                }
-                (*m, Some(not_part.clone()))
-            }
-            _ => (mc, None),
+        let Some((count_to, unmarked)) = contains_count(s, contains.is_some(), mc)? else {
+            return Ok(()); // (no array: at least mc and at most maxContains < mc matching items)
         };
         let elem = |b: &mut Builder, k: u64, marked: bool| -> Result<Symbol, SchemaError> {
             let Some(mut parts) = position_m((k as usize).min(p), marked) else {
