@@ -222,6 +222,20 @@ enum Cmd {
     },
 }
 
+/// The peers named in a comma-separated list (`none`: no peer).
+fn peer_list(list: &str) -> Vec<String> {
+    list.split(',').map(str::trim).filter(|p| !p.is_empty() && *p != "none").map(String::from).collect()
+}
+
+/// A path as given if absolute, else under the repository root.
+fn in_repo(path: PathBuf) -> PathBuf {
+    if path.is_absolute() {
+        path
+    } else {
+        dwac_testdata::repo_root().join(path)
+    }
+}
+
 fn main() -> Result<()> {
     // As the `dwac` binary does (`keep_freed_memory` in `crates/dwac/src/main.rs`): mimalloc
     // keeps freed memory (`mi_option_purge_delay`, index 15, set to -1), so the bench worker
@@ -252,9 +266,7 @@ fn main() -> Result<()> {
             gbnf_tokenizers,
             tags_tokenizers,
         } => {
-            let peers =
-                peers.split(',').map(str::trim).filter(|p| !p.is_empty() && *p != "none").map(String::from).collect();
-            let out_dir = if out_dir.is_absolute() { out_dir } else { dwac_testdata::repo_root().join(out_dir) };
+            let (peers, out_dir) = (peer_list(&peers), in_repo(out_dir));
             bench::run(bench::Args {
                 grammar,
                 tokenizers,
@@ -281,15 +293,12 @@ fn main() -> Result<()> {
             bench::worker(bench::WorkerArgs { tokenizer, jobs, out, replays, eos, grammar, python_separators })
         }
         Cmd::PyBench { tokenizer, schemas, peers, out_dir } => {
-            let out_dir = if out_dir.is_absolute() { out_dir } else { dwac_testdata::repo_root().join(out_dir) };
-            let peers: Vec<String> =
-                peers.split(',').map(str::trim).filter(|p| !p.is_empty() && *p != "none").map(String::from).collect();
+            let (peers, out_dir) = (peer_list(&peers), in_repo(out_dir));
             print!("{}", py_bench::run_with(py_bench::Args { tokenizer, schemas, out_dir }, &peers)?);
             Ok(())
         }
         Cmd::E2e { schemas, max_tokens, threads, out_dir } => {
-            let out_dir = if out_dir.is_absolute() { out_dir } else { dwac_testdata::repo_root().join(out_dir) };
-            e2e::run(e2e::Args { schemas, max_tokens, threads, out_dir })
+            e2e::run(e2e::Args { schemas, max_tokens, threads, out_dir: in_repo(out_dir) })
         }
         Cmd::FuzzArtifact { seconds, seed } => fuzz::run(seconds, seed),
         Cmd::SchemaSuite { draft, json, out } => schema_suite::run(&draft, json, out),
