@@ -96,63 +96,7 @@ enum Cmd {
     },
     /// get_mask / commit latency next to llguidance, glrmask and XGrammar on the same token ids
     /// (report under target/bench/).
-    Bench {
-        /// Grammar dwac uses for the generic JSON workloads (repository-relative).
-        #[arg(long, default_value = "grammars/json.lark")]
-        grammar: String,
-        /// Tokenizers of the JSON-grammar workloads (names under ../shared/data/tokenizers or
-        /// paths); repeat the flag; `none` skips them (and the large-schema workloads).
-        #[arg(long = "tokenizer", default_values_t = ["qwen3".to_string(), "deepseek-r1".to_string()])]
-        tokenizers: Vec<String>,
-        /// Tokenizer of the MaskBench-schema workload (`none` skips it).
-        #[arg(long, default_value = "qwen3")]
-        schema_tokenizer: String,
-        /// Only the first N schemas of each split (Glaiveai2K, Github_easy).
-        #[arg(long)]
-        schemas: Option<usize>,
-        /// Replays of every trace (per-step minimum is reported next to the first pass).
-        #[arg(long, default_value_t = 3)]
-        replays: usize,
-        /// Peers to run, comma-separated (`none` for dwac alone).
-        #[arg(long, default_value = "llguidance,glrmask,xgrammar")]
-        peers: String,
-        /// Use only the first N traces of the JSON workloads.
-        #[arg(long)]
-        limit: Option<usize>,
-        /// Print the report as JSON on stdout.
-        #[arg(long)]
-        json: bool,
-        /// Where the jobs, raw results and the report go.
-        #[arg(long, default_value = "target/bench")]
-        out_dir: PathBuf,
-        /// Wall-clock limit for one engine on one workload, seconds.
-        #[arg(long, default_value_t = 3600)]
-        timeout_s: u64,
-        /// Wall-clock limit for one job (one grammar or schema with its traces), seconds: past it
-        /// the engine's worker is stopped, the job reported as timed out, and a new worker goes
-        /// on with the next job (an engine that stalls on one grammar still runs the others).
-        /// Workloads of a single job have only `--timeout-s`.
-        #[arg(long, default_value_t = 180)]
-        job_timeout_s: u64,
-        /// Folder of large schemas (`cargo xtask large-schemas`), one workload per
-        /// `--tokenizer`; `none` skips them.
-        #[arg(long, default_value = "schemas/large")]
-        large: String,
-        /// Also measure the Python packages (dwac, llguidance, XGrammar; `py-bench`)
-        /// on the schema workload's tokenizer and schemas, in this run; its tables are appended
-        /// to report.md. `--python false` skips it.
-        #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
-        python: bool,
-        /// Tokenizers of the GBNF workloads (grammars without a lexer, next to XGrammar) and of
-        /// the character-level Lark workloads (the collection's ligurio grammars, dwac alone);
-        /// repeat the flag; `none` skips them.
-        #[arg(long = "gbnf-tokenizer", default_values_t = ["qwen3".to_string()])]
-        gbnf_tokenizers: Vec<String>,
-        /// Tokenizers of the structural-tag workloads (tool calling over 10, 100 and 500 real
-        /// tools, next to XGrammar); repeat the flag; `none` skips them.
-        #[arg(long = "tags-tokenizer", default_values_t = ["qwen3".to_string(), "deepseek-r1".to_string()])]
-        tags_tokenizers: Vec<String>,
-    },
+    Bench(bench::Args),
     /// Internal: dwac's side of `bench` (the same job and result lines as the peers).
     #[command(hide = true)]
     BenchWorker {
@@ -222,11 +166,6 @@ enum Cmd {
     },
 }
 
-/// The peers named in a comma-separated list (`none`: no peer).
-fn peer_list(list: &str) -> Vec<String> {
-    list.split(',').map(str::trim).filter(|p| !p.is_empty() && *p != "none").map(String::from).collect()
-}
-
 /// A path as given if absolute, else under the repository root.
 fn in_repo(path: PathBuf) -> PathBuf {
     if path.is_absolute() {
@@ -249,42 +188,7 @@ fn main() -> Result<()> {
         libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
     }
     match Cli::parse().cmd {
-        Cmd::Bench {
-            grammar,
-            tokenizers,
-            schema_tokenizer,
-            schemas,
-            replays,
-            peers,
-            limit,
-            json,
-            out_dir,
-            timeout_s,
-            job_timeout_s,
-            large,
-            python,
-            gbnf_tokenizers,
-            tags_tokenizers,
-        } => {
-            let (peers, out_dir) = (peer_list(&peers), in_repo(out_dir));
-            bench::run(bench::Args {
-                grammar,
-                tokenizers,
-                schema_tokenizer,
-                schemas,
-                replays,
-                peers,
-                limit,
-                json,
-                out_dir,
-                timeout_s,
-                job_timeout_s,
-                large,
-                python,
-                gbnf_tokenizers,
-                tags_tokenizers,
-            })
-        }
+        Cmd::Bench(a) => bench::run(bench::Args { out_dir: in_repo(a.out_dir), ..a }),
         Cmd::BenchWorker { tokenizer, jobs, out, replays, eos, grammar, python_separators } => {
             let eos = match eos {
                 Some(e) => e.split(',').map(|x| x.trim().parse::<u32>()).collect::<Result<Vec<_>, _>>()?,
@@ -293,7 +197,7 @@ fn main() -> Result<()> {
             bench::worker(bench::WorkerArgs { tokenizer, jobs, out, replays, eos, grammar, python_separators })
         }
         Cmd::PyBench { tokenizer, schemas, peers, out_dir } => {
-            let (peers, out_dir) = (peer_list(&peers), in_repo(out_dir));
+            let (peers, out_dir) = (util::peer_list(&peers), in_repo(out_dir));
             print!("{}", py_bench::run_with(py_bench::Args { tokenizer, schemas, out_dir }, &peers)?);
             Ok(())
         }

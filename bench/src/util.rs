@@ -107,3 +107,8 @@ pub fn tokenizer(name: &str) -> anyhow::Result<dwac_vocab::Tokenizer> {
     let path = tokenizer_file(name);
     dwac_vocab::Tokenizer::from_file(&path).with_context(|| format!("loading {}", path.display()))
 }
+
+/// The peers named in a comma-separated list (`none`: no peer).
+pub fn peer_list(list: &str) -> Vec<String> {
+    list.split(',').map(str::trim).filter(|p| !p.is_empty() && *p != "none").map(String::from).collect()
+}

@@ -1,4 +1,4 @@
-//! `cargo xtask bench`: dwac's `fill_mask`/`commit` next to llguidance, glrmask and XGrammar on
+//! `cargo dwac-bench bench` (or `cargo xtask bench`): dwac's `fill_mask`/`commit` next to llguidance, glrmask and XGrammar on
 //! the same token ids, each engine in its own process, single thread.
 //!
 //! Workloads (one jobs file each, `target/bench/jobs-*.jsonl`, lines
@@ -13,10 +13,11 @@
 //!   Kubernetes-shaped graphs), for every `--tokenizer`, over their valid instances if any.
 //! - `gbnf-<tokenizer>`: grammars without a lexer (llama.cpp's GBNF grammars, GBNF from
 //!   llama.cpp's JSON-Schema converter, our own), for every `--gbnf-tokenizer`, next to XGrammar
-//!   (the Rust peers compile JSON Schemas only and report these jobs as not run).
+//!   alone (the Rust peers read no GBNF: [`runs_workload`] leaves them out).
 //! - `tags-<tokenizer>`: tool calling, XGrammar structural tags over 10, 100 and 500 real tools,
 //!   for every `--tags-tokenizer`, next to XGrammar's `compile_structural_tag` and llguidance
-//!   (the job's `lark`: the same language in its Lark, [`llguidance_tags_lark`]).
+//!   (the job's `lark`: the same language in its Lark, [`llguidance_tags_lark`]); glrmask
+//!   compiles JSON Schemas only and is left out.
 //!
 //! Engines: `dwac-bench bench-worker` (dwac, `worker.rs`), `bench/peers/{llguidance,glrmask}` (Rust
 //! bench crates outside the workspace, built here with cargo into `target/peers/<name>`) and
@@ -50,26 +51,63 @@ pub const PEERS: [&str; 3] = ["llguidance", "glrmask", "xgrammar"];
 /// dwac compiling glrmask's language (`bench-worker --python-separators`).
 pub const SAME_LANGUAGE_AS_GLRMASK: &str = "dwac-sep";
 
+/// `bench`'s options (its command line).
+#[derive(clap::Args)]
 pub struct Args {
+    /// Grammar dwac uses for the generic JSON workloads (repository-relative).
+    #[arg(long, default_value = "grammars/json.lark")]
     pub grammar: String,
+    /// Tokenizers of the JSON-grammar workloads (names under ../shared/data/tokenizers or
+    /// paths); repeat the flag; `none` skips them (and the large-schema workloads).
+    #[arg(long = "tokenizer", default_values_t = ["qwen3".to_string(), "deepseek-r1".to_string()])]
     pub tokenizers: Vec<String>,
+    /// Tokenizer of the MaskBench-schema workload (`none` skips it).
+    #[arg(long, default_value = "qwen3")]
     pub schema_tokenizer: String,
+    /// Only the first N schemas of each split (Glaiveai2K, Github_easy).
+    #[arg(long)]
     pub schemas: Option<usize>,
+    /// Replays of every trace (per-step minimum is reported next to the first pass).
+    #[arg(long, default_value_t = 3)]
     pub replays: usize,
-    pub peers: Vec<String>,
+    /// Peers to run, comma-separated (`none` for dwac alone; [`crate::util::peer_list`]).
+    #[arg(long, default_value = "llguidance,glrmask,xgrammar")]
+    pub peers: String,
+    /// Use only the first N traces of the JSON workloads.
+    #[arg(long)]
     pub limit: Option<usize>,
+    /// Print the report as JSON on stdout.
+    #[arg(long)]
     pub json: bool,
+    /// Where the jobs, raw results and the report go.
+    #[arg(long, default_value = "target/bench")]
     pub out_dir: PathBuf,
+    /// Wall-clock limit for one engine on one workload, seconds.
+    #[arg(long, default_value_t = 3600)]
     pub timeout_s: u64,
-    /// Limit for one job: past it the worker is stopped and restarted on the next job.
+    /// Wall-clock limit for one job (one grammar or schema with its traces), seconds: past it
+    /// the engine's worker is stopped, the job reported as timed out, and a new worker goes
+    /// on with the next job (an engine that stalls on one grammar still runs the others).
+    /// Workloads of a single job have only `--timeout-s`.
+    #[arg(long, default_value_t = 180)]
     pub job_timeout_s: u64,
-    /// Folder of the large schemas (`none` skips them), one workload per tokenizer.
+    /// Folder of large schemas (`cargo xtask large-schemas`), one workload per
+    /// `--tokenizer`; `none` skips them.
+    #[arg(long, default_value = "schemas/large")]
     pub large: String,
-    /// Run `py-bench` too and append its tables to report.md.
+    /// Also measure the Python packages (dwac, llguidance, XGrammar; `py-bench`)
+    /// on the schema workload's tokenizer and schemas, in this run; its tables are appended
+    /// to report.md. `--python false` skips it.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub python: bool,
-    /// Tokenizers of the GBNF workloads (`none` skips them).
+    /// Tokenizers of the GBNF workloads (grammars without a lexer, next to XGrammar) and of
+    /// the character-level Lark workloads (the collection's ligurio grammars, dwac alone);
+    /// repeat the flag; `none` skips them.
+    #[arg(long = "gbnf-tokenizer", default_values_t = ["qwen3".to_string()])]
     pub gbnf_tokenizers: Vec<String>,
-    /// Tokenizers of the structural-tag (tool calling) workloads (`none` skips them).
+    /// Tokenizers of the structural-tag workloads (tool calling over 10, 100 and 500 real
+    /// tools, next to XGrammar); repeat the flag; `none` skips them.
+    #[arg(long = "tags-tokenizer", default_values_t = ["qwen3".to_string(), "deepseek-r1".to_string()])]
     pub tags_tokenizers: Vec<String>,
 }
 
@@ -604,7 +642,8 @@ pub fn run(a: Args) -> Result<()> {
     // `, ` and `: ` between tokens, no other whitespace; its "json" is the `{}` schema so laid
     // out): next to it, dwac compiles that same language too (`dwac-sep`), so the two can be
     // compared on equal terms; the flexible-whitespace row stays beside it.
-    if a.peers.iter().any(|p| p == "glrmask") {
+    let peers = crate::util::peer_list(&a.peers);
+    if peers.iter().any(|p| p == "glrmask") {
         engines.push(EngineSpec {
             name: SAME_LANGUAGE_AS_GLRMASK.into(),
             program: std::env::current_exe()?,
@@ -612,7 +651,7 @@ pub fn run(a: Args) -> Result<()> {
         });
     }
     let mut unavailable = Vec::new();
-    for p in &a.peers {
+    for p in &peers {
         match setup_peer(p) {
             Ok(e) => engines.push(e),
             Err(e) => {
