@@ -79,12 +79,24 @@ type SubPlan = (Vec<u32>, Vec<(Step, u32)>, u32);
 const MAX_CONFIGS: usize = 1 << 18;
 const MAX_READS: usize = 1 << 20;
 const MAX_EXPANSIONS: usize = 1 << 18;
-/// Labels from which a configuration's reads get a table of their own (`label_reads`).
-const MANY_LABELS: usize = 256;
-/// [`Determinizer::read_table`]: the reads are in the table shared by all configurations.
-const SHARED_TABLE: u32 = u32::MAX;
 /// Shared-read lookups a configuration may miss in a row before it stops making them.
 const MAX_SHARE_MISSES: u32 = 128;
+/// Shared-read lookups of one build after which it stops making them if fewer than one in
+/// [`SHARE_HIT_RATIO`] has hit (`palindrome.lark`: 350 hits in 781,454 lookups, each a
+/// signature built, hashed and kept).
+const SHARE_TRIAL: u64 = 4096;
+const SHARE_HIT_RATIO: u64 = 64;
+
+/// Where a configuration's reads under one plan below its node are kept
+/// ([`Determinizer::read_table`]).
+#[derive(Clone, Copy)]
+enum ReadTable {
+    /// In `dense_reads`: one slot per label the configuration tells apart, in their order, then
+    /// one for DEFAULT.
+    Dense(u32),
+    /// In `label_reads`, by label (a configuration that tells every state apart).
+    ByLabel(u32),
+}
 
 /// Builds the DWA of each lexer state in turn ([`Determinizer::build`]), keeping its memos
 /// across lexer states (within their memory bounds).
@@ -96,16 +108,15 @@ pub struct Determinizer<'a> {
     config_ids: FastMap<Config, u32>,
     /// Configurations there were when the current automaton's build began.
     configs_before: usize,
-    /// (config, label or [`DEFAULT`], plan below the config's node) → settled: how a
-    /// configuration continues depends on the plan only through the plan below its node, so
-    /// lexer states with the same one there share the read.
-    reads: FastMap<(u32, u32, u32), Rc<[u64]>>,
-    /// The same for configurations that tell many states apart ([`MANY_LABELS`]), in a table of
-    /// their own per (config, plan below), found once per DWA state: their thousands of reads,
-    /// one per label, then probe a small table that stays in cache, not one of millions.
-    read_tables: FastMap<(u32, u32), u32>,
+    /// (config, plan below the config's node) → its table of reads (label or DEFAULT →
+    /// settled): how a configuration continues depends on the plan only through the plan below
+    /// its node, so lexer states with the same one there share the reads. The table is found
+    /// once per DWA state; each read is then a slot (or a probe of a small map) that stays in
+    /// cache, not a probe of one map of millions.
+    read_tables: FastMap<(u32, u32), ReadTable>,
+    dense_reads: Vec<Box<[Option<Rc<[u64]>>]>>,
     label_reads: Vec<FastMap<u32, Rc<[u64]>>>,
-    /// Reads in all tables.
+    /// Reads and dense slots in all tables.
     reads_len: usize,
     /// (config, plan below its node, first-use signature of the state read) → settled, for reads
     /// whose outcome touched nothing else of the state read (shared by every state with that
@@ -114,6 +125,11 @@ pub struct Determinizer<'a> {
     /// Per configuration: shared-read lookups since its last hit. Past [`MAX_SHARE_MISSES`], its
     /// reads are neither looked up nor kept there (a memo policy: the reads are the same).
     share_misses: Vec<u32>,
+    /// This build's shared-read lookups and hits, and whether it still makes them
+    /// ([`SHARE_TRIAL`]).
+    share_lookups: u64,
+    share_hits: u64,
+    sharing: bool,
     labels: FastMap<u32, Option<Rc<[u32]>>>,
     /// Interned plans below nodes; id 0 is [`NO_PLAN`].
     sub_plans: FastMap<SubPlan, u32>,
@@ -139,12 +155,15 @@ impl<'a> Determinizer<'a> {
             configs: Vec::new(),
             config_ids: FastMap::default(),
             configs_before: 0,
-            reads: FastMap::default(),
             read_tables: FastMap::default(),
+            dense_reads: Vec::new(),
             label_reads: Vec::new(),
             reads_len: 0,
             shared_reads: FastMap::default(),
             share_misses: Vec::new(),
+            share_lookups: 0,
+            share_hits: 0,
+            sharing: true,
             labels: FastMap::default(),
             sub_plans: FastMap::default(),
             canon: FastMap::default(),
@@ -183,49 +202,65 @@ impl<'a> Determinizer<'a> {
         v.into()
     }
 
-    /// Where `c`'s reads under the current plan are kept: its own table in `label_reads` if it
-    /// tells `labels` states apart and they are many, else [`SHARED_TABLE`] (`reads`); and the
-    /// plan below its node.
-    fn read_table(&mut self, c: u32, labels: Option<usize>) -> (u32, u32) {
+    /// Where `c`'s reads under the current plan are kept: a dense table if it tells `labels`
+    /// states apart, one by label if it tells every state apart (`None`).
+    fn read_table(&mut self, c: u32, labels: Option<usize>) -> ReadTable {
+        let below = self.below_of(c);
+        if let Some(&t) = self.read_tables.get(&(c, below)) {
+            return t;
+        }
+        let t = match labels {
+            Some(n) => {
+                self.dense_reads.push(vec![None; n + 1].into());
+                self.reads_len += n + 1;
+                ReadTable::Dense(self.dense_reads.len() as u32 - 1)
+            }
+            None => {
+                self.label_reads.push(FastMap::default());
+                ReadTable::ByLabel(self.label_reads.len() as u32 - 1)
+            }
+        };
+        self.read_tables.insert((c, below), t);
+        t
+    }
+
+    /// The memo slot of a read: `slot` is the label's place among the configuration's labels
+    /// (dense tables), `key` the label or [`DEFAULT`].
+    fn memo_get(&self, table: ReadTable, key: u32, slot: usize) -> Option<&Rc<[u64]>> {
+        match table {
+            ReadTable::Dense(t) => self.dense_reads[t as usize][slot].as_ref(),
+            ReadTable::ByLabel(t) => self.label_reads[t as usize].get(&key),
+        }
+    }
+
+    fn memo_insert(&mut self, table: ReadTable, key: u32, slot: usize, r: Rc<[u64]>) {
+        match table {
+            ReadTable::Dense(t) => self.dense_reads[t as usize][slot] = Some(r),
+            ReadTable::ByLabel(t) => {
+                self.label_reads[t as usize].insert(key, r);
+                self.reads_len += 1;
+            }
+        }
+    }
+
+    /// The plan below the node of configuration `c` (what its reads depend on besides itself).
+    fn below_of(&self, c: u32) -> u32 {
         // (A lookahead check reads no plan.)
-        let below = match &self.configs[c as usize].phase {
+        match &self.configs[c as usize].phase {
             Phase::Step { node, .. } => self.comp.plan_below(*node),
             Phase::Look { .. } => NO_PLAN,
-        };
-        if labels.is_some_and(|n| n < MANY_LABELS) {
-            return (SHARED_TABLE, below);
         }
-        let next = self.label_reads.len() as u32;
-        let t = *self.read_tables.entry((c, below)).or_insert(next);
-        if t == next {
-            self.label_reads.push(FastMap::default());
-        }
-        (t, below)
-    }
-
-    fn memo_get(&self, (t, below): (u32, u32), c: u32, label: u32) -> Option<&Rc<[u64]>> {
-        match t {
-            SHARED_TABLE => self.reads.get(&(c, label, below)),
-            t => self.label_reads[t as usize].get(&label),
-        }
-    }
-
-    fn memo_insert(&mut self, (t, below): (u32, u32), c: u32, label: u32, r: Rc<[u64]>) {
-        match t {
-            SHARED_TABLE => self.reads.insert((c, label, below), r),
-            t => self.label_reads[t as usize].insert(label, r),
-        };
-        self.reads_len += 1;
     }
 
     /// What configuration `c` becomes on reading `label` (`None`: DEFAULT); `table` is where
-    /// [`Determinizer::read_table`] keeps `c`'s reads.
-    fn read_ids(&mut self, table: (u32, u32), c: u32, label: Option<u32>) -> Rc<[u64]> {
+    /// [`Determinizer::read_table`] keeps `c`'s reads, `slot` the label's place among the
+    /// labels `c` tells apart (their number for DEFAULT; any for a table by label).
+    fn read_ids(&mut self, table: ReadTable, c: u32, label: Option<u32>, slot: usize) -> Rc<[u64]> {
         let key = label.unwrap_or(DEFAULT);
-        if let Some(r) = self.memo_get(table, c, key) {
+        if let Some(r) = self.memo_get(table, key, slot) {
             return r.clone();
         }
-        let below = table.1;
+        let below = self.below_of(c);
         let config = &self.configs[c as usize];
         // A read whose outcome depends on the state read only through its first lookup is shared
         // by all states with the same first-lookup signature.
@@ -233,19 +268,24 @@ impl<'a> Determinizer<'a> {
         // a schema with hundreds of objects, a configuration holds a simulation per object's
         // KEY_ADDITIONAL terminal and tells thousands of states apart, each its own way: on
         // tools-500, 2.8M lookups skipped for 874 hits lost.)
-        let signature = label.filter(|_| self.share_misses[c as usize] < MAX_SHARE_MISSES).map(|p| {
+        let signature = label.filter(|_| self.sharing && self.share_misses[c as usize] < MAX_SHARE_MISSES).map(|p| {
             let mut sig = Vec::new();
             self.comp.first_uses(config, p, &mut sig);
             (c, below, sig)
         });
         if let Some(sig) = &signature {
+            self.share_lookups += 1;
             if let Some(r) = self.shared_reads.get(sig) {
                 let r = r.clone();
+                self.share_hits += 1;
                 self.share_misses[c as usize] = 0;
-                self.memo_insert(table, c, key, r.clone());
+                self.memo_insert(table, key, slot, r.clone());
                 return r;
             }
             self.share_misses[c as usize] += 1;
+            if self.share_lookups >= SHARE_TRIAL && self.share_hits * SHARE_HIT_RATIO < self.share_lookups {
+                self.sharing = false;
+            }
         }
         let mut out = Vec::new();
         self.comp.lr.bottom_touched.set(false);
@@ -263,7 +303,7 @@ impl<'a> Determinizer<'a> {
         if let (Some(sig), false) = (signature, touched) {
             self.shared_reads.insert(sig, ids.clone());
         }
-        self.memo_insert(table, c, key, ids.clone());
+        self.memo_insert(table, key, slot, ids.clone());
         ids
     }
 
@@ -415,8 +455,8 @@ impl<'a> Determinizer<'a> {
             self.configs.clear();
             self.config_ids.clear();
             self.labels.clear();
-            self.reads.clear();
             self.read_tables.clear();
+            self.dense_reads.clear();
             self.label_reads.clear();
             self.reads_len = 0;
             self.shared_reads.clear();
@@ -510,6 +550,7 @@ impl<'a> Determinizer<'a> {
         self.comp.set_plan(plan);
         self.comp.budget = self.work_budget;
         self.configs_before = self.configs.len();
+        (self.share_lookups, self.share_hits, self.sharing) = (0, 0, true);
 
         // Where a settled outcome's classes may be: below its trie node, or at its end.
         let filter = |det: &Self, id: u64| -> u32 {
@@ -564,7 +605,7 @@ impl<'a> Determinizer<'a> {
             // Per configuration, the labels it tells apart (sorted; `None`: all).
             let mut own: Vec<Option<Rc<[u32]>>> = Vec::with_capacity(state.len());
             // Per configuration, its table of reads.
-            let mut tables: Vec<(u32, u32)> = Vec::with_capacity(state.len());
+            let mut tables: Vec<ReadTable> = Vec::with_capacity(state.len());
             for &(c, _) in &state {
                 let l = self.labels_of(c);
                 tables.push(self.read_table(c, l.as_ref().map(|l| l.len())));
@@ -594,13 +635,16 @@ impl<'a> Determinizer<'a> {
                 parts.clear();
                 for (i, &(c, s)) in state.iter().enumerate() {
                     let read = match (label, &own[i]) {
-                        (None, _) => {
-                            let r = det.read_ids(tables[i], c, None);
+                        (None, l) => {
+                            let r = det.read_ids(tables[i], c, None, l.as_ref().map_or(0, |l| l.len()));
                             defaults.push(r.clone());
                             r
                         }
-                        (Some(x), Some(l)) if l.binary_search(&x).is_err() => defaults[i].clone(),
-                        (Some(x), _) => det.read_ids(tables[i], c, Some(x)),
+                        (Some(x), Some(l)) => match l.binary_search(&x) {
+                            Ok(slot) => det.read_ids(tables[i], c, Some(x), slot),
+                            Err(_) => defaults[i].clone(),
+                        },
+                        (Some(x), None) => det.read_ids(tables[i], c, Some(x), 0),
                     };
                     for &id in read.iter() {
                         let w = sets.intersect(s, filter(det, id));
