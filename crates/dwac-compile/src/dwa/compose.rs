@@ -155,8 +155,8 @@ pub struct Composer<'a> {
     /// lexer state, with that plan below it, and, for an expansion that never looked at the
     /// segment's bottom (a state read), for every state read there.
     expansions: FastMap<(u32, bool, Vec<u32>), Vec<Settled>>,
-    /// The subtrees of the current plan's nodes, as far as asked for.
-    subtrees: FastMap<u32, std::rc::Rc<Subtree>>,
+    /// The current plan's nodes and ends in canonical order (for [`Subtree`]s).
+    order: std::rc::Rc<Preorder>,
     /// Lookahead checks by (class, known segment): `None` if some terminal of the class can be
     /// shifted, else the simulations left waiting; and whether the check looked at the
     /// segment's bottom beyond a first lookup ([`Lr::bottom_touched`]).
@@ -175,36 +175,52 @@ pub struct Composer<'a> {
     pub exhausted: bool,
 }
 
-/// The nodes and ends below a node (itself included) in the plan's canonical order (depth first,
-/// children in step order, each node's ends in class order): nodes with the same plan below them
-/// ([`Plan::below`]) have subtrees that correspond place by place.
-struct Subtree {
+/// The plan's nodes and ends in its canonical order: depth first from the root, children in
+/// step order, each node's ends (in class order) right after it. The nodes and ends below a node
+/// (itself included) are a contiguous run of each list, and nodes with the same plan below them
+/// ([`Plan::below`]) have runs that correspond place by place: a node's or end's place below an
+/// ancestor is its rank minus the ancestor's ([`Subtree`]).
+#[derive(Default)]
+struct Preorder {
     nodes: Vec<u32>,
     ends: Vec<u32>,
-    node_place: FastMap<u32, u32>,
-    end_place: FastMap<u32, u32>,
+    node_rank: FastMap<u32, u32>,
+    end_rank: FastMap<u32, u32>,
+    /// Per node rank: the ends ranked before the node (the rank of its first end, if any).
+    ends_before: Vec<u32>,
 }
 
-impl Subtree {
-    fn of(plan: &Plan, root: u32) -> Subtree {
-        let mut t = Subtree {
-            nodes: Vec::new(),
-            ends: Vec::new(),
-            node_place: FastMap::default(),
-            end_place: FastMap::default(),
-        };
-        let mut stack = vec![root];
+impl Preorder {
+    fn of(plan: &Plan) -> Preorder {
+        let mut t = Preorder::default();
+        let mut stack = vec![0];
         while let Some(n) = stack.pop() {
-            t.node_place.insert(n, t.nodes.len() as u32);
+            t.node_rank.insert(n, t.nodes.len() as u32);
             t.nodes.push(n);
+            t.ends_before.push(t.ends.len() as u32);
             for &(e, _) in plan.ends.get(&n).map_or(&[][..], |v| v) {
-                t.end_place.insert(e, t.ends.len() as u32);
+                t.end_rank.insert(e, t.ends.len() as u32);
                 t.ends.push(e);
             }
             // (Pushed in reverse: popped in step order.)
             stack.extend(plan.children.get(&n).map_or(&[][..], |v| v).iter().rev().map(|&(c, _)| c));
         }
         t
+    }
+}
+
+/// The nodes and ends below a node (itself included), by place: their ranks in the plan's
+/// [`Preorder`] from the node's own on.
+struct Subtree<'p> {
+    order: &'p Preorder,
+    node0: u32,
+    end0: u32,
+}
+
+impl<'p> Subtree<'p> {
+    fn of(order: &'p Preorder, root: u32) -> Subtree<'p> {
+        let node0 = order.node_rank[&root];
+        Subtree { order, node0, end0: order.ends_before[node0 as usize] }
     }
 
     /// An outcome with its node or end replaced: `f(node)` for a node, `g(end)` for an end.
@@ -222,12 +238,12 @@ impl Subtree {
 
     /// Absolute ids → places in this subtree.
     fn to_places(&self, s: &Settled) -> Settled {
-        Self::rename(s, |n| self.node_place[&n], |e| self.end_place[&e])
+        Self::rename(s, |n| self.order.node_rank[&n] - self.node0, |e| self.order.end_rank[&e] - self.end0)
     }
 
     /// Places in this subtree → absolute ids.
     fn to_ids(&self, s: &Settled) -> Settled {
-        Self::rename(s, |n| self.nodes[n as usize], |e| self.ends[e as usize])
+        Self::rename(s, |n| self.order.nodes[(self.node0 + n) as usize], |e| self.order.ends[(self.end0 + e) as usize])
     }
 }
 
@@ -272,7 +288,7 @@ impl<'a> Composer<'a> {
             ends: Vec::new(),
             end_ids: FastMap::default(),
             expansions: FastMap::default(),
-            subtrees: FastMap::default(),
+            order: Default::default(),
             looks: FastMap::default(),
             work: 0,
             budget: u64::MAX,
@@ -282,8 +298,8 @@ impl<'a> Composer<'a> {
 
     /// Use `plan` for the lexings of the next lexer state.
     pub fn set_plan(&mut self, plan: Plan) {
+        self.order = std::rc::Rc::new(Preorder::of(&plan));
         self.plan = std::rc::Rc::new(plan);
-        self.subtrees.clear();
         self.work = 0;
         self.exhausted = false;
     }
@@ -333,7 +349,8 @@ impl<'a> Composer<'a> {
         let below = self.plan.below(node);
         let above = (k.len() >= 2).then(|| (below, false, k[1..].to_vec()));
         let whole = (below, true, k.clone());
-        let sub = self.subtree(node);
+        let order = std::rc::Rc::clone(&self.order);
+        let sub = Subtree::of(&order, node);
         // An expansion whose outcome list grows past `MAX_OUTCOMES` is over the work budget by
         // itself: stop before building the list (memo hits are not counted as work otherwise,
         // and an expansion over many stacks can collect them by the million).
@@ -399,12 +416,6 @@ impl<'a> Composer<'a> {
             out.extend(local);
         }
         self.lr.bottom_touched.set(outer || touched);
-    }
-
-    /// The subtree of `node` in the current plan.
-    fn subtree(&mut self, node: u32) -> std::rc::Rc<Subtree> {
-        let plan = &self.plan;
-        std::rc::Rc::clone(self.subtrees.entry(node).or_insert_with(|| std::rc::Rc::new(Subtree::of(plan, node))))
     }
 
     /// Does lookahead class `class` cover the thread's own class (`ALWAYS`)?

@@ -8,7 +8,7 @@
 //! intersections). Token classes are those of the lexer state ([`TokenClass`]), so weights are
 //! small interned sets. Explicit edges equal to the DEFAULT edge are dropped.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::rc::Rc;
 
 use super::FastMap;
@@ -478,24 +478,43 @@ impl<'a> Determinizer<'a> {
     ) -> (Plan, FastMap<u32, u32>, FastMap<u32, u32>) {
         // The lexing trie of this state, and which classes lie below each node / end there.
         let mut plan = Plan { thread, ..Plan::default() };
-        let mut below: FastMap<u32, Vec<u32>> = FastMap::default();
+        // The nodes of the plan, by local index in the order met, with the classes below each
+        // (in class order: a class is pushed once on each node above its lexings, the walk up
+        // stopping at the first node that has it already).
+        let mut local: FastMap<u32, u32> = FastMap::default();
+        let mut node_of: Vec<u32> = Vec::new();
+        let mut below: Vec<Vec<u32>> = Vec::new();
         let mut at_end: FastMap<u32, Vec<u32>> = FastMap::default();
-        let mut children: FastMap<u32, BTreeSet<u32>> = FastMap::default();
-        let mut ends: FastMap<u32, BTreeSet<(u32, u32)>> = FastMap::default();
+        let mut children: FastMap<u32, Vec<u32>> = FastMap::default();
+        let mut ends: FastMap<u32, Vec<(u32, u32)>> = FastMap::default();
         for (ci, cls) in classes.iter().enumerate() {
             let ci = ci as u32;
             for &(node, la) in &cls.sigs {
                 let e = self.comp.end(node, la);
-                ends.entry(node).or_default().insert((e, la));
+                ends.entry(node).or_default().push((e, la));
                 at_end.entry(e).or_default().push(ci);
                 let mut n = node;
                 loop {
-                    below.entry(n).or_default().push(ci);
+                    let (l, new) = match local.entry(n) {
+                        std::collections::hash_map::Entry::Occupied(o) => (*o.get() as usize, false),
+                        std::collections::hash_map::Entry::Vacant(slot) => {
+                            slot.insert(node_of.len() as u32);
+                            node_of.push(n);
+                            below.push(Vec::new());
+                            (node_of.len() - 1, true)
+                        }
+                    };
+                    if below[l].last() == Some(&ci) {
+                        break;
+                    }
+                    below[l].push(ci);
                     if n == 0 {
                         break;
                     }
                     let (parent, _) = nodes[n as usize];
-                    children.entry(parent).or_default().insert(n);
+                    if new {
+                        children.entry(parent).or_default().push(n);
+                    }
                     n = parent;
                 }
             }
@@ -507,9 +526,10 @@ impl<'a> Determinizer<'a> {
             cs.sort_unstable_by_key(|&(_, step)| step);
             plan.children.insert(p, cs);
         }
-        for (n, es) in ends {
-            let mut es: Vec<(u32, u32)> = es.into_iter().collect();
+        for (n, mut es) in ends {
+            // (A node's ends have distinct classes: one end per (node, class).)
             es.sort_unstable_by_key(|&(_, la)| la);
+            es.dedup();
             plan.ends.insert(n, es);
         }
         // The plans below nodes, children first (a child's id is larger than its parent's).
@@ -528,7 +548,7 @@ impl<'a> Determinizer<'a> {
             let id = *self.sub_plans.entry(key).or_insert(next);
             plan.below.insert(n, id);
         }
-        let below: FastMap<u32, u32> = below.into_iter().map(|(n, v)| (n, sets.intern(v))).collect();
+        let below: FastMap<u32, u32> = node_of.into_iter().zip(below).map(|(n, v)| (n, sets.intern(v))).collect();
         let at_end: FastMap<u32, u32> = at_end.into_iter().map(|(e, v)| (e, sets.intern(v))).collect();
         (plan, below, at_end)
     }

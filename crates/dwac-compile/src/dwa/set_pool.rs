@@ -103,8 +103,16 @@ impl SetPool {
         if let Some(&u) = self.intersections.get(&key) {
             return u;
         }
-        let out = intersect_sorted(self.get(a), self.get(b));
-        let u = self.intern_sorted(out.into_boxed_slice());
+        let (x, y) = (self.get(a), self.get(b));
+        let out = intersect_sorted(x, y);
+        // (A set equal to one of the two is that one: no need to hash it to find its id.)
+        let u = if out.len() == x.len() {
+            a
+        } else if out.len() == y.len() {
+            b
+        } else {
+            self.intern_sorted(out.into_boxed_slice())
+        };
         self.intersections.insert(key, u);
         u
     }
@@ -136,8 +144,36 @@ impl SetPool {
     }
 }
 
-/// The common elements of two sorted lists, sorted (a merge).
+/// A list this many times shorter than the other is intersected with it by search, not merge.
+const GALLOP_RATIO: usize = 16;
+
+/// The common elements of two sorted lists, sorted: a merge, or, when one is much shorter, a
+/// search for each of its elements in the rest of the longer one (exponential, then binary),
+/// `O(short · log(long / short))`. A token class set of thousands meets the few classes below
+/// one trie node in every read of a DWA state.
 pub fn intersect_sorted(x: &[u32], y: &[u32]) -> Vec<u32> {
+    let (short, long) = if x.len() <= y.len() { (x, y) } else { (y, x) };
+    if short.len() * GALLOP_RATIO < long.len() {
+        let mut out = Vec::with_capacity(short.len());
+        let mut rest = long;
+        for &v in short {
+            let mut hi = 1;
+            while hi < rest.len() && rest[hi - 1] < v {
+                hi *= 2;
+            }
+            match rest[..hi.min(rest.len())].binary_search(&v) {
+                Ok(i) => {
+                    out.push(v);
+                    rest = &rest[i + 1..];
+                }
+                Err(i) => rest = &rest[i..],
+            }
+            if rest.is_empty() {
+                break;
+            }
+        }
+        return out;
+    }
     let mut out = Vec::new();
     let (mut i, mut j) = (0, 0);
     while i < x.len() && j < y.len() {
@@ -175,6 +211,36 @@ mod tests {
         let i = p.intersect(a, b);
         assert_eq!(p.get(i), &[3]);
         assert_eq!(p.intersect(a, 0), 0);
+    }
+
+    #[test]
+    fn intersection_by_search_equals_merge() {
+        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move |n: u64| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            (rng % n) as u32
+        };
+        for round in 0..400 {
+            let long_len = 1 + next(3000) as usize;
+            let short_len = if round % 2 == 0 { next(40) as usize } else { next(3000) as usize };
+            let range = 1 + next(20_000) as u64;
+            let mut x: Vec<u32> = (0..long_len).map(|_| next(range)).collect();
+            let mut y: Vec<u32> = (0..short_len).map(|_| next(range)).collect();
+            for v in [&mut x, &mut y] {
+                v.sort_unstable();
+                v.dedup();
+            }
+            let want: Vec<u32> = x.iter().copied().filter(|v| y.binary_search(v).is_ok()).collect();
+            assert_eq!(intersect_sorted(&x, &y), want);
+            assert_eq!(intersect_sorted(&y, &x), want);
+            let mut p = SetPool::new();
+            let (a, b) = (p.intern(x.clone()), p.intern(y.clone()));
+            let i = p.intersect(a, b);
+            assert_eq!(p.get(i), &want[..]);
+            assert_eq!(p.intern(want.clone()), i);
+        }
     }
 
     #[test]
