@@ -20,6 +20,8 @@
 //! absorb each real state read meanwhile, which is why such a configuration needs every label
 //! explicit ([`Labels::All`]).
 
+use std::rc::Rc;
+
 use super::FastMap;
 
 use super::set_pool::SetPool;
@@ -90,19 +92,19 @@ pub enum Phase {
         /// The trie node whose step is in progress.
         node: u32,
         /// The step's own simulations waiting for the real stack, as (terminal, wait).
-        main: Vec<(u32, Wait)>,
+        main: Rc<[(u32, Wait)]>,
         /// Known segments after shifting, held until the guard simulations are decided.
-        done: Vec<Vec<u32>>,
+        done: Rc<[Vec<u32>]>,
         /// The guard terminals' simulations waiting for the real stack, as (terminal, wait): if
         /// one can shift, the step dies.
-        guard: Vec<(u32, Wait)>,
+        guard: Rc<[(u32, Wait)]>,
     },
     /// The lookahead check of end `end`: some terminal of its class can be shifted.
     Look {
         /// The end id ([`Composer::end`]) whose lookahead is checked.
         end: u32,
         /// The class's terminals' simulations waiting for the real stack, as (terminal, wait).
-        sims: Vec<(u32, Wait)>,
+        sims: Rc<[(u32, Wait)]>,
     },
 }
 
@@ -146,7 +148,7 @@ pub struct Composer<'a> {
     /// The terminal sets that steps, guards and lookahead classes name, by id (a mirror of the
     /// walker's pool).
     pub terms: SetPool,
-    plan: std::rc::Rc<Plan>,
+    plan: Rc<Plan>,
     ends: Vec<(u32, u32)>,
     end_ids: FastMap<(u32, u32), u32>,
     /// Expansions keyed by (plan below the node, whether the key is the whole known segment,
@@ -154,9 +156,12 @@ pub struct Composer<'a> {
     /// named by their place in the node's subtree ([`Subtree`]): the same for every node, in any
     /// lexer state, with that plan below it, and, for an expansion that never looked at the
     /// segment's bottom (a state read), for every state read there.
-    expansions: FastMap<(u32, bool, Vec<u32>), Vec<Settled>>,
+    /// (Keys as [`expansion_key`] lays them out, so that a lookup borrows a scratch buffer.)
+    expansions: FastMap<Vec<u32>, Vec<Settled>>,
+    /// Scratch for expansion keys.
+    key: Vec<u32>,
     /// The current plan's nodes and ends in canonical order (for [`Subtree`]s).
-    order: std::rc::Rc<Preorder>,
+    order: Rc<Preorder>,
     /// Lookahead checks by (class, known segment): `None` if some terminal of the class can be
     /// shifted, else the simulations left waiting; and whether the check looked at the
     /// segment's bottom beyond a first lookup ([`Lr::bottom_touched`]).
@@ -164,7 +169,7 @@ pub struct Composer<'a> {
         clippy::type_complexity,
         reason = "a memo table whose key and value are documented above; a named type would be used only here"
     )]
-    looks: FastMap<(u32, Vec<u32>), (Option<std::rc::Rc<[(u32, Wait)]>>, bool)>,
+    looks: FastMap<(u32, Vec<u32>), (Option<Rc<[(u32, Wait)]>>, bool)>,
     /// Expansions done for the current plan, and the most allowed (work budget): past it,
     /// `exhausted` is set and expansions stop producing outcomes.
     pub work: u64,
@@ -247,6 +252,15 @@ impl<'p> Subtree<'p> {
     }
 }
 
+/// The key of an expansion in [`Composer::expand`]'s memo: the plan below the node, whether the
+/// key is the whole known segment (1) or the part of it above its bottom (0), then that segment.
+fn expansion_key(key: &mut Vec<u32>, below: u32, whole: bool, segment: &[u32]) {
+    key.clear();
+    key.push(below);
+    key.push(u32::from(whole));
+    key.extend_from_slice(segment);
+}
+
 /// Lookahead checks memoized at most (a memory bound; past it, checks are recomputed).
 const MAX_LOOKS: usize = 1 << 20;
 
@@ -288,6 +302,7 @@ impl<'a> Composer<'a> {
             ends: Vec::new(),
             end_ids: FastMap::default(),
             expansions: FastMap::default(),
+            key: Vec::new(),
             order: Default::default(),
             looks: FastMap::default(),
             work: 0,
@@ -298,8 +313,8 @@ impl<'a> Composer<'a> {
 
     /// Use `plan` for the lexings of the next lexer state.
     pub fn set_plan(&mut self, plan: Plan) {
-        self.order = std::rc::Rc::new(Preorder::of(&plan));
-        self.plan = std::rc::Rc::new(plan);
+        self.order = Rc::new(Preorder::of(&plan));
+        self.plan = Rc::new(plan);
         self.work = 0;
         self.exhausted = false;
     }
@@ -347,32 +362,34 @@ impl<'a> Composer<'a> {
             return;
         }
         let below = self.plan.below(node);
-        let above = (k.len() >= 2).then(|| (below, false, k[1..].to_vec()));
-        let whole = (below, true, k.clone());
-        let order = std::rc::Rc::clone(&self.order);
+        let order = Rc::clone(&self.order);
         let sub = Subtree::of(&order, node);
         // An expansion whose outcome list grows past `MAX_OUTCOMES` is over the work budget by
         // itself: stop before building the list (memo hits are not counted as work otherwise,
         // and an expansion over many stacks can collect them by the million).
         let cap = self.budget.min(MAX_OUTCOMES);
         let over = |out: &Vec<Settled>, more: usize| (out.len() + more) as u64 > cap;
-        if let Some(r) = above.as_ref().and_then(|key| self.expansions.get(key)) {
-            if over(out, r.len()) {
-                self.exhausted = true;
+        let mut key = std::mem::take(&mut self.key);
+        // (The part above the bottom, then the whole segment.)
+        for whole in [false, true] {
+            if !whole && k.len() < 2 {
+                continue;
+            }
+            expansion_key(&mut key, below, whole, &k[usize::from(!whole)..]);
+            if let Some(r) = self.expansions.get(&key[..]) {
+                if over(out, r.len()) {
+                    self.exhausted = true;
+                } else {
+                    out.extend(r.iter().map(|s| sub.to_ids(s)));
+                    if whole {
+                        self.lr.bottom_touched.set(true);
+                    }
+                }
+                self.key = key;
                 return;
             }
-            out.extend(r.iter().map(|s| sub.to_ids(s)));
-            return;
         }
-        if let Some(r) = self.expansions.get(&whole) {
-            if over(out, r.len()) {
-                self.exhausted = true;
-                return;
-            }
-            out.extend(r.iter().map(|s| sub.to_ids(s)));
-            self.lr.bottom_touched.set(true);
-            return;
-        }
+        self.key = key;
         self.work += 1;
         if self.work > self.budget {
             self.exhausted = true;
@@ -380,7 +397,7 @@ impl<'a> Composer<'a> {
         }
         let outer = self.lr.bottom_touched.replace(false);
         let mut local = Vec::new();
-        let plan = std::rc::Rc::clone(&self.plan);
+        let plan = Rc::clone(&self.plan);
         if let Some(ends) = plan.ends.get(&node) {
             for &(e, class) in ends {
                 if node == 0 && self.always(class) {
@@ -408,10 +425,9 @@ impl<'a> Composer<'a> {
         // (An expansion cut short by the work budget is not memoized, and the build fails:
         // its outcomes are dropped.)
         if !self.exhausted {
-            let key = match above {
-                Some(above) if !touched => above,
-                _ => whole,
-            };
+            let whole = k.len() < 2 || touched;
+            let mut key = Vec::with_capacity(k.len() + 2);
+            expansion_key(&mut key, below, whole, &k[usize::from(!whole)..]);
             self.expansions.insert(key, local.iter().map(|s| sub.to_places(s)).collect());
             out.extend(local);
         }
@@ -498,7 +514,7 @@ impl<'a> Composer<'a> {
                     }
                     sims.extend(o.waiting.into_iter().map(|w| (t, w)));
                 }
-                let look: Option<std::rc::Rc<[(u32, Wait)]>> = (!accept).then(|| canon(sims).into());
+                let look: Option<Rc<[(u32, Wait)]>> = (!accept).then(|| canon(sims).into());
                 let touched = self.lr.bottom_touched.get();
                 self.lr.bottom_touched.set(outer || touched);
                 if self.looks.len() < MAX_LOOKS {
@@ -512,9 +528,7 @@ impl<'a> Composer<'a> {
         }
         match look {
             None => out.push(Settled::Accept(end)),
-            Some(sims) if !sims.is_empty() => {
-                out.push(Settled::Config(Config { phase: Phase::Look { end, sims: sims.to_vec() } }))
-            }
+            Some(sims) if !sims.is_empty() => out.push(Settled::Config(Config { phase: Phase::Look { end, sims } })),
             Some(_) => {}
         }
     }
@@ -533,7 +547,7 @@ impl<'a> Composer<'a> {
                 self.expand(node, k, out);
             }
             if !main.is_empty() {
-                let phase = Phase::Step { node, main: canon(main), done: Vec::new(), guard: Vec::new() };
+                let phase = Phase::Step { node, main: canon(main).into(), done: Rc::from([]), guard: Rc::from([]) };
                 out.push(Settled::Config(Config { phase }));
             }
         } else if !(main.is_empty() && done.is_empty()) {
@@ -541,7 +555,8 @@ impl<'a> Composer<'a> {
                 // Held outcomes carry the bottom state: the result depends on it.
                 self.lr.bottom_touched.set(true);
             }
-            let phase = Phase::Step { node, main: canon(main), done: canon(done), guard: canon(guard) };
+            let phase =
+                Phase::Step { node, main: canon(main).into(), done: canon(done).into(), guard: canon(guard).into() };
             out.push(Settled::Config(Config { phase }));
         }
     }
@@ -594,7 +609,7 @@ impl<'a> Composer<'a> {
                 let mut new_done = Vec::new();
                 if !done.is_empty() {
                     let Some(p) = label else { return };
-                    for k in done {
+                    for k in done.iter() {
                         let mut k2 = Vec::with_capacity(k.len() + 1);
                         k2.push(p);
                         k2.extend_from_slice(k);
@@ -630,7 +645,9 @@ impl<'a> Composer<'a> {
                     }
                 }
                 if !new_sims.is_empty() {
-                    out.push(Settled::Config(Config { phase: Phase::Look { end: *end, sims: canon(new_sims) } }));
+                    out.push(Settled::Config(Config {
+                        phase: Phase::Look { end: *end, sims: canon(new_sims).into() },
+                    }));
                 }
             }
         }
@@ -681,12 +698,12 @@ impl<'a> Composer<'a> {
                 if !done.is_empty() {
                     return Labels::All;
                 }
-                for &(t, w) in main.iter().chain(guard) {
+                for &(t, w) in main.iter().chain(guard.iter()) {
                     v.extend_from_slice(self.lr.labels(t, w));
                 }
             }
             Phase::Look { sims, .. } => {
-                for &(t, w) in sims {
+                for &(t, w) in sims.iter() {
                     v.extend_from_slice(self.lr.labels(t, w));
                 }
             }
