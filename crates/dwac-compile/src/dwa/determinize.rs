@@ -87,6 +87,9 @@ const MAX_SHARE_MISSES: u32 = 128;
 const SHARE_TRIAL: u64 = 4096;
 const SHARE_HIT_RATIO: u64 = 64;
 
+/// A read's outcome: configuration ids, or `ACCEPT_BIT | end`, sorted.
+type ReadIds = Rc<[u64]>;
+
 /// Where a configuration's reads under one plan below its node are kept
 /// ([`Determinizer::read_table`]).
 #[derive(Clone, Copy)]
@@ -114,7 +117,7 @@ pub struct Determinizer<'a> {
     /// once per DWA state; each read is then a slot (or a probe of a small map) that stays in
     /// cache, not a probe of one map of millions.
     read_tables: FastMap<(u32, u32), ReadTable>,
-    dense_reads: Vec<Box<[Option<Rc<[u64]>>]>>,
+    dense_reads: Vec<Box<[Option<ReadIds>]>>,
     label_reads: Vec<FastMap<u32, Rc<[u64]>>>,
     /// Reads and dense slots in all tables.
     reads_len: usize,
