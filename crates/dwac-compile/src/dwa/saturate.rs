@@ -87,6 +87,20 @@ pub struct Saturated {
 /// The states with an action on a terminal, and those actions.
 type ActionsOn = Vec<(u32, Vec<Action>)>;
 
+/// The rules of running one terminal, the same for every control state `x` that runs it (a
+/// step's or a lookahead check's; [`System::template`]).
+struct Template {
+    /// A step's shifts: (state shifted to, the states that shift to it as a set in `gsets`).
+    shifts: Vec<(u32, u32)>,
+    /// A check's: the states that shift or accept (empty if none).
+    accepts: Vec<u64>,
+    /// Per nonterminal reduced to, GOTO's rules: (the state pushed, the revealed states that
+    /// push it as a set in `gsets`).
+    reveals: Vec<(u32, Vec<(u32, u32)>)>,
+    /// Per (nonterminal, length) of a reduction, the states that pop by it.
+    pops: Vec<((u32, u32), Vec<u64>)>,
+}
+
 /// A set of LR states (a transition's labels), [`System::w`] 64-bit words wide.
 type Bits = [u64];
 
@@ -137,6 +151,8 @@ struct System<'a> {
     derived_by: Vec<Vec<(u32, u32)>>,
     /// Per terminal: (state, its actions on the terminal).
     actions: FastMap<u32, Rc<ActionsOn>>,
+    /// Per (terminal, lookahead check or not): the rules of running it.
+    templates: FastMap<(u32, bool), Rc<Template>>,
     /// Per state, the states with a shift or GOTO into it (the LR automaton backwards).
     lr_preds: Vec<Vec<u32>>,
     /// Per (state, m): the states `m` edges back from it, as a set id in `revealed`: the states a
@@ -172,6 +188,7 @@ impl<'a> System<'a> {
             derived_bits: Vec::new(),
             derived_by: Vec::new(),
             actions: FastMap::default(),
+            templates: FastMap::default(),
             lr_preds: Vec::new(),
             back: FastMap::default(),
             revealed: SetPool::new(),
@@ -236,13 +253,6 @@ impl<'a> System<'a> {
         i
     }
 
-    /// Rule ⟨p1, g⟩ → ⟨p2, h g⟩ for every `g` of `gs`: on top `g`, `p1` pushes `h` and continues
-    /// as `p2`.
-    fn add_push(&mut self, p1: u32, gs: &[u32], p2: u32, h: u32) {
-        let g = self.gset(gs);
-        self.push[p2 as usize].push((h, p1, g));
-    }
-
     /// Every state with an action on `t`, and those actions.
     fn actions_on(&mut self, t: u32) -> Rc<ActionsOn> {
         let lr = self.lr;
@@ -302,9 +312,12 @@ impl<'a> System<'a> {
         id
     }
 
-    /// The rules of a control state running terminal `t`: `on_shift` is where a shift goes
-    /// (`Ok(node)`: a step continuing at that node; `Err(accept)`: a check accepting).
-    fn terminal_rules(&mut self, x: u32, t: u32, on_shift: Result<u32, u32>) {
+    /// The rules of running terminal `t` in a step (`check` false) or a lookahead check, made
+    /// once per terminal and kind.
+    fn template(&mut self, t: u32, check: bool) -> Rc<Template> {
+        if let Some(tpl) = self.templates.get(&(t, check)) {
+            return tpl.clone();
+        }
         let lr = self.lr;
         // Per nonterminal reduced to, the states its reductions can reveal (GOTO rules are made
         // for those only); the states that shift to each state; those that accept; those that
@@ -315,10 +328,10 @@ impl<'a> System<'a> {
         let mut pops: FastMap<(u32, u32), Vec<u32>> = FastMap::default();
         for (s, acts) in self.actions_on(t).iter() {
             for &a in acts {
-                match (a, on_shift) {
-                    (Action::Shift(p), Ok(_)) => shifts.entry(p).or_default().push(*s),
-                    (Action::Shift(_) | Action::Accept, Err(_)) => accepts.push(*s),
-                    (Action::Accept, Ok(_)) => {}
+                match (a, check) {
+                    (Action::Shift(p), false) => shifts.entry(p).or_default().push(*s),
+                    (Action::Shift(_) | Action::Accept, true) => accepts.push(*s),
+                    (Action::Accept, false) => {}
                     (Action::Reduce(r), _) => {
                         let (Some(&m), Some(&a)) = (lr.rule_len.get(r as usize), lr.rule_lhs.get(r as usize)) else {
                             continue;
@@ -333,42 +346,63 @@ impl<'a> System<'a> {
                 }
             }
         }
-        match on_shift {
-            Ok(node) => {
-                let mut shifts: Vec<(u32, Vec<u32>)> = shifts.into_iter().collect();
-                shifts.sort_unstable();
-                for (p, ss) in shifts {
-                    self.add_push(x, &ss, node, p);
-                }
-            }
-            Err(acc) if !accepts.is_empty() => {
-                let mut b = vec![0u64; self.w];
-                accepts.iter().for_each(|&s| set(&mut b, s));
-                self.add(x, &b, acc);
-            }
-            Err(_) => {}
-        }
+        let mut shifts: Vec<(u32, Vec<u32>)> = shifts.into_iter().collect();
+        shifts.sort_unstable();
+        let shifts = shifts.into_iter().map(|(p, ss)| (p, self.gset(&ss))).collect();
+        let accepts = if accepts.is_empty() { Vec::new() } else { self.bits(&accepts) };
         let mut reveals: Vec<(u32, Vec<u32>)> = reveals.into_iter().collect();
         reveals.sort_unstable();
-        for (a, rs) in reveals {
-            let r0 = self.id(Ctl::Reduce { x, a, j: 0 });
-            // By the state GOTO pushes: the revealed states that push it.
-            let mut by_goto: Vec<(u32, u32)> =
-                rs.iter().map(|&r| (lr.goto(r, a), r)).filter(|&(g, _)| g != DEAD).collect();
-            by_goto.sort_unstable();
-            by_goto.dedup();
-            for group in by_goto.chunk_by(|p, q| p.0 == q.0) {
-                let gs: Vec<u32> = group.iter().map(|&(_, r)| r).collect();
-                self.add_push(r0, &gs, x, group[0].0);
-            }
-        }
+        let reveals = reveals
+            .into_iter()
+            .map(|(a, rs)| {
+                // By the state GOTO pushes: the revealed states that push it.
+                let mut by_goto: Vec<(u32, u32)> =
+                    rs.iter().map(|&r| (lr.goto(r, a), r)).filter(|&(g, _)| g != DEAD).collect();
+                by_goto.sort_unstable();
+                by_goto.dedup();
+                let groups = by_goto
+                    .chunk_by(|p, q| p.0 == q.0)
+                    .map(|group| {
+                        let gs: Vec<u32> = group.iter().map(|&(_, r)| r).collect();
+                        (group[0].0, self.gset(&gs))
+                    })
+                    .collect();
+                (a, groups)
+            })
+            .collect();
         let mut pops: Vec<((u32, u32), Vec<u32>)> = pops.into_iter().collect();
         pops.sort_unstable();
-        for ((a, m), ss) in pops {
+        let pops = pops.into_iter().map(|(am, ss)| (am, self.bits(&ss))).collect();
+        let tpl = Rc::new(Template { shifts, accepts, reveals, pops });
+        self.templates.insert((t, check), tpl.clone());
+        tpl
+    }
+
+    /// The set of the given LR states.
+    fn bits(&self, states: &[u32]) -> Vec<u64> {
+        let mut b = vec![0u64; self.w];
+        states.iter().for_each(|&s| set(&mut b, s));
+        b
+    }
+
+    /// The rules of a control state running terminal `t`: `on_shift` is where a shift goes
+    /// (`Ok(node)`: a step continuing at that node; `Err(accept)`: a check accepting).
+    fn terminal_rules(&mut self, x: u32, t: u32, on_shift: Result<u32, u32>) {
+        let tpl = self.template(t, on_shift.is_err());
+        match on_shift {
+            // ⟨x, s⟩ → ⟨node, p s⟩ for every `s` that shifts to `p`.
+            Ok(node) => self.push[node as usize].extend(tpl.shifts.iter().map(|&(p, g)| (p, x, g))),
+            Err(acc) if !tpl.accepts.is_empty() => self.add(x, &tpl.accepts, acc),
+            Err(_) => {}
+        }
+        for (a, groups) in &tpl.reveals {
+            // ⟨r0, r⟩ → ⟨x, GOTO(r, a) r⟩.
+            let r0 = self.id(Ctl::Reduce { x, a: *a, j: 0 });
+            self.push[x as usize].extend(groups.iter().map(|&(h, g)| (h, r0, g)));
+        }
+        for &((a, m), ref b) in &tpl.pops {
             let top = self.reduction(x, a, m);
-            let mut b = vec![0u64; self.w];
-            ss.iter().for_each(|&s| set(&mut b, s));
-            self.add(x, &b, top);
+            self.add(x, b, top);
         }
     }
 
