@@ -717,6 +717,15 @@ fn determinize(sys: &System, root: u32, at_end: &[Vec<u32>], classes: usize) -> 
     // Per LR state, the control states the subset's transitions that read it (but not every
     // state) lead to.
     let mut by_label: Vec<Vec<u32>> = vec![Vec::new(); sys.lr.num_states as usize];
+    // Per control state reached from the subset: the union of the labels of the transitions
+    // into it that do not read every state, and whether one does (each target then goes into
+    // a label's list once, however many members of the subset lead to it).
+    let w = sys.w;
+    let mut reached: Vec<u64> = vec![0; n * w];
+    let mut reached_wild: Vec<bool> = vec![false; n];
+    let mut touched: Vec<u32> = Vec::new();
+    let mut seen: Vec<bool> = vec![false; n];
+    let mut same_list: FastMap<Vec<u32>, (u32, u32)> = FastMap::default();
     let mut done = 0usize;
     while done < todo.len() {
         if todo.len() > MAX_STATES || sizes > MAX_SUBSET_SIZES {
@@ -724,36 +733,69 @@ fn determinize(sys: &System, root: u32, at_end: &[Vec<u32>], classes: usize) -> 
         }
         let (subset, open) = todo[done].clone();
         done += 1;
-        let mut wild: Vec<u32> = Vec::new();
-        let mut labels: Vec<u32> = Vec::new();
         for &q in &subset {
             for &e in &sys.out[q as usize] {
-                let (l, to) = (sys.label(e), sys.edge_to[e as usize]);
-                if l == &sys.all[..] {
-                    wild.push(to);
-                    continue;
+                let (l, to) = (sys.label(e), sys.edge_to[e as usize] as usize);
+                if !seen[to] {
+                    seen[to] = true;
+                    touched.push(to as u32);
                 }
-                for (i, &word) in l.iter().enumerate() {
-                    let mut word = word;
-                    while word != 0 {
-                        let s = (i * 64) as u32 + word.trailing_zeros();
-                        word &= word - 1;
-                        let v = &mut by_label[s as usize];
-                        if v.is_empty() {
-                            labels.push(s);
-                        }
-                        v.push(to);
-                    }
+                if l == &sys.all[..] {
+                    reached_wild[to] = true;
+                } else {
+                    reached[to * w..(to + 1) * w].iter_mut().zip(l).for_each(|(r, x)| *r |= x);
                 }
             }
         }
+        let mut wild: Vec<u32> = Vec::new();
+        let mut labels: Vec<u32> = Vec::new();
+        for &to in &touched {
+            let t = to as usize;
+            seen[t] = false;
+            let is_wild = std::mem::take(&mut reached_wild[t]);
+            // (A target that is no acceptance and reaches no open class is dropped by every
+            // successor: the open classes only shrink.)
+            let live =
+                accept_of(to).is_some() || reach[t * words..(t + 1) * words].iter().zip(&open).any(|(r, o)| r & o != 0);
+            if !live {
+                reached[t * w..(t + 1) * w].iter_mut().for_each(|x| *x = 0);
+                continue;
+            }
+            if is_wild {
+                wild.push(to);
+            }
+            for (i, word) in reached[t * w..(t + 1) * w].iter_mut().enumerate() {
+                let mut bits = std::mem::take(word);
+                while bits != 0 {
+                    let s = (i * 64) as u32 + bits.trailing_zeros();
+                    bits &= bits - 1;
+                    let v = &mut by_label[s as usize];
+                    if v.is_empty() {
+                        labels.push(s);
+                    }
+                    v.push(to);
+                }
+            }
+        }
+        touched.clear();
         labels.sort_unstable();
         let default = target(wild.clone(), &open, &mut sets, &mut index, &mut todo, &mut sizes);
         let mut edges = Vec::with_capacity(labels.len());
+        // Labels whose lists are equal (built in one order, so equal as vectors) have one
+        // successor.
+        same_list.clear();
         for l in labels {
-            let mut next = wild.clone();
-            next.append(&mut by_label[l as usize]);
-            let (t, o) = target(next, &open, &mut sets, &mut index, &mut todo, &mut sizes);
+            let list = std::mem::take(&mut by_label[l as usize]);
+            let (t, o) = match same_list.get(&list) {
+                Some(&to) => to,
+                None => {
+                    let mut next = wild.clone();
+                    next.extend_from_slice(&list);
+                    let to = target(next, &open, &mut sets, &mut index, &mut todo, &mut sizes);
+                    same_list.insert(list, to);
+                    to
+                }
+            };
             if (t, o) != default {
                 edges.push((l, t, o));
             }
