@@ -87,6 +87,54 @@ pub struct Saturated {
 /// The states with an action on a terminal, and those actions.
 type ActionsOn = Vec<(u32, Vec<Action>)>;
 
+/// Transitions by (from, to): per control state `from`, an open-addressing table of (`to` + 1,
+/// transition) pairs (0: an empty slot), a power of two long and at most half full. A derived
+/// rule copies one state's transitions to another, so a run of lookups reads one row, which
+/// stays in cache (one map keyed by the pair scattered them: a cache miss per lookup).
+#[derive(Default)]
+struct EdgeRows {
+    rows: Vec<Vec<(u32, u32)>>,
+    /// Per row, its entries.
+    lens: Vec<u32>,
+}
+
+impl EdgeRows {
+    /// The slot of `to` in `row` (a power of two long): where it is, or the empty slot where it
+    /// goes.
+    fn slot(row: &[(u32, u32)], to: u32) -> usize {
+        let mask = row.len() - 1;
+        let mut i = ((u64::from(to) * 0x9E37_79B9_7F4A_7C15) >> 40) as usize & mask;
+        while row[i].0 != 0 && row[i].0 != to + 1 {
+            i = (i + 1) & mask;
+        }
+        i
+    }
+
+    /// The transition from `from` to `to`, which becomes `next` if there is none.
+    fn get_or_insert(&mut self, from: u32, to: u32, next: u32) -> u32 {
+        let row = &mut self.rows[from as usize];
+        if !row.is_empty() {
+            let i = Self::slot(row, to);
+            if row[i].0 != 0 {
+                return row[i].1;
+            }
+        }
+        // New: grow the row to stay at most half full.
+        let len = &mut self.lens[from as usize];
+        *len += 1;
+        if *len as usize * 2 > row.len() {
+            let old = std::mem::replace(row, vec![(0, 0); (row.len() * 2).max(4)]);
+            for (k, e) in old.into_iter().filter(|x| x.0 != 0) {
+                let i = Self::slot(row, k - 1);
+                row[i] = (k, e);
+            }
+        }
+        let i = Self::slot(row, to);
+        row[i] = (to + 1, next);
+        next
+    }
+}
+
 /// The rules of running one terminal, the same for every control state `x` that runs it (a
 /// step's or a lookahead check's; [`System::template`]).
 struct Template {
@@ -129,7 +177,7 @@ struct System<'a> {
     ctl: Vec<Ctl>,
     ids: FastMap<Ctl, u32>,
     /// Transitions by (from, to): their index; per index its target and (in `labels`) its set.
-    edge_ix: FastMap<(u32, u32), u32>,
+    edge_ix: EdgeRows,
     edge_to: Vec<u32>,
     labels: Vec<u64>,
     /// Per control state, the indices of its transitions.
@@ -175,7 +223,7 @@ impl<'a> System<'a> {
             all,
             ctl: Vec::new(),
             ids: FastMap::default(),
-            edge_ix: FastMap::default(),
+            edge_ix: EdgeRows::default(),
             edge_to: Vec::new(),
             labels: Vec::new(),
             out: Vec::new(),
@@ -204,6 +252,8 @@ impl<'a> System<'a> {
         self.ctl.push(c);
         self.ids.insert(c, i);
         self.out.push(Vec::new());
+        self.edge_ix.rows.push(Vec::new());
+        self.edge_ix.lens.push(0);
         self.eps_preds.push(Vec::new());
         self.push.push(Vec::new());
         self.derived_by.push(Vec::new());
@@ -219,7 +269,7 @@ impl<'a> System<'a> {
     fn add(&mut self, from: u32, l: &Bits, to: u32) {
         let w = self.w;
         let next = self.edge_to.len() as u32;
-        let e = *self.edge_ix.entry((from, to)).or_insert(next) as usize;
+        let e = self.edge_ix.get_or_insert(from, to, next) as usize;
         if e == self.edge_to.len() {
             self.edge_to.push(to);
             self.labels.extend(std::iter::repeat_n(0, w));
