@@ -5,6 +5,7 @@
 //! the compaction of token sets.
 
 use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use dwac_runtime::unstable::Inhibitor;
@@ -39,6 +40,21 @@ const FIRST_ATTEMPT_BASE: u64 = 250_000;
 
 /// Work a first forward attempt may take per token class, past [`FIRST_ATTEMPT_BASE`].
 const FIRST_ATTEMPT_PER_CLASS: u64 = 300;
+
+/// Work past which a lexer state's first forward attempt is run again beside the saturation of
+/// its classes on a second thread (`Assembler::first_attempt`), or [`SPECULATE_PER_CLASS`] per
+/// token class if that is more: so a failing attempt no longer delays the saturation that
+/// replaces it. A build that succeeds past it pays for a saturation it does not use (a second
+/// core, and memory: the saturation of palindrome's 16,844 classes beside its forward build
+/// doubled its time and tripled its peak memory); on the test corpora the only ones are Lua's
+/// lexer state of 68 classes (165,000 work; a small saturation) and the blow-ups that fail.
+const SPECULATE_AT: u64 = 100_000;
+
+/// Work per token class past which a first forward attempt is run beside the saturation (see
+/// [`SPECULATE_AT`]): above the most that builds which fit their budget take on the corpora
+/// once they have many classes (regex's 4,792 classes: 140 each; palindrome, robots.txt: under 40),
+/// below what the blow-ups have taken when they fail (Lua with qwen3: 458 and 904 each).
+const SPECULATE_PER_CLASS: u64 = 100;
 
 /// The longest lexing length an over-budget lexer state is first cut at.
 const MAX_CUT_DEPTH: u32 = 32;
@@ -246,7 +262,7 @@ impl Assembler {
         } else {
             full
         };
-        let mut built = self.build_or_reuse(det, nodes, thread, &classes, first);
+        let (mut built, mut speculated) = self.first_attempt(det, nodes, thread, &classes, first);
         let mut classes = classes;
         // Over budget: the classes saturation expresses get the saturated automaton (below),
         // the others are built forward, cut if need be.
@@ -255,7 +271,11 @@ impl Assembler {
             let (ours, rest): (Vec<TokenClass>, Vec<TokenClass>) =
                 classes.iter().cloned().partition(|c| saturate::expressible(nodes, c));
             if !ours.is_empty() {
-                if let Some(sat) = saturate::saturate(det.comp.lr.tables, &det.comp.terms, nodes, &ours) {
+                let sat = match speculated.take() {
+                    Some(sat) => sat,
+                    None => saturate::saturate(det.comp.lr.tables, &det.comp.terms, nodes, &ours),
+                };
+                if let Some(sat) = sat {
                     saturated = Some((ours, sat));
                     if !rest.is_empty() {
                         built = self.build_or_reuse(det, nodes, thread, &rest, full);
@@ -466,6 +486,62 @@ impl Assembler {
             }
         }
         classes.iter().zip(&decided).filter(|&(_, &d)| !d).flat_map(|(c, _)| c.tokens.iter()).collect()
+    }
+
+    /// The first forward attempt at lexer state's automaton, with `first` work. With saturation
+    /// on, an attempt still running at [`SPECULATE_AT`] is started again with `first` while, on a
+    /// second thread, the classes saturation expresses are saturated: if the attempt fails,
+    /// that automaton (the second value, `Some`) is the one the sequential order would build
+    /// next; if it succeeds, the saturation is cancelled. Both are pure functions of the state,
+    /// so the tables do not depend on which finishes first. (Restarting rather than signalling
+    /// from inside the build keeps the determinizer single-threaded; the restart reads what the
+    /// first try memoized.)
+    #[allow(
+        clippy::type_complexity,
+        reason = "the build's result as `build_or_reuse` gives it, beside the speculative saturation's"
+    )]
+    fn first_attempt(
+        &mut self,
+        det: &mut Determinizer,
+        nodes: &[(u32, Step)],
+        thread: u32,
+        classes: &[TokenClass],
+        first: u64,
+    ) -> (Option<(Rc<LocalDwa>, usize, usize)>, Option<Option<saturate::Saturated>>) {
+        let at = SPECULATE_AT.max(SPECULATE_PER_CLASS * classes.len() as u64);
+        if !self.saturate || first <= at {
+            return (self.build_or_reuse(det, nodes, thread, classes, first), None);
+        }
+        if let Some(b) = self.build_or_reuse(det, nodes, thread, classes, at) {
+            return (Some(b), None);
+        }
+        let ours: Vec<TokenClass> = classes.iter().filter(|c| saturate::expressible(nodes, c)).cloned().collect();
+        let Some(sub) = saturate::SubTrie::of(&det.comp.terms, nodes, &ours) else {
+            // (Nothing saturation could decide: it would find the same.)
+            return (self.build_or_reuse(det, nodes, thread, classes, first), Some(None));
+        };
+        let lr = det.comp.lr.tables;
+        let terms = det.comp.terms.clone();
+        let cancel = AtomicBool::new(false);
+        let (built, sat) = std::thread::scope(|scope| {
+            let side = std::thread::Builder::new()
+                .name("dwac-saturate".into())
+                .spawn_scoped(scope, || saturate::saturate_sub(lr, &terms, nodes, sub, &cancel))
+                .ok();
+            let built = self.build_or_reuse(det, nodes, thread, classes, first);
+            if built.is_some() {
+                cancel.store(true, Ordering::Relaxed);
+            }
+            let sat = match side {
+                Some(h) => h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)),
+                // (No second thread: saturate here, after the attempt, if it failed.)
+                None if built.is_none() => saturate::saturate(lr, &terms, nodes, &ours),
+                None => None,
+            };
+            (built, sat)
+        });
+        let speculated = built.is_none().then_some(sat);
+        (built, speculated)
     }
 
     /// The automaton saturated backwards for `classes`, if saturation is on and within budget.

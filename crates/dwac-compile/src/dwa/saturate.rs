@@ -33,6 +33,7 @@
 //! ignored terminal's pass are not expressed; classes with such a lexing stay UNDECIDED.
 
 use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use dwac_runtime::unstable::{Action, LrTables, DEAD};
 
@@ -508,15 +509,20 @@ impl<'a> System<'a> {
         }
     }
 
-    /// The saturation loop; `false` past the transition budget.
-    fn saturate(&mut self) -> bool {
+    /// The saturation loop; `false` past the transition budget or once `cancel` is set.
+    fn saturate(&mut self, cancel: &AtomicBool) -> bool {
         let w = self.w;
         let mut d = vec![0u64; w];
         let mut l = vec![0u64; w];
+        let mut pops = 0u32;
         while let Some((q, q2)) = self.work.pop() {
             if self.labels.len() + self.derived_bits.len() > MAX_WORDS
                 || self.edge_to.len() + self.derived_ix.len() > MAX_PAIRS
             {
+                return false;
+            }
+            pops = pops.wrapping_add(1);
+            if pops.is_multiple_of(4096) && cancel.load(Ordering::Relaxed) {
                 return false;
             }
             let at = self.work_bits.len() - w;
@@ -562,50 +568,78 @@ pub fn expressible(nodes: &[(u32, Step)], class: &TokenClass) -> bool {
     })
 }
 
+/// The part of the lexing trie a saturation covers: the classes it decides, their ends (a
+/// lexing's last node and lookahead class), the classes at each end, and the children of each
+/// node on the way to them.
+pub struct SubTrie {
+    decided: Vec<usize>,
+    ends: FastMap<(u32, u32), u32>,
+    at_end: Vec<Vec<u32>>,
+    children: FastMap<u32, Vec<u32>>,
+}
+
+impl SubTrie {
+    /// The sub-trie of the classes of `classes` that saturation expresses; `None` if there is
+    /// none, or if it runs more terminals than [`MAX_STEPS`] (the saturation would outgrow its
+    /// budgets).
+    pub fn of(terms: &SetPool, nodes: &[(u32, Step)], classes: &[TokenClass]) -> Option<SubTrie> {
+        let decided: Vec<usize> = (0..classes.len()).filter(|&i| expressible(nodes, &classes[i])).collect();
+        if decided.is_empty() {
+            return None;
+        }
+        let mut ends: FastMap<(u32, u32), u32> = FastMap::default();
+        let mut at_end: Vec<Vec<u32>> = Vec::new();
+        let mut children: FastMap<u32, Vec<u32>> = FastMap::default();
+        for (k, &ci) in decided.iter().enumerate() {
+            for &(node, la) in &classes[ci].sigs {
+                let next = ends.len() as u32;
+                let e = *ends.entry((node, la)).or_insert(next);
+                if e as usize == at_end.len() {
+                    at_end.push(Vec::new());
+                }
+                at_end[e as usize].push(k as u32);
+                let mut n = node;
+                while n != 0 {
+                    let parent = nodes[n as usize].0;
+                    let kids = children.entry(parent).or_default();
+                    if kids.contains(&n) {
+                        break;
+                    }
+                    kids.push(n);
+                    n = parent;
+                }
+            }
+        }
+        let steps: usize = ends.keys().map(|&(_, la)| if la == ANY { 0 } else { terms.get(la).len() }).sum::<usize>()
+            + children
+                .values()
+                .flatten()
+                .map(|&c| match nodes[c as usize].1 {
+                    Step::Shift { terms: set, .. } => terms.get(set).len(),
+                    _ => 0,
+                })
+                .sum::<usize>();
+        (steps <= MAX_STEPS).then_some(SubTrie { decided, ends, at_end, children })
+    }
+}
+
 /// Build the automaton of `classes` (lexings as [`TokenClass::sigs`] over the trie `nodes`,
 /// step terminal sets and lookahead classes in `terms`) on the LR tables `lr`; `None` if no
 /// class can be expressed or a budget is exceeded.
 pub fn saturate(lr: &LrTables, terms: &SetPool, nodes: &[(u32, Step)], classes: &[TokenClass]) -> Option<Saturated> {
-    let decided: Vec<usize> = (0..classes.len()).filter(|&i| expressible(nodes, &classes[i])).collect();
-    if decided.is_empty() {
-        return None;
-    }
-    // The sub-trie of those classes: ends, the classes at each, and the children of each node.
-    let mut ends: FastMap<(u32, u32), u32> = FastMap::default();
-    let mut at_end: Vec<Vec<u32>> = Vec::new();
-    let mut children: FastMap<u32, Vec<u32>> = FastMap::default();
-    for (k, &ci) in decided.iter().enumerate() {
-        for &(node, la) in &classes[ci].sigs {
-            let next = ends.len() as u32;
-            let e = *ends.entry((node, la)).or_insert(next);
-            if e as usize == at_end.len() {
-                at_end.push(Vec::new());
-            }
-            at_end[e as usize].push(k as u32);
-            let mut n = node;
-            while n != 0 {
-                let parent = nodes[n as usize].0;
-                let kids = children.entry(parent).or_default();
-                if kids.contains(&n) {
-                    break;
-                }
-                kids.push(n);
-                n = parent;
-            }
-        }
-    }
-    let steps: usize = ends.keys().map(|&(_, la)| if la == ANY { 0 } else { terms.get(la).len() }).sum::<usize>()
-        + children
-            .values()
-            .flatten()
-            .map(|&c| match nodes[c as usize].1 {
-                Step::Shift { terms: set, .. } => terms.get(set).len(),
-                _ => 0,
-            })
-            .sum::<usize>();
-    if steps > MAX_STEPS {
-        return None;
-    }
+    saturate_sub(lr, terms, nodes, SubTrie::of(terms, nodes, classes)?, &AtomicBool::new(false))
+}
+
+/// [`saturate`] on the sub-trie found by [`SubTrie::of`]; `None` as soon as `cancel` is set
+/// (checked every few thousand rules and every determinized state).
+pub fn saturate_sub(
+    lr: &LrTables,
+    terms: &SetPool,
+    nodes: &[(u32, Step)],
+    sub: SubTrie,
+    cancel: &AtomicBool,
+) -> Option<Saturated> {
+    let SubTrie { decided, ends, at_end, children } = sub;
     let mut sys = System::new(lr);
     let root = sys.id(Ctl::Node(0));
     let mut ends_sorted: Vec<((u32, u32), u32)> = ends.iter().map(|(&k, &e)| (k, e)).collect();
@@ -628,6 +662,9 @@ pub fn saturate(lr: &LrTables, terms: &SetPool, nodes: &[(u32, Step)], classes: 
     let mut kids: Vec<(u32, Vec<u32>)> = children.into_iter().collect();
     kids.sort_unstable();
     for (parent, cs) in kids {
+        if cancel.load(Ordering::Relaxed) {
+            return None;
+        }
         let at = sys.id(Ctl::Node(parent));
         for c in cs {
             let Step::Shift { terms: set, .. } = nodes[c as usize].1 else { continue };
@@ -639,10 +676,10 @@ pub fn saturate(lr: &LrTables, terms: &SetPool, nodes: &[(u32, Step)], classes: 
             }
         }
     }
-    if !sys.saturate() {
+    if !sys.saturate(cancel) {
         return None;
     }
-    let dwa = determinize(&sys, root, &at_end, decided.len())?;
+    let dwa = determinize(&sys, root, &at_end, decided.len(), cancel)?;
     Some(Saturated { dwa, decided })
 }
 
@@ -653,7 +690,7 @@ pub fn saturate(lr: &LrTables, terms: &SetPool, nodes: &[(u32, Step)], classes: 
 /// to it, and a DWA state is (that subset, those classes): once a class is output, the paths
 /// that could only output it again are not followed (outputs are unions, so a class output
 /// twice is the same mask).
-fn determinize(sys: &System, root: u32, at_end: &[Vec<u32>], classes: usize) -> Option<LocalDwa> {
+fn determinize(sys: &System, root: u32, at_end: &[Vec<u32>], classes: usize, cancel: &AtomicBool) -> Option<LocalDwa> {
     let n = sys.ctl.len();
     let words = classes.div_ceil(64).max(1);
     // Per control state, the classes it can reach (a backward fixpoint over the transitions).
@@ -778,7 +815,7 @@ fn determinize(sys: &System, root: u32, at_end: &[Vec<u32>], classes: usize) -> 
     let mut same_list: FastMap<Vec<u32>, (u32, u32)> = FastMap::default();
     let mut done = 0usize;
     while done < todo.len() {
-        if todo.len() > MAX_STATES || sizes > MAX_SUBSET_SIZES {
+        if todo.len() > MAX_STATES || sizes > MAX_SUBSET_SIZES || cancel.load(Ordering::Relaxed) {
             return None;
         }
         let (subset, open) = todo[done].clone();

@@ -5,7 +5,7 @@ use super::FastMap;
 
 /// A pool of interned sets: each distinct set once, by id, with memoized unions and
 /// intersections of ids.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct SetPool {
     sets: Vec<Box<[u32]>>,
     index: FastMap<Box<[u32]>, u32>,
