@@ -705,16 +705,21 @@ fn determinize(sys: &System, root: u32, at_end: &[Vec<u32>], classes: usize, can
     }
     let mut reach = vec![0u64; n * words];
     let mut stack: Vec<u32> = Vec::new();
+    // (A state waiting in the stack is not pushed again: it passes on all it has when popped.)
+    let mut queued = vec![false; n];
     for i in 0..n {
         if let Ctl::Accept(e) = sys.ctl[i] {
             for &c in &at_end[e as usize] {
                 reach[i * words + c as usize / 64] |= 1 << (c % 64);
             }
             stack.push(i as u32);
+            queued[i] = true;
         }
     }
+    let mut from = vec![0u64; words];
     while let Some(i) = stack.pop() {
-        let from: Vec<u64> = reach[i as usize * words..(i as usize + 1) * words].to_vec();
+        queued[i as usize] = false;
+        from.copy_from_slice(&reach[i as usize * words..(i as usize + 1) * words]);
         for &p in &preds[i as usize] {
             let row = &mut reach[p as usize * words..(p as usize + 1) * words];
             let mut grew = false;
@@ -724,7 +729,8 @@ fn determinize(sys: &System, root: u32, at_end: &[Vec<u32>], classes: usize, can
                     grew = true;
                 }
             }
-            if grew {
+            if grew && !queued[p as usize] {
+                queued[p as usize] = true;
                 stack.push(p);
             }
         }
