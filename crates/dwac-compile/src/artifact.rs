@@ -67,6 +67,7 @@ pub fn options_json(schema: &SchemaOptions, engine: &EngineOptions) -> serde_jso
         follow_bytes: _,
         rename_states: _,
         saturate,
+        saturate_beside,
     } = mask_options;
     let mut o = json!({
         "schema.whitespace": format!("{whitespace:?}"),
@@ -83,6 +84,11 @@ pub fn options_json(schema: &SchemaOptions, engine: &EngineOptions) -> serde_jso
     }
     if !*saturate {
         o["mask.saturate"] = json!(false);
+    }
+    // (Where the second thread starts does not change the tables, but a restarted attempt may
+    // fit a budget that one attempt would not: a changed setting is written.)
+    if *saturate_beside != MaskOptions::default().saturate_beside {
+        o["mask.saturate_beside"] = json!([saturate_beside.0, saturate_beside.1]);
     }
     o
 }

@@ -47,6 +47,7 @@ pub(crate) fn mask_stats_json(stats: &CompileStats) -> serde_json::Value {
             "lexer_states_over_budget": m.lexer_states_over_budget,
             "lexer_states_cut": m.lexer_states_cut,
             "tokens_saturated": m.tokens_saturated,
+            "saturations_beside": m.saturations_beside,
             "second_starts": m.second_starts,
             "lexer_states_shared": m.lexer_states_shared,
             "lexer_states_renamed": m.lexer_states_renamed,

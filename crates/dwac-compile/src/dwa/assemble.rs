@@ -41,21 +41,6 @@ const FIRST_ATTEMPT_BASE: u64 = 250_000;
 /// Work a first forward attempt may take per token class, past [`FIRST_ATTEMPT_BASE`].
 const FIRST_ATTEMPT_PER_CLASS: u64 = 300;
 
-/// Work past which a lexer state's first forward attempt is run again beside the saturation of
-/// its classes on a second thread (`Assembler::first_attempt`), or [`SPECULATE_PER_CLASS`] per
-/// token class if that is more: so a failing attempt no longer delays the saturation that
-/// replaces it. A build that succeeds past it pays for a saturation it does not use (a second
-/// core, and memory: the saturation of palindrome's 16,844 classes beside its forward build
-/// doubled its time and tripled its peak memory); on the test corpora the only ones are Lua's
-/// lexer state of 68 classes (165,000 work; a small saturation) and the blow-ups that fail.
-const SPECULATE_AT: u64 = 100_000;
-
-/// Work per token class past which a first forward attempt is run beside the saturation (see
-/// [`SPECULATE_AT`]): above the most that builds which fit their budget take on the corpora
-/// once they have many classes (regex's 4,792 classes: 140 each; palindrome, robots.txt: under 40),
-/// below what the blow-ups have taken when they fail (Lua with qwen3: 458 and 904 each).
-const SPECULATE_PER_CLASS: u64 = 100;
-
 /// The longest lexing length an over-budget lexer state is first cut at.
 const MAX_CUT_DEPTH: u32 = 32;
 
@@ -163,6 +148,8 @@ pub(super) struct Assembler {
     max_dwa_states: usize,
     /// [`MaskOptions::saturate`].
     saturate: bool,
+    /// [`MaskOptions::saturate_beside`].
+    saturate_beside: (u64, u64),
     /// [`MaskOptions::work_per_lexer_state`].
     work_per_lexer_state: u64,
     /// The automaton built for (thread class, the classes' lexings), with its configurations and
@@ -206,6 +193,7 @@ impl Assembler {
             link: opts.link_states,
             max_dwa_states: opts.max_dwa_states,
             saturate: opts.saturate,
+            saturate_beside: opts.saturate_beside,
             work_per_lexer_state: opts.work_per_lexer_state,
             built_for: FastMap::default(),
             serial: 0,
@@ -488,9 +476,10 @@ impl Assembler {
         classes.iter().zip(&decided).filter(|&(_, &d)| !d).flat_map(|(c, _)| c.tokens.iter()).collect()
     }
 
-    /// The first forward attempt at lexer state's automaton, with `first` work. With saturation
-    /// on, an attempt still running at [`SPECULATE_AT`] is started again with `first` while, on a
-    /// second thread, the classes saturation expresses are saturated: if the attempt fails,
+    /// The first forward attempt at a lexer state's automaton, with `first` work. With
+    /// saturation on, an attempt still running at [`MaskOptions::saturate_beside`] is started
+    /// again with `first` while, on a second thread, the classes saturation expresses are
+    /// saturated: if the attempt fails,
     /// that automaton (the second value, `Some`) is the one the sequential order would build
     /// next; if it succeeds, the saturation is cancelled. Both are pure functions of the state,
     /// so the tables do not depend on which finishes first. (Restarting rather than signalling
@@ -508,7 +497,8 @@ impl Assembler {
         classes: &[TokenClass],
         first: u64,
     ) -> (Option<(Rc<LocalDwa>, usize, usize)>, Option<Option<saturate::Saturated>>) {
-        let at = SPECULATE_AT.max(SPECULATE_PER_CLASS * classes.len() as u64);
+        let (base, per_class) = self.saturate_beside;
+        let at = base.max(per_class.saturating_mul(classes.len() as u64));
         if !self.saturate || first <= at {
             return (self.build_or_reuse(det, nodes, thread, classes, first), None);
         }
@@ -520,6 +510,7 @@ impl Assembler {
             // (Nothing saturation could decide: it would find the same.)
             return (self.build_or_reuse(det, nodes, thread, classes, first), Some(None));
         };
+        self.stats.saturations_beside += 1;
         let lr = det.comp.lr.tables;
         let terms = det.comp.terms.clone();
         let cancel = AtomicBool::new(false);

@@ -91,6 +91,14 @@ pub struct MaskOptions {
     /// lexings allow it, instead of leaving them UNDECIDED. Off only to exercise the run-time
     /// path of UNDECIDED tokens (written to the fingerprint when off).
     pub saturate: bool,
+    /// With saturation on, a lexer state's first forward attempt that has taken this much work,
+    /// (base, per token class), whichever is more, is run again beside the saturation of its
+    /// classes on a second thread (`assemble.rs`, `Assembler::first_attempt`); `(u64::MAX, 0)`:
+    /// never. The tables do not depend on which thread finishes first: the saturation is used
+    /// only where the attempt fails, as it would be after it. (The restarted attempt reads what
+    /// the first try memoized, so it may fit its budget where a single attempt would not; the
+    /// masks are exact either way.) Not part of the grammar fingerprint.
+    pub saturate_beside: (u64, u64),
 }
 
 impl Default for MaskOptions {
@@ -104,6 +112,7 @@ impl Default for MaskOptions {
             follow_bytes: false,
             rename_states: true,
             saturate: true,
+            saturate_beside: (100_000, 100),
         }
     }
 }
@@ -139,6 +148,9 @@ pub struct MaskStats {
     /// Tokens left out of a cut lexer state's build and decided by its second automaton,
     /// saturated backwards (`saturate`) instead of being left UNDECIDED.
     pub tokens_saturated: usize,
+    /// Lexer states whose classes were saturated on a second thread beside a long first
+    /// forward attempt ([`MaskOptions::saturate_beside`]), whether or not the attempt failed.
+    pub saturations_beside: usize,
     /// Lexer states with a second start (`MaskTables::aux_start`, format 4.1).
     pub second_starts: usize,
     /// Tokens the vocabulary walk left UNDECIDED, by the limit that made it so (counted per
