@@ -1,10 +1,10 @@
-//! Backward saturation (`dwac-compile/src/dwa/saturate.rs`) against the reference mask: the
+//! Backward saturation (`dwac-compile/src/dwa/saturate/`) against the reference mask: the
 //! tokens of an over-budget lexer state, beside a forward build or as the whole state.
 
 use super::*;
 
 /// The tokens of an over-budget lexer state are decided by an automaton saturated backwards
-/// (`dwa/saturate.rs`), not left UNDECIDED: an ambiguous expression grammar whose operand may be
+/// (`dwa/saturate/`), not left UNDECIDED: an ambiguous expression grammar whose operand may be
 /// empty (Lua's shape: every `-` an operator or a prefix, ~2ⁿ stacks for a run of n), long runs
 /// in the vocabulary, a tight work budget. Lexings with a priority guard (`K` over `X` on `xx`)
 /// are built forward, and the saturated automaton is the state's second start. Masks equal the

@@ -87,7 +87,7 @@ pub struct MaskOptions {
     /// part of the grammar fingerprint).
     pub rename_states: bool,
     /// Decide the tokens a lexer state's build had to leave out (or, over budget even when
-    /// cut, all its tokens) by an automaton saturated backwards (`saturate.rs`) where their
+    /// cut, all its tokens) by an automaton saturated backwards (`saturate/`) where their
     /// lexings allow it, instead of leaving them UNDECIDED. Off only to exercise the run-time
     /// path of UNDECIDED tokens (written to the fingerprint when off).
     pub saturate: bool,

@@ -38,10 +38,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use dwac_runtime::unstable::{Action, LrTables, DEAD};
 
 use super::compose::{Step, ANY};
-use super::determinize::{DState, LocalDwa};
+use super::determinize::LocalDwa;
 use super::set_pool::SetPool;
 use super::terminal_dwa::TokenClass;
 use super::FastMap;
+use subset::determinize;
+
+mod subset;
 
 /// Control states running a terminal (one per step or lookahead check and terminal) past which
 /// saturation is not tried: its automaton grows with them (`robotstxt.lark`'s lexer state 0,
@@ -54,12 +57,6 @@ const MAX_PAIRS: usize = 8_000_000;
 
 /// Words of their label sets (256 MB).
 const MAX_WORDS: usize = 32 << 20;
-
-/// Control states in the subsets of the determinized automaton, summed over its states.
-const MAX_SUBSET_SIZES: usize = 16 << 20;
-
-/// States the determinized automaton may have.
-const MAX_STATES: usize = 1 << 15;
 
 /// Control states of the pushdown system.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -681,220 +678,4 @@ pub fn saturate_sub(
     }
     let dwa = determinize(&sys, root, &at_end, decided.len(), cancel)?;
     Some(Saturated { dwa, decided })
-}
-
-/// The subset construction over the saturated automaton from `root`, reading LR states;
-/// entering an accepting control state outputs its end's classes (`classes` of them in all).
-///
-/// A subset keeps only the control states that can still reach a class not output on the way
-/// to it, and a DWA state is (that subset, those classes): once a class is output, the paths
-/// that could only output it again are not followed (outputs are unions, so a class output
-/// twice is the same mask).
-fn determinize(sys: &System, root: u32, at_end: &[Vec<u32>], classes: usize, cancel: &AtomicBool) -> Option<LocalDwa> {
-    let n = sys.ctl.len();
-    let words = classes.div_ceil(64).max(1);
-    // Per control state, the classes it can reach (a backward fixpoint over the transitions).
-    let mut preds: Vec<Vec<u32>> = vec![Vec::new(); n];
-    for (f, es) in sys.out.iter().enumerate() {
-        for &e in es {
-            let t = sys.edge_to[e as usize];
-            if f as u32 != t {
-                preds[t as usize].push(f as u32);
-            }
-        }
-    }
-    let mut reach = vec![0u64; n * words];
-    let mut stack: Vec<u32> = Vec::new();
-    // (A state waiting in the stack is not pushed again: it passes on all it has when popped.)
-    let mut queued = vec![false; n];
-    for i in 0..n {
-        if let Ctl::Accept(e) = sys.ctl[i] {
-            for &c in &at_end[e as usize] {
-                reach[i * words + c as usize / 64] |= 1 << (c % 64);
-            }
-            stack.push(i as u32);
-            queued[i] = true;
-        }
-    }
-    let mut from = vec![0u64; words];
-    while let Some(i) = stack.pop() {
-        queued[i as usize] = false;
-        from.copy_from_slice(&reach[i as usize * words..(i as usize + 1) * words]);
-        for &p in &preds[i as usize] {
-            let row = &mut reach[p as usize * words..(p as usize + 1) * words];
-            let mut grew = false;
-            for (r, f) in row.iter_mut().zip(&from) {
-                if *f & !*r != 0 {
-                    *r |= f;
-                    grew = true;
-                }
-            }
-            if grew && !queued[p as usize] {
-                queued[p as usize] = true;
-                stack.push(p);
-            }
-        }
-    }
-    let accept_of = |i: u32| match sys.ctl[i as usize] {
-        Ctl::Accept(e) => Some(e),
-        _ => None,
-    };
-    type Key = (Vec<u32>, Vec<u64>);
-    let mut sets = SetPool::new();
-    let mut states: Vec<DState> = Vec::new();
-    let mut index: FastMap<Key, u32> = FastMap::default();
-    let mut todo: Vec<Key> = Vec::new();
-    // The successor of a state whose open classes are `open` on reaching control states `next`:
-    // (target id or DEAD, output class set).
-    let target = |next: Vec<u32>,
-                  open: &[u64],
-                  sets: &mut SetPool,
-                  index: &mut FastMap<Key, u32>,
-                  todo: &mut Vec<Key>,
-                  sizes: &mut usize|
-     -> (u32, u32) {
-        let mut out: Vec<u32> = Vec::new();
-        let mut open = open.to_vec();
-        for &q in &next {
-            if let Some(e) = accept_of(q) {
-                for &c in &at_end[e as usize] {
-                    if open[c as usize / 64] >> (c % 64) & 1 == 1 {
-                        open[c as usize / 64] &= !(1 << (c % 64));
-                        out.push(c);
-                    }
-                }
-            }
-        }
-        let mut rest: Vec<u32> = next
-            .into_iter()
-            .filter(|&q| {
-                accept_of(q).is_none()
-                    && reach[q as usize * words..(q as usize + 1) * words].iter().zip(&open).any(|(r, o)| r & o != 0)
-            })
-            .collect();
-        rest.sort_unstable();
-        rest.dedup();
-        let out = sets.intern(out);
-        if rest.is_empty() {
-            return (DEAD, out);
-        }
-        // Only the open classes the subset can still reach.
-        let mut still = vec![0u64; words];
-        for &q in &rest {
-            for (s, r) in still.iter_mut().zip(&reach[q as usize * words..(q as usize + 1) * words]) {
-                *s |= r;
-            }
-        }
-        still.iter_mut().zip(&open).for_each(|(s, o)| *s &= o);
-        let key = (rest, still);
-        let next_id = index.len() as u32;
-        let id = *index.entry(key.clone()).or_insert_with(|| {
-            *sizes += key.0.len();
-            todo.push(key);
-            next_id
-        });
-        (id, out)
-    };
-    let all: Vec<u64> = (0..words)
-        .map(|w| {
-            let bits = classes.saturating_sub(w * 64).min(64);
-            if bits == 64 {
-                u64::MAX
-            } else {
-                (1u64 << bits) - 1
-            }
-        })
-        .collect();
-    let mut sizes = 0usize;
-    let (start, start_rho) = target(vec![root], &all, &mut sets, &mut index, &mut todo, &mut sizes);
-    // Per LR state, the control states the subset's transitions that read it (but not every
-    // state) lead to.
-    let mut by_label: Vec<Vec<u32>> = vec![Vec::new(); sys.lr.num_states as usize];
-    // Per control state reached from the subset: the union of the labels of the transitions
-    // into it that do not read every state, and whether one does (each target then goes into
-    // a label's list once, however many members of the subset lead to it).
-    let w = sys.w;
-    let mut reached: Vec<u64> = vec![0; n * w];
-    let mut reached_wild: Vec<bool> = vec![false; n];
-    let mut touched: Vec<u32> = Vec::new();
-    let mut seen: Vec<bool> = vec![false; n];
-    let mut same_list: FastMap<Vec<u32>, (u32, u32)> = FastMap::default();
-    let mut done = 0usize;
-    while done < todo.len() {
-        if todo.len() > MAX_STATES || sizes > MAX_SUBSET_SIZES || cancel.load(Ordering::Relaxed) {
-            return None;
-        }
-        let (subset, open) = todo[done].clone();
-        done += 1;
-        for &q in &subset {
-            for &e in &sys.out[q as usize] {
-                let (l, to) = (sys.label(e), sys.edge_to[e as usize] as usize);
-                if !seen[to] {
-                    seen[to] = true;
-                    touched.push(to as u32);
-                }
-                if l == &sys.all[..] {
-                    reached_wild[to] = true;
-                } else {
-                    reached[to * w..(to + 1) * w].iter_mut().zip(l).for_each(|(r, x)| *r |= x);
-                }
-            }
-        }
-        let mut wild: Vec<u32> = Vec::new();
-        let mut labels: Vec<u32> = Vec::new();
-        for &to in &touched {
-            let t = to as usize;
-            seen[t] = false;
-            let is_wild = std::mem::take(&mut reached_wild[t]);
-            // (A target that is no acceptance and reaches no open class is dropped by every
-            // successor: the open classes only shrink.)
-            let live =
-                accept_of(to).is_some() || reach[t * words..(t + 1) * words].iter().zip(&open).any(|(r, o)| r & o != 0);
-            if !live {
-                reached[t * w..(t + 1) * w].iter_mut().for_each(|x| *x = 0);
-                continue;
-            }
-            if is_wild {
-                wild.push(to);
-            }
-            for (i, word) in reached[t * w..(t + 1) * w].iter_mut().enumerate() {
-                let mut bits = std::mem::take(word);
-                while bits != 0 {
-                    let s = (i * 64) as u32 + bits.trailing_zeros();
-                    bits &= bits - 1;
-                    let v = &mut by_label[s as usize];
-                    if v.is_empty() {
-                        labels.push(s);
-                    }
-                    v.push(to);
-                }
-            }
-        }
-        touched.clear();
-        labels.sort_unstable();
-        let default = target(wild.clone(), &open, &mut sets, &mut index, &mut todo, &mut sizes);
-        let mut edges = Vec::with_capacity(labels.len());
-        // Labels whose lists are equal (built in one order, so equal as vectors) have one
-        // successor.
-        same_list.clear();
-        for l in labels {
-            let list = std::mem::take(&mut by_label[l as usize]);
-            let (t, o) = match same_list.get(&list) {
-                Some(&to) => to,
-                None => {
-                    let mut next = wild.clone();
-                    next.extend_from_slice(&list);
-                    let to = target(next, &open, &mut sets, &mut index, &mut todo, &mut sizes);
-                    same_list.insert(list, to);
-                    to
-                }
-            };
-            if (t, o) != default {
-                edges.push((l, t, o));
-            }
-        }
-        states.push(DState { edges, default });
-    }
-    let count = states.len();
-    Some(LocalDwa { start, start_rho, states, sets, links: FastMap::default(), keys: vec![None; count] })
 }
