@@ -479,12 +479,11 @@ impl Assembler {
     /// The first forward attempt at a lexer state's automaton, with `first` work. With
     /// saturation on, an attempt still running at [`MaskOptions::saturate_beside`] is started
     /// again with `first` while, on a second thread, the classes saturation expresses are
-    /// saturated: if the attempt fails,
-    /// that automaton (the second value, `Some`) is the one the sequential order would build
-    /// next; if it succeeds, the saturation is cancelled. Both are pure functions of the state,
-    /// so the tables do not depend on which finishes first. (Restarting rather than signalling
-    /// from inside the build keeps the determinizer single-threaded; the restart reads what the
-    /// first try memoized.)
+    /// saturated: if the attempt fails, that automaton (the second value, `Some`) is the one the
+    /// sequential order would build next; if it succeeds, the saturation is cancelled. Both are
+    /// pure functions of the state, so the tables do not depend on which finishes first.
+    /// (Restarting rather than signalling from inside the build keeps the determinizer
+    /// single-threaded; the restart reads what the first try memoized.)
     #[allow(
         clippy::type_complexity,
         reason = "the build's result as `build_or_reuse` gives it, beside the speculative saturation's"

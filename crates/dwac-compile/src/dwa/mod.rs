@@ -97,7 +97,7 @@ pub struct MaskOptions {
     /// never. The tables do not depend on which thread finishes first: the saturation is used
     /// only where the attempt fails, as it would be after it. (The restarted attempt reads what
     /// the first try memoized, so it may fit its budget where a single attempt would not; the
-    /// masks are exact either way.) Not part of the grammar fingerprint.
+    /// masks are exact either way.) Written to the grammar fingerprint when changed.
     pub saturate_beside: (u64, u64),
 }
 
