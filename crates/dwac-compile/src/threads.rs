@@ -1,7 +1,7 @@
 //! Context for the threads the compiler starts.
 //!
-//! A compile runs on the caller's thread and, for the Parser DWA, on a helper thread of its own
-//! (the vocabulary walk). Whoever embeds the compiler may keep per-compile context in
+//! A compile runs on the caller's thread and, for the Parser DWA, on helper threads of its own
+//! (the vocabulary walk; the saturation beside a long first forward attempt). Whoever embeds the compiler may keep per-compile context in
 //! thread-local state (the CLI charges each input's allocations to that input's memory budget);
 //! [`set_context_hooks`] lets such a context follow the compile onto its helper threads: it is
 //! captured on the thread that starts a helper and entered on the helper before it runs.

@@ -20,6 +20,7 @@ use super::terminal_dwa::{Sig, TokenClass, Tokens};
 use super::token_sets::{TokenSets, Union};
 use super::{FastMap, MaskOptions, MaskStats};
 use crate::stages::Stages;
+use crate::threads::carry;
 
 /// The shortest lexing length an over-budget lexer state is cut at (`Assembler::state`): below
 /// it, the state's tokens are all left UNDECIDED, as they were.
@@ -516,7 +517,9 @@ impl Assembler {
         let (built, sat) = std::thread::scope(|scope| {
             let side = std::thread::Builder::new()
                 .name("dwac-saturate".into())
-                .spawn_scoped(scope, || saturate::saturate_sub(lr, &terms, nodes, sub, &cancel))
+                // (With the caller's context: the CLI charges its allocations to the input's memory
+                // budget.)
+                .spawn_scoped(scope, carry(|| saturate::saturate_sub(lr, &terms, nodes, sub, &cancel)))
                 .ok();
             let built = self.build_or_reuse(det, nodes, thread, classes, first);
             if built.is_some() {
