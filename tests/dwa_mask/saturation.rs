@@ -41,14 +41,24 @@ fn left_out_lexings_are_decided_by_a_saturated_second_automaton() {
     assert!(stats.second_starts > 0, "{stats:?}");
     assert!(stats.undecided_tokens == 0 && stats.tokens_saturated > 0, "{stats:?}");
     assert!(mask.aux_start.iter().any(|&d| d != dwac_runtime::unstable::NONE));
-    // The saturation run on a second thread beside every first attempt (restarted after no
-    // work at all, so it reads no memo) gives the same tables as after the attempt; by default
-    // this build's attempts are too short for it.
+    // By default this build's attempts are too short for a race. With a race beside every first
+    // attempt (restarted after no work at all), the saturation wins some (the cheaper
+    // automaton is kept, counted in steps, not time): the tables are the same on every run,
+    // however the two threads are scheduled, and exact.
     assert_eq!(stats.saturations_beside, 0, "{stats:?}");
     let beside = MaskOptions { saturate_beside: (0, 0), ..tight.clone() };
-    let (same, beside_stats) = build_mask_tables(&c.tables, &vocab, &beside).unwrap();
+    let (raced, beside_stats) = build_mask_tables(&c.tables, &vocab, &beside).unwrap();
+    eprintln!("{beside_stats:?}");
     assert!(beside_stats.saturations_beside > 0, "{beside_stats:?}");
-    assert!(same == mask, "the tables differ with the saturation beside the forward attempts");
+    assert!(beside_stats.saturations_won > 0, "{beside_stats:?}");
+    assert!(beside_stats.saturations_won <= beside_stats.saturations_beside, "{beside_stats:?}");
+    for _ in 0..3 {
+        let (again, _) = build_mask_tables(&c.tables, &vocab, &beside).unwrap();
+        assert!(again == raced, "the raced tables differ between runs");
+    }
+    let engine = Arc::new(Engine::with_mask(c.tables.clone(), vocab.clone(), Some(raced)).unwrap());
+    let n = differential(&engine, 24, 6, 42);
+    assert!(n > 100, "{n} masks compared");
     let engine = Arc::new(Engine::with_mask(c.tables.clone(), vocab.clone(), Some(mask)).unwrap());
     let n = differential(&engine, 24, 6, 43);
     assert!(n > 100, "{n} masks compared");

@@ -48,6 +48,7 @@ pub(crate) fn mask_stats_json(stats: &CompileStats) -> serde_json::Value {
             "lexer_states_cut": m.lexer_states_cut,
             "tokens_saturated": m.tokens_saturated,
             "saturations_beside": m.saturations_beside,
+            "saturations_won": m.saturations_won,
             "second_starts": m.second_starts,
             "lexer_states_shared": m.lexer_states_shared,
             "lexer_states_renamed": m.lexer_states_renamed,

@@ -5,7 +5,7 @@
 //! the compaction of token sets.
 
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use dwac_runtime::unstable::Inhibitor;
@@ -15,6 +15,7 @@ use dwac_runtime::unstable::{DwaWriter, MaskTables, NONE};
 use super::compose::Step;
 use super::determinize::{Assembled, Determinizer, LocalDwa, StateKey};
 use super::minimize;
+use super::race::Race;
 use super::saturate;
 use super::terminal_dwa::{Sig, TokenClass, Tokens};
 use super::token_sets::{TokenSets, Union};
@@ -161,6 +162,9 @@ pub(super) struct Assembler {
     /// replaced in `built_for` is freed, and a later one may get its address, which would then
     /// find the freed one's entries in `assembled`.
     serial: usize,
+    /// The saturations that won their race ([`Assembler::first_attempt`]), by the same key as
+    /// `built_for`: a later state with the same lexings takes the same automaton.
+    won: FastMap<(u32, Vec<Vec<Sig>>), saturate::Saturated>,
     /// Entries of the first state of each (block, thread class), for the states that share them.
     shared: FastMap<(u64, u32), Shared>,
     /// Assembled states by their key (`determinize::StateKey`): a lexer state's automaton links
@@ -198,6 +202,7 @@ impl Assembler {
             work_per_lexer_state: opts.work_per_lexer_state,
             built_for: FastMap::default(),
             serial: 0,
+            won: FastMap::default(),
             shared: FastMap::default(),
             keys: FastMap::default(),
             assembled: FastMap::default(),
@@ -479,12 +484,16 @@ impl Assembler {
 
     /// The first forward attempt at a lexer state's automaton, with `first` work. With
     /// saturation on, an attempt still running at [`MaskOptions::saturate_beside`] is started
-    /// again with `first` while, on a second thread, the classes saturation expresses are
-    /// saturated: if the attempt fails, that automaton (the second value, `Some`) is the one the
-    /// sequential order would build next; if it succeeds, the saturation is cancelled. Both are
-    /// pure functions of the state, so the tables do not depend on which finishes first.
-    /// (Restarting rather than signalling from inside the build keeps the determinizer
-    /// single-threaded; the restart reads what the first try memoized.)
+    /// again with `first`, in a race ([`Race`]) with the saturation of the classes saturation
+    /// expresses on a second thread. The saturation wins if it succeeds in fewer ticks than the
+    /// attempt (or the attempt fails): then it decides those classes (the second value,
+    /// `Some(Some(_))`, and no forward build), the attempt stopped or its result dropped. Both
+    /// counts are functions of the state and of what was memoized before it, so the winner,
+    /// and the tables, do not depend on which thread runs faster. A won race forgets the
+    /// determinizer's memos (the attempt may have been stopped anywhere), and later states with
+    /// the same lexings take the same automaton. (A forward build on a few hundred classes can
+    /// fit its budget with tens of thousands of DWA states, seconds where the saturation takes
+    /// a tenth: Lua's lexer state 0 under phi-3's vocabulary.)
     #[allow(
         clippy::type_complexity,
         reason = "the build's result as `build_or_reuse` gives it, beside the speculative saturation's"
@@ -505,6 +514,12 @@ impl Assembler {
         if let Some(b) = self.build_or_reuse(det, nodes, thread, classes, at) {
             return (Some(b), None);
         }
+        let key = (thread, classes.iter().map(|c| c.sigs.clone()).collect::<Vec<_>>());
+        if let Some(sat) = self.won.get(&key) {
+            self.stats.saturations_beside += 1;
+            self.stats.saturations_won += 1;
+            return (None, Some(Some(sat.clone())));
+        }
         let ours: Vec<TokenClass> = classes.iter().filter(|c| saturate::expressible(nodes, c)).cloned().collect();
         let Some(sub) = saturate::SubTrie::of(&det.comp.terms, nodes, &ours) else {
             // (Nothing saturation could decide: it would find the same.)
@@ -513,28 +528,53 @@ impl Assembler {
         self.stats.saturations_beside += 1;
         let lr = det.comp.lr.tables;
         let terms = det.comp.terms.clone();
-        let cancel = AtomicBool::new(false);
-        let (built, sat) = std::thread::scope(|scope| {
-            let side = std::thread::Builder::new()
+        let race = Arc::new(Race::default());
+        let (built, forward, sat) = std::thread::scope(|scope| {
+            let saturating = || {
+                let sat = saturate::saturate_sub(lr, &terms, nodes, sub, Some(&race));
+                if let Some(s) = &sat {
+                    race.saturation_done(s.ticks);
+                }
+                sat
+            };
+            match std::thread::Builder::new()
                 .name("dwac-saturate".into())
                 // (With the caller's context: the CLI charges its allocations to the input's memory
                 // budget.)
-                .spawn_scoped(scope, carry(|| saturate::saturate_sub(lr, &terms, nodes, sub, &cancel)))
-                .ok();
-            let built = self.build_or_reuse(det, nodes, thread, classes, first);
-            if built.is_some() {
-                cancel.store(true, Ordering::Relaxed);
+                .spawn_scoped(scope, carry(saturating))
+            {
+                Ok(side) => {
+                    det.comp.race = Some(race.clone());
+                    let built = self.build_or_reuse(det, nodes, thread, classes, first);
+                    det.comp.race = None;
+                    let forward = built.is_some().then(|| det.comp.ticks());
+                    if let Some(f) = forward {
+                        race.forward_done(f);
+                    }
+                    (built, forward, side.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+                }
+                // (No second thread: both to their ends, one after the other.)
+                Err(_) => {
+                    let built = self.build_or_reuse(det, nodes, thread, classes, first);
+                    let forward = built.is_some().then(|| det.comp.ticks());
+                    (built, forward, saturate::saturate(lr, &terms, nodes, &ours))
+                }
             }
-            let sat = match side {
-                Some(h) => h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)),
-                // (No second thread: saturate here, after the attempt, if it failed.)
-                None if built.is_none() => saturate::saturate(lr, &terms, nodes, &ours),
-                None => None,
-            };
-            (built, sat)
         });
-        let speculated = built.is_none().then_some(sat);
-        (built, speculated)
+        if !Race::saturation_wins(forward, sat.as_ref().map(|s| s.ticks)) {
+            // (The forward build ran to its end: the saturation lost, or failed.)
+            let failed = built.is_none();
+            return (built, failed.then_some(None));
+        }
+        // The saturation decides: the attempt, stopped at some point or finished, leaves
+        // nothing behind, so what comes next does not depend on where it was.
+        self.stats.saturations_won += 1;
+        self.built_for.remove(&key);
+        det.forget();
+        if let Some(s) = &sat {
+            self.won.insert(key, s.clone());
+        }
+        (None, Some(sat))
     }
 
     /// The automaton saturated backwards for `classes`, if saturation is on and within budget.

@@ -21,7 +21,9 @@
 //! explicit ([`Labels::All`]).
 
 use std::rc::Rc;
+use std::sync::Arc;
 
+use super::race::{Race, FORWARD_EXPANSION, FORWARD_READ};
 use super::FastMap;
 
 use super::set_pool::SetPool;
@@ -178,6 +180,14 @@ pub struct Composer<'a> {
     /// The work budget is exceeded (or one expansion collected too many outcomes): expansions
     /// stop producing outcomes, and the lexer state's build fails.
     pub exhausted: bool,
+    /// Configurations read in the current plan's DWA states (counted by the determinizer).
+    pub reads: u64,
+    /// A race the build under way runs against a saturation ([`Race`]): once the build has
+    /// lost it, it stops as if over budget (checked every few hundred expansions and every DWA
+    /// state).
+    pub race: Option<Arc<Race>>,
+    /// The work at which the race is next looked at.
+    check_race_at: u64,
 }
 
 /// The plan's nodes and ends in its canonical order: depth first from the root, children in
@@ -308,6 +318,9 @@ impl<'a> Composer<'a> {
             work: 0,
             budget: u64::MAX,
             exhausted: false,
+            reads: 0,
+            race: None,
+            check_race_at: 0,
         }
     }
 
@@ -316,6 +329,8 @@ impl<'a> Composer<'a> {
         self.order = Rc::new(Preorder::of(&plan));
         self.plan = Rc::new(plan);
         self.work = 0;
+        self.reads = 0;
+        self.check_race_at = 0;
         self.exhausted = false;
     }
 
@@ -327,6 +342,22 @@ impl<'a> Composer<'a> {
     /// Expansions memoized (across lexer states).
     pub fn memoized(&self) -> usize {
         self.expansions.len()
+    }
+
+    /// The current plan's build so far, in [`Race`] ticks.
+    pub fn ticks(&self) -> u64 {
+        self.work.saturating_mul(FORWARD_EXPANSION).saturating_add(self.reads.saturating_mul(FORWARD_READ))
+    }
+
+    /// Has the build under way lost its race ([`Composer::race`])?
+    pub fn stopped(&self) -> bool {
+        self.race.as_ref().is_some_and(|r| r.forward_lost(self.ticks()))
+    }
+
+    /// [`Composer::stopped`], looked at again a few hundred expansions on.
+    fn race_lost(&mut self) -> bool {
+        self.check_race_at = self.work + 256;
+        self.stopped()
     }
 
     /// Forget the memoized expansions (a memory bound).
@@ -391,7 +422,7 @@ impl<'a> Composer<'a> {
         }
         self.key = key;
         self.work += 1;
-        if self.work > self.budget {
+        if self.work > self.budget || (self.work >= self.check_race_at && self.race_lost()) {
             self.exhausted = true;
             return;
         }

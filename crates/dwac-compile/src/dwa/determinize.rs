@@ -463,18 +463,24 @@ impl<'a> Determinizer<'a> {
     /// Drop the memos kept across lexer states once any is past its memory bound.
     fn forget_if_large(&mut self) {
         if self.configs.len() > MAX_CONFIGS || self.reads_len > MAX_READS || self.comp.memoized() > MAX_EXPANSIONS {
-            self.configs.clear();
-            self.config_ids.clear();
-            self.labels.clear();
-            self.read_tables.clear();
-            self.dense_reads.clear();
-            self.label_reads.clear();
-            self.reads_len = 0;
-            self.shared_reads.clear();
-            self.share_misses.clear();
-            self.sub_plans.clear();
-            self.comp.forget();
+            self.forget();
         }
+    }
+
+    /// Forget every memo of earlier builds (configurations, reads, expansions): the next build
+    /// starts as the first did.
+    pub fn forget(&mut self) {
+        self.configs.clear();
+        self.config_ids.clear();
+        self.labels.clear();
+        self.read_tables.clear();
+        self.dense_reads.clear();
+        self.label_reads.clear();
+        self.reads_len = 0;
+        self.shared_reads.clear();
+        self.share_misses.clear();
+        self.sub_plans.clear();
+        self.comp.forget();
     }
 
     /// The lexing trie of a lexer state with these classes (`Plan`: children in step order,
@@ -626,6 +632,9 @@ impl<'a> Determinizer<'a> {
         let mut states: Vec<DState> = Vec::new();
         let lr_states = self.comp.lr.tables.num_states;
         while let Some(d) = local.queue.pop_front() {
+            if self.comp.stopped() {
+                return Err(TooLarge);
+            }
             // (Links get ids but are not built: their entries stay empty placeholders.)
             while states.len() < d as usize {
                 states.push(DState { edges: Vec::new(), default: (DEAD, 0) });
@@ -664,6 +673,7 @@ impl<'a> Determinizer<'a> {
             let mut step = |label: Option<u32>, det: &mut Self, sets: &mut SetPool| {
                 rho_parts.clear();
                 parts.clear();
+                det.comp.reads += state.len() as u64;
                 for (i, &(c, s)) in state.iter().enumerate() {
                     let read = match (label, &own[i]) {
                         (None, l) => {

@@ -25,6 +25,7 @@ pub mod compose;
 pub mod determinize;
 pub mod horizon;
 pub mod minimize;
+mod race;
 mod saturate;
 pub mod set_pool;
 pub mod templates;
@@ -92,12 +93,12 @@ pub struct MaskOptions {
     /// path of UNDECIDED tokens (written to the fingerprint when off).
     pub saturate: bool,
     /// With saturation on, a lexer state's first forward attempt that has taken this much work,
-    /// (base, per token class), whichever is more, is run again beside the saturation of its
-    /// classes on a second thread (`assemble.rs`, `Assembler::first_attempt`); `(u64::MAX, 0)`:
-    /// never. The tables do not depend on which thread finishes first: the saturation is used
-    /// only where the attempt fails, as it would be after it. (The restarted attempt reads what
-    /// the first try memoized, so it may fit its budget where a single attempt would not; the
-    /// masks are exact either way.) Written to the grammar fingerprint when changed.
+    /// (base, per token class), whichever is more, is run again in a race with the saturation
+    /// of its classes on a second thread (`assemble.rs`, `Assembler::first_attempt`; `race.rs`);
+    /// `(u64::MAX, 0)`: never. The automaton that costs fewer counted steps is kept (the
+    /// saturation also where the attempt fails), so the tables do not depend on which thread
+    /// finishes first; the masks are exact either way. Written to the grammar fingerprint when
+    /// changed.
     pub saturate_beside: (u64, u64),
 }
 
@@ -149,8 +150,11 @@ pub struct MaskStats {
     /// saturated backwards (`saturate`) instead of being left UNDECIDED.
     pub tokens_saturated: usize,
     /// Lexer states whose classes were saturated on a second thread beside a long first
-    /// forward attempt ([`MaskOptions::saturate_beside`]), whether or not the attempt failed.
+    /// forward attempt ([`MaskOptions::saturate_beside`]), whichever won.
     pub saturations_beside: usize,
+    /// Of those, the states where the saturation won the race: it succeeded, and in fewer
+    /// counted steps than the forward attempt (or the attempt failed).
+    pub saturations_won: usize,
     /// Lexer states with a second start (`MaskTables::aux_start`, format 4.1).
     pub second_starts: usize,
     /// Tokens the vocabulary walk left UNDECIDED, by the limit that made it so (counted per

@@ -33,12 +33,13 @@
 //! ignored terminal's pass are not expressed; classes with such a lexing stay UNDECIDED.
 
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use dwac_runtime::unstable::{Action, LrTables, DEAD};
 
 use super::compose::{Step, ANY};
 use super::determinize::LocalDwa;
+use super::race::{Race, SATURATION_CONTROL, SATURATION_EDGE};
 use super::set_pool::SetPool;
 use super::terminal_dwa::TokenClass;
 use super::FastMap;
@@ -75,11 +76,14 @@ enum Ctl {
 }
 
 /// What [`saturate`] found: the automaton, and which of the given classes it decides.
+#[derive(Clone)]
 pub struct Saturated {
-    pub dwa: LocalDwa,
+    pub dwa: Arc<LocalDwa>,
     /// Indices (into the classes given) of the classes the automaton decides; the others keep
     /// their tokens UNDECIDED.
     pub decided: Vec<usize>,
+    /// What the saturation cost, in [`Race`] ticks.
+    pub ticks: u64,
 }
 
 /// The states with an action on a terminal, and those actions.
@@ -206,10 +210,14 @@ struct System<'a> {
     /// path into a state spells its items' prefixes, so on any real stack these are the ones).
     back: FastMap<(u32, u32), u32>,
     revealed: SetPool,
+    /// The work so far, in [`Race`] ticks.
+    ticks: u64,
+    /// The race this saturation runs, if any: it stops once it has lost.
+    race: Option<&'a Race>,
 }
 
 impl<'a> System<'a> {
-    fn new(lr: &'a LrTables) -> System<'a> {
+    fn new(lr: &'a LrTables, race: Option<&'a Race>) -> System<'a> {
         let w = (lr.num_states as usize).div_ceil(64).max(1);
         let mut all = vec![0u64; w];
         for s in 0..lr.num_states {
@@ -238,6 +246,8 @@ impl<'a> System<'a> {
             lr_preds: Vec::new(),
             back: FastMap::default(),
             revealed: SetPool::new(),
+            ticks: 0,
+            race,
         }
     }
 
@@ -247,6 +257,7 @@ impl<'a> System<'a> {
             return i;
         }
         let i = self.ctl.len() as u32;
+        self.ticks += SATURATION_CONTROL;
         self.ctl.push(c);
         self.ids.insert(c, i);
         self.out.push(Vec::new());
@@ -266,6 +277,7 @@ impl<'a> System<'a> {
     /// Add the states `l` to the transition from `from` to `to`.
     fn add(&mut self, from: u32, l: &Bits, to: u32) {
         let w = self.w;
+        self.ticks += SATURATION_EDGE + w as u64;
         let next = self.edge_to.len() as u32;
         let e = self.edge_ix.get_or_insert(from, to, next) as usize;
         if e == self.edge_to.len() {
@@ -506,8 +518,13 @@ impl<'a> System<'a> {
         }
     }
 
-    /// The saturation loop; `false` past the transition budget or once `cancel` is set.
-    fn saturate(&mut self, cancel: &AtomicBool) -> bool {
+    /// Has this saturation lost its race?
+    fn lost(&self) -> bool {
+        self.race.is_some_and(|r| r.saturation_lost(self.ticks))
+    }
+
+    /// The saturation loop; `false` past the transition budget or once the race is lost.
+    fn saturate(&mut self) -> bool {
         let w = self.w;
         let mut d = vec![0u64; w];
         let mut l = vec![0u64; w];
@@ -519,7 +536,7 @@ impl<'a> System<'a> {
                 return false;
             }
             pops = pops.wrapping_add(1);
-            if pops.is_multiple_of(4096) && cancel.load(Ordering::Relaxed) {
+            if pops.is_multiple_of(4096) && self.lost() {
                 return false;
             }
             let at = self.work_bits.len() - w;
@@ -624,20 +641,20 @@ impl SubTrie {
 /// step terminal sets and lookahead classes in `terms`) on the LR tables `lr`; `None` if no
 /// class can be expressed or a budget is exceeded.
 pub fn saturate(lr: &LrTables, terms: &SetPool, nodes: &[(u32, Step)], classes: &[TokenClass]) -> Option<Saturated> {
-    saturate_sub(lr, terms, nodes, SubTrie::of(terms, nodes, classes)?, &AtomicBool::new(false))
+    saturate_sub(lr, terms, nodes, SubTrie::of(terms, nodes, classes)?, None)
 }
 
-/// [`saturate`] on the sub-trie found by [`SubTrie::of`]; `None` as soon as `cancel` is set
-/// (checked every few thousand rules and every determinized state).
+/// [`saturate`] on the sub-trie found by [`SubTrie::of`], in a `race` if one is given: `None`
+/// as soon as it has lost (checked every few thousand rules and every determinized state).
 pub fn saturate_sub(
     lr: &LrTables,
     terms: &SetPool,
     nodes: &[(u32, Step)],
     sub: SubTrie,
-    cancel: &AtomicBool,
+    race: Option<&Race>,
 ) -> Option<Saturated> {
     let SubTrie { decided, ends, at_end, children } = sub;
-    let mut sys = System::new(lr);
+    let mut sys = System::new(lr, race);
     let root = sys.id(Ctl::Node(0));
     let mut ends_sorted: Vec<((u32, u32), u32)> = ends.iter().map(|(&k, &e)| (k, e)).collect();
     ends_sorted.sort_unstable();
@@ -659,7 +676,7 @@ pub fn saturate_sub(
     let mut kids: Vec<(u32, Vec<u32>)> = children.into_iter().collect();
     kids.sort_unstable();
     for (parent, cs) in kids {
-        if cancel.load(Ordering::Relaxed) {
+        if sys.lost() {
             return None;
         }
         let at = sys.id(Ctl::Node(parent));
@@ -673,9 +690,9 @@ pub fn saturate_sub(
             }
         }
     }
-    if !sys.saturate(cancel) {
+    if !sys.saturate() {
         return None;
     }
-    let dwa = determinize(&sys, root, &at_end, decided.len(), cancel)?;
-    Some(Saturated { dwa, decided })
+    let (dwa, ticks) = determinize(&sys, root, &at_end, decided.len())?;
+    Some(Saturated { dwa: Arc::new(dwa), decided, ticks })
 }

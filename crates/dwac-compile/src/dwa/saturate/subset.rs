@@ -1,11 +1,10 @@
 //! The subset construction over a saturated automaton ([`super::System`]): the DWA of a
 //! saturated lexer state, reading LR states top down.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-
 use dwac_runtime::unstable::DEAD;
 
 use super::super::determinize::{DState, LocalDwa};
+use super::super::race::{SATURATION_EDGE, SATURATION_REACH, SATURATION_TARGET};
 use super::super::set_pool::SetPool;
 use super::super::FastMap;
 use super::{Ctl, System};
@@ -18,18 +17,14 @@ const MAX_STATES: usize = 1 << 15;
 
 /// The subset construction over the saturated automaton from `root`, reading LR states;
 /// entering an accepting control state outputs its end's classes (`classes` of them in all).
+/// Returns the automaton and the whole saturation's ticks (the system's, then this
+/// construction's); `None` past its budgets or once the system's race is lost.
 ///
 /// A subset keeps only the control states that can still reach a class not output on the way
 /// to it, and a DWA state is (that subset, those classes): once a class is output, the paths
 /// that could only output it again are not followed (outputs are unions, so a class output
 /// twice is the same mask).
-pub(super) fn determinize(
-    sys: &System,
-    root: u32,
-    at_end: &[Vec<u32>],
-    classes: usize,
-    cancel: &AtomicBool,
-) -> Option<LocalDwa> {
+pub(super) fn determinize(sys: &System, root: u32, at_end: &[Vec<u32>], classes: usize) -> Option<(LocalDwa, u64)> {
     let n = sys.ctl.len();
     let words = classes.div_ceil(64).max(1);
     // Per control state, the classes it can reach (a backward fixpoint over the transitions).
@@ -55,9 +50,17 @@ pub(super) fn determinize(
             queued[i] = true;
         }
     }
+    let mut ticks = sys.ticks;
+    let lost = |ticks: u64| sys.race.is_some_and(|r| r.saturation_lost(ticks));
     let mut from = vec![0u64; words];
+    let mut pops = 0u32;
     while let Some(i) = stack.pop() {
+        pops = pops.wrapping_add(1);
+        if pops.is_multiple_of(4096) && lost(ticks) {
+            return None;
+        }
         queued[i as usize] = false;
+        ticks += (SATURATION_REACH + words as u64 / 4) * preds[i as usize].len() as u64;
         from.copy_from_slice(&reach[i as usize * words..(i as usize + 1) * words]);
         for &p in &preds[i as usize] {
             let row = &mut reach[p as usize * words..(p as usize + 1) * words];
@@ -90,8 +93,10 @@ pub(super) fn determinize(
                   sets: &mut SetPool,
                   index: &mut FastMap<Key, u32>,
                   todo: &mut Vec<Key>,
-                  sizes: &mut usize|
+                  sizes: &mut usize,
+                  ticks: &mut u64|
      -> (u32, u32) {
+        *ticks += (SATURATION_TARGET + words as u64 / 16) * next.len() as u64;
         let mut out: Vec<u32> = Vec::new();
         let mut open = open.to_vec();
         for &q in &next {
@@ -145,7 +150,7 @@ pub(super) fn determinize(
         })
         .collect();
     let mut sizes = 0usize;
-    let (start, start_rho) = target(vec![root], &all, &mut sets, &mut index, &mut todo, &mut sizes);
+    let (start, start_rho) = target(vec![root], &all, &mut sets, &mut index, &mut todo, &mut sizes, &mut ticks);
     // Per LR state, the control states the subset's transitions that read it (but not every
     // state) lead to.
     let mut by_label: Vec<Vec<u32>> = vec![Vec::new(); sys.lr.num_states as usize];
@@ -160,12 +165,13 @@ pub(super) fn determinize(
     let mut same_list: FastMap<Vec<u32>, (u32, u32)> = FastMap::default();
     let mut done = 0usize;
     while done < todo.len() {
-        if todo.len() > MAX_STATES || sizes > MAX_SUBSET_SIZES || cancel.load(Ordering::Relaxed) {
+        if todo.len() > MAX_STATES || sizes > MAX_SUBSET_SIZES || lost(ticks) {
             return None;
         }
         let (subset, open) = todo[done].clone();
         done += 1;
         for &q in &subset {
+            ticks += (SATURATION_EDGE + w as u64) * sys.out[q as usize].len() as u64;
             for &e in &sys.out[q as usize] {
                 let (l, to) = (sys.label(e), sys.edge_to[e as usize] as usize);
                 if !seen[to] {
@@ -211,7 +217,7 @@ pub(super) fn determinize(
         }
         touched.clear();
         labels.sort_unstable();
-        let default = target(wild.clone(), &open, &mut sets, &mut index, &mut todo, &mut sizes);
+        let default = target(wild.clone(), &open, &mut sets, &mut index, &mut todo, &mut sizes, &mut ticks);
         let mut edges = Vec::with_capacity(labels.len());
         // Labels whose lists are equal (built in one order, so equal as vectors) have one
         // successor.
@@ -223,7 +229,7 @@ pub(super) fn determinize(
                 None => {
                     let mut next = wild.clone();
                     next.extend_from_slice(&list);
-                    let to = target(next, &open, &mut sets, &mut index, &mut todo, &mut sizes);
+                    let to = target(next, &open, &mut sets, &mut index, &mut todo, &mut sizes, &mut ticks);
                     same_list.insert(list, to);
                     to
                 }
@@ -235,5 +241,6 @@ pub(super) fn determinize(
         states.push(DState { edges, default });
     }
     let count = states.len();
-    Some(LocalDwa { start, start_rho, states, sets, links: FastMap::default(), keys: vec![None; count] })
+    let local = LocalDwa { start, start_rho, states, sets, links: FastMap::default(), keys: vec![None; count] };
+    Some((local, ticks))
 }

@@ -1,0 +1,102 @@
+//! A deterministic race between the two constructions of one lexer state's automaton: the
+//! forward build on the driving thread and the saturation beside it (`assemble.rs`,
+//! docs/CONSTRUCTION.md "The saturation thread").
+//!
+//! Either automaton is exact; the race keeps the one that is cheaper to build. Cheaper is
+//! measured in *ticks*, a count of each side's own steps weighted by what they cost (a tick is
+//! about 5 ns on the machine the weights were fitted on: Lua's, regex's and robots.txt's
+//! lexer states under qwen3 and phi-3), never in time: the winner is a function of the lexer state
+//! alone, so the tables are the same whichever thread the scheduler favours. Each side publishes
+//! its total when it succeeds, and stops once its own count passes the other's published total
+//! (it would lose); a side that fails (over its budget) publishes nothing, so the other runs to
+//! its end. The forward build wins ties.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Ticks per expansion of the forward build ([`super::compose::Composer::work`]): an expansion
+/// continues a set of lexings through one LR simulation (~0.4 µs).
+pub const FORWARD_EXPANSION: u64 = 76;
+
+/// Ticks per configuration read in a forward DWA state (a memoized read, a set union: ~0.13 µs).
+/// A build can fit its work budget with tens of thousands of states, all reads.
+pub const FORWARD_READ: u64 = 27;
+
+/// Ticks per control state of the saturation's pushdown system (its rules made: ~0.4 µs).
+pub const SATURATION_CONTROL: u64 = 75;
+
+/// Ticks per transition addition or visit of the saturation and its subset construction, plus
+/// one per word of the label set it reads.
+pub const SATURATION_EDGE: u64 = 4;
+
+/// Ticks per transition followed backwards by the subset construction's reach fixpoint, plus
+/// one per four words of its class sets (whole-word ORs, cheap per word).
+pub const SATURATION_REACH: u64 = 2;
+
+/// Ticks per control state a subset's successor filters, plus one per sixteen words of its
+/// class set.
+pub const SATURATION_TARGET: u64 = 2;
+
+/// The two totals, `u64::MAX` until a side succeeds.
+#[derive(Debug)]
+pub struct Race {
+    forward: AtomicU64,
+    saturation: AtomicU64,
+}
+
+impl Default for Race {
+    fn default() -> Race {
+        Race { forward: AtomicU64::new(u64::MAX), saturation: AtomicU64::new(u64::MAX) }
+    }
+}
+
+impl Race {
+    /// The forward build succeeded after `ticks`.
+    pub fn forward_done(&self, ticks: u64) {
+        self.forward.store(ticks, Ordering::Relaxed);
+    }
+
+    /// The saturation succeeded after `ticks`.
+    pub fn saturation_done(&self, ticks: u64) {
+        self.saturation.store(ticks, Ordering::Relaxed);
+    }
+
+    /// Has the forward build, `ticks` in, lost (the saturation succeeded in fewer)?
+    pub fn forward_lost(&self, ticks: u64) -> bool {
+        ticks > self.saturation.load(Ordering::Relaxed)
+    }
+
+    /// Has the saturation, `ticks` in, lost (the forward build succeeded in as many or fewer)?
+    pub fn saturation_lost(&self, ticks: u64) -> bool {
+        ticks >= self.forward.load(Ordering::Relaxed)
+    }
+
+    /// The winner once both sides are done, given which succeeded and their ticks: is it the
+    /// saturation?
+    pub fn saturation_wins(forward: Option<u64>, saturation: Option<u64>) -> bool {
+        match (forward, saturation) {
+            (_, None) => false,
+            (None, Some(_)) => true,
+            (Some(f), Some(s)) => s < f,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Race;
+
+    #[test]
+    fn the_cheaper_side_wins_and_the_forward_build_wins_ties() {
+        assert!(Race::saturation_wins(Some(10), Some(9)));
+        assert!(!Race::saturation_wins(Some(10), Some(10)));
+        assert!(!Race::saturation_wins(Some(10), None));
+        assert!(Race::saturation_wins(None, Some(1_000)));
+        assert!(!Race::saturation_wins(None, None));
+        let race = Race::default();
+        assert!(!race.forward_lost(u64::MAX - 1) && !race.saturation_lost(u64::MAX - 1));
+        race.saturation_done(100);
+        assert!(race.forward_lost(101) && !race.forward_lost(100));
+        race.forward_done(50);
+        assert!(race.saturation_lost(50) && !race.saturation_lost(49));
+    }
+}
