@@ -149,6 +149,9 @@ pub struct Determinizer<'a> {
     canon: FastMap<Config, u32>,
     /// Lexings below a node (steps from it, lookahead class), interned for [`StateKey`]s.
     relsigs: FastMap<Vec<(Vec<Step>, u32)>, u32>,
+    /// Per trie node, its index in the plan being made (`u32::MAX` between plans): scratch of
+    /// [`Determinizer::plan`], kept to spare a map of the nodes.
+    plan_local: Vec<u32>,
     /// States of the automata built so far that were linked to an assembled state.
     pub linked: usize,
     /// States a single lexer state's DWA may have.
@@ -179,6 +182,7 @@ impl<'a> Determinizer<'a> {
             sub_plans: FastMap::default(),
             canon: FastMap::default(),
             relsigs: FastMap::default(),
+            plan_local: Vec::new(),
             linked: 0,
             max_states,
             work_budget: u64::MAX,
@@ -497,30 +501,43 @@ impl<'a> Determinizer<'a> {
         let mut plan = Plan { thread, ..Plan::default() };
         // The nodes of the plan, by local index in the order met, with the classes below each
         // (in class order: a class is pushed once on each node above its lexings, the walk up
-        // stopping at the first node that has it already).
-        let mut local: FastMap<u32, u32> = FastMap::default();
+        // stopping at the first node that has it already), their children (in the order met)
+        // and the lexings that end there.
+        if self.plan_local.len() < nodes.len() {
+            self.plan_local.resize(nodes.len(), u32::MAX);
+        }
+        let local = &mut self.plan_local;
         let mut node_of: Vec<u32> = Vec::new();
         let mut below: Vec<Vec<u32>> = Vec::new();
+        let mut children: Vec<Vec<u32>> = Vec::new();
+        let mut ends: Vec<Vec<(u32, u32)>> = Vec::new();
         let mut at_end: FastMap<u32, Vec<u32>> = FastMap::default();
-        let mut children: FastMap<u32, Vec<u32>> = FastMap::default();
-        let mut ends: FastMap<u32, Vec<(u32, u32)>> = FastMap::default();
         for (ci, cls) in classes.iter().enumerate() {
             let ci = ci as u32;
             for &(node, la) in &cls.sigs {
                 let e = self.comp.end(node, la);
-                ends.entry(node).or_default().push((e, la));
                 at_end.entry(e).or_default().push(ci);
                 let mut n = node;
+                // (A node met for the first time, to be listed as a child of the next one up.)
+                let mut child: Option<u32> = None;
                 loop {
-                    let (l, new) = match local.entry(n) {
-                        std::collections::hash_map::Entry::Occupied(o) => (*o.get() as usize, false),
-                        std::collections::hash_map::Entry::Vacant(slot) => {
-                            slot.insert(node_of.len() as u32);
-                            node_of.push(n);
-                            below.push(Vec::new());
-                            (node_of.len() - 1, true)
-                        }
-                    };
+                    let mut l = local[n as usize];
+                    let new = l == u32::MAX;
+                    if new {
+                        l = node_of.len() as u32;
+                        local[n as usize] = l;
+                        node_of.push(n);
+                        below.push(Vec::new());
+                        children.push(Vec::new());
+                        ends.push(Vec::new());
+                    }
+                    let l = l as usize;
+                    if n == node && child.is_none() && ends[l].last() != Some(&(e, la)) {
+                        ends[l].push((e, la));
+                    }
+                    if let Some(c) = child.take() {
+                        children[l].push(c);
+                    }
                     if below[l].last() == Some(&ci) {
                         break;
                     }
@@ -528,42 +545,57 @@ impl<'a> Determinizer<'a> {
                     if n == 0 {
                         break;
                     }
-                    let (parent, _) = nodes[n as usize];
                     if new {
-                        children.entry(parent).or_default().push(n);
+                        child = Some(n);
                     }
-                    n = parent;
+                    n = nodes[n as usize].0;
                 }
             }
         }
+        for &n in &node_of {
+            local[n as usize] = u32::MAX;
+        }
         // (Children in step order and ends in class order: the canonical order of
         // `Plan::below`, in which nodes with the same plan below them correspond.)
-        for (p, cs) in children {
-            let mut cs: Vec<(u32, Step)> = cs.into_iter().map(|c| (c, nodes[c as usize].1)).collect();
+        let mut sorted: Vec<Vec<(u32, Step)>> = Vec::with_capacity(node_of.len());
+        for cs in &children {
+            let mut cs: Vec<(u32, Step)> = cs.iter().map(|&c| (c, nodes[c as usize].1)).collect();
             cs.sort_unstable_by_key(|&(_, step)| step);
-            plan.children.insert(p, cs);
+            sorted.push(cs);
         }
-        for (n, mut es) in ends {
+        for es in &mut ends {
             // (A node's ends have distinct classes: one end per (node, class).)
             es.sort_unstable_by_key(|&(_, la)| la);
             es.dedup();
-            plan.ends.insert(n, es);
         }
         // The plans below nodes, children first (a child's id is larger than its parent's).
-        let mut in_plan: Vec<u32> = plan.children.keys().chain(plan.ends.keys()).copied().collect();
+        let mut in_plan: Vec<(u32, u32)> = (0..node_of.len())
+            .filter(|&l| !sorted[l].is_empty() || !ends[l].is_empty())
+            .map(|l| (node_of[l], l as u32))
+            .collect();
         in_plan.sort_unstable_by(|a, b| b.cmp(a));
-        in_plan.dedup();
-        for n in in_plan {
-            let ends = plan.ends.get(&n).map(|es| es.iter().map(|&(_, la)| la).collect()).unwrap_or_default();
-            let kids = plan
-                .children
-                .get(&n)
-                .map(|cs| cs.iter().map(|&(c, step)| (step, plan.below(c))).collect())
-                .unwrap_or_default();
-            let key = (ends, kids, if n == 0 { thread } else { u32::MAX });
+        let mut below_id: FastMap<u32, u32> = FastMap::default();
+        below_id.reserve(in_plan.len());
+        for &(n, l) in &in_plan {
+            let l = l as usize;
+            let las = ends[l].iter().map(|&(_, la)| la).collect();
+            let kids =
+                sorted[l].iter().map(|&(c, step)| (step, below_id.get(&c).copied().unwrap_or(NO_PLAN))).collect();
+            let key = (las, kids, if n == 0 { thread } else { u32::MAX });
             let next = self.sub_plans.len() as u32 + 1;
             let id = *self.sub_plans.entry(key).or_insert(next);
-            plan.below.insert(n, id);
+            below_id.insert(n, id);
+        }
+        plan.below = below_id;
+        plan.children.reserve(in_plan.len());
+        plan.ends.reserve(in_plan.len());
+        for (l, (cs, es)) in sorted.into_iter().zip(ends).enumerate() {
+            if !cs.is_empty() {
+                plan.children.insert(node_of[l], cs);
+            }
+            if !es.is_empty() {
+                plan.ends.insert(node_of[l], es);
+            }
         }
         let below: FastMap<u32, u32> = node_of.into_iter().zip(below).map(|(n, v)| (n, sets.intern(v))).collect();
         let at_end: FastMap<u32, u32> = at_end.into_iter().map(|(e, v)| (e, sets.intern(v))).collect();
