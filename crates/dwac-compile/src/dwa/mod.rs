@@ -314,6 +314,17 @@ pub fn build_mask_tables_prepared(
                 }
             }
         }
+        // The states that waited for their saturation ([`Assembler::state`]), in order.
+        if over.is_none() && stopped.is_none() {
+            asm.complete_later(&mut det, &nodes, &mut stages);
+            if asm.over_budget() {
+                over = Some(format!(
+                    "the Parser DWA grew past {} states (MaskOptions::max_dwa_states) once the states that waited \
+                     for their saturation were complete (the grammar has {} LR states)",
+                    opts.max_dwa_states, tables.lr.num_states
+                ));
+            }
+        }
         let walk_time = match walking.map(|h| h.join()) {
             Some(Ok(t)) => t,
             Some(Err(panic)) => std::panic::resume_unwind(panic),

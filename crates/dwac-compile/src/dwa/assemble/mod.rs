@@ -5,7 +5,6 @@
 //! the compaction of token sets.
 
 use std::rc::Rc;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use dwac_runtime::unstable::Inhibitor;
@@ -15,13 +14,14 @@ use dwac_runtime::unstable::{DwaWriter, MaskTables, NONE};
 use super::compose::Step;
 use super::determinize::{Assembled, Determinizer, LocalDwa, StateKey};
 use super::minimize;
-use super::race::Race;
 use super::saturate;
 use super::terminal_dwa::{Sig, TokenClass, Tokens};
 use super::token_sets::{TokenSets, Union};
 use super::{FastMap, MaskOptions, MaskStats};
 use crate::stages::Stages;
-use crate::threads::carry;
+use later::{Attempt, Built, Pending};
+
+mod later;
 
 /// The shortest lexing length an over-budget lexer state is cut at (`Assembler::state`): below
 /// it, the state's tokens are all left UNDECIDED, as they were.
@@ -45,6 +45,23 @@ const FIRST_ATTEMPT_PER_CLASS: u64 = 300;
 
 /// The longest lexing length an over-budget lexer state is first cut at.
 const MAX_CUT_DEPTH: u32 = 32;
+
+/// A lexer state being assembled: its message from the walking thread, taken apart, and what
+/// [`Assembler::state`] made of it before its first attempt.
+struct Job {
+    q: u32,
+    thread: u32,
+    share_key: Option<(u64, u32)>,
+    classes: Vec<TokenClass>,
+    /// The work of its first forward attempt.
+    first: u64,
+    /// The statistics before it (for the counts of the states that share its entries).
+    before: StateCounts,
+    /// What it added to them on coming: its UNDECIDED tokens and its classes.
+    own: (usize, usize),
+    /// How long its walk took, and when its message came.
+    timing: (Duration, Instant),
+}
 
 /// What one lexer state adds to the statistics.
 #[derive(Clone, Copy)]
@@ -165,6 +182,11 @@ pub(super) struct Assembler {
     /// The saturations that won their race ([`Assembler::first_attempt`]), by the same key as
     /// `built_for`: a later state with the same lexings takes the same automaton.
     won: FastMap<(u32, Vec<Vec<Sig>>), saturate::Saturated>,
+    /// The states that wait to be completed, in order ([`later::Pending`]), their lexings, and
+    /// their share keys (a state sharing one waits too).
+    later: Vec<Pending>,
+    later_keys: FastMap<(u32, Vec<Vec<Sig>>), ()>,
+    later_shares: FastMap<(u64, u32), ()>,
     /// Entries of the first state of each (block, thread class), for the states that share them.
     shared: FastMap<(u64, u32), Shared>,
     /// Assembled states by their key (`determinize::StateKey`): a lexer state's automaton links
@@ -203,14 +225,27 @@ impl Assembler {
             built_for: FastMap::default(),
             serial: 0,
             won: FastMap::default(),
+            later: Vec::new(),
+            later_keys: FastMap::default(),
+            later_shares: FastMap::default(),
             shared: FastMap::default(),
             keys: FastMap::default(),
             assembled: FastMap::default(),
         }
     }
 
-    /// Lexer state `q` takes the entries of the first state with its share key.
+    /// Lexer state `q` takes the entries of the first state with its share key (once that
+    /// state is complete: after it, if it waits).
     pub(super) fn shared_state(&mut self, q: u32, key: (u64, u32)) {
+        if self.later_shares.contains_key(&key) {
+            self.later.push(Pending::Shared { q, key });
+        } else {
+            self.shared_now(q, key);
+        }
+    }
+
+    /// [`Assembler::shared_state`], the state it shares with complete.
+    fn shared_now(&mut self, q: u32, key: (u64, u32)) {
         let sh = &self.shared[&key];
         self.out.start.to_mut()[q as usize] = sh.start;
         self.out.start_rho.to_mut()[q as usize] = sh.start_rho;
@@ -256,7 +291,34 @@ impl Assembler {
         } else {
             full
         };
-        let (mut built, mut speculated) = self.first_attempt(det, nodes, thread, &classes, first);
+        let own = (self.stats.undecided_tokens - before.undecided_tokens, classes.len());
+        let job = Job { q, thread, share_key, classes, first, before, own, timing: (walk, tq) };
+        match self.first_attempt(det, nodes, thread, &job.classes, first) {
+            Attempt::Now(built, speculated) => self.finish_state(det, nodes, job, built, speculated, stages),
+            Attempt::Later(saturation) => {
+                if let Some(k) = share_key {
+                    self.later_shares.insert(k, ());
+                }
+                self.later.push(Pending::State(Box::new(job), saturation));
+                stages.lap("determinize");
+            }
+        }
+    }
+
+    /// The rest of [`Assembler::state`], from the first attempt's outcome (`built`, and the
+    /// saturation's result if one ran: [`Attempt::Now`]) on; or, for a state that waited
+    /// ([`Attempt::Later`]), from its saturation's.
+    fn finish_state(
+        &mut self,
+        det: &mut Determinizer,
+        nodes: &[(u32, Step)],
+        job: Job,
+        mut built: Option<Built>,
+        mut speculated: Option<Option<saturate::Saturated>>,
+        stages: &mut Stages,
+    ) {
+        let Job { q, thread, share_key, classes, first, before, own: _, timing: (walk, tq) } = job;
+        let full = self.work_per_lexer_state;
         let mut classes = classes;
         // Over budget: the classes saturation expresses get the saturated automaton (below),
         // the others are built forward, cut if need be.
@@ -480,101 +542,6 @@ impl Assembler {
             }
         }
         classes.iter().zip(&decided).filter(|&(_, &d)| !d).flat_map(|(c, _)| c.tokens.iter()).collect()
-    }
-
-    /// The first forward attempt at a lexer state's automaton, with `first` work. With
-    /// saturation on, an attempt still running at [`MaskOptions::saturate_beside`] is started
-    /// again with `first`, in a race ([`Race`]) with the saturation of the classes saturation
-    /// expresses on a second thread. The saturation wins if it succeeds in fewer ticks than the
-    /// attempt (or the attempt fails): then it decides those classes (the second value,
-    /// `Some(Some(_))`, and no forward build), the attempt stopped or its result dropped. Both
-    /// counts are functions of the state and of what was memoized before it, so the winner,
-    /// and the tables, do not depend on which thread runs faster. A won race forgets the
-    /// determinizer's memos (the attempt may have been stopped anywhere), and later states with
-    /// the same lexings take the same automaton. (A forward build on a few hundred classes can
-    /// fit its budget with tens of thousands of DWA states, seconds where the saturation takes
-    /// a tenth: Lua's lexer state 0 under phi-3's vocabulary.)
-    #[allow(
-        clippy::type_complexity,
-        reason = "the build's result as `build_or_reuse` gives it, beside the speculative saturation's"
-    )]
-    fn first_attempt(
-        &mut self,
-        det: &mut Determinizer,
-        nodes: &[(u32, Step)],
-        thread: u32,
-        classes: &[TokenClass],
-        first: u64,
-    ) -> (Option<(Rc<LocalDwa>, usize, usize)>, Option<Option<saturate::Saturated>>) {
-        let (base, per_class) = self.saturate_beside;
-        let at = base.max(per_class.saturating_mul(classes.len() as u64));
-        if !self.saturate || first <= at {
-            return (self.build_or_reuse(det, nodes, thread, classes, first), None);
-        }
-        if let Some(b) = self.build_or_reuse(det, nodes, thread, classes, at) {
-            return (Some(b), None);
-        }
-        let key = (thread, classes.iter().map(|c| c.sigs.clone()).collect::<Vec<_>>());
-        if let Some(sat) = self.won.get(&key) {
-            self.stats.saturations_beside += 1;
-            self.stats.saturations_won += 1;
-            return (None, Some(Some(sat.clone())));
-        }
-        let ours: Vec<TokenClass> = classes.iter().filter(|c| saturate::expressible(nodes, c)).cloned().collect();
-        let Some(sub) = saturate::SubTrie::of(&det.comp.terms, nodes, &ours) else {
-            // (Nothing saturation could decide: it would find the same.)
-            return (self.build_or_reuse(det, nodes, thread, classes, first), Some(None));
-        };
-        self.stats.saturations_beside += 1;
-        let lr = det.comp.lr.tables;
-        let terms = det.comp.terms.clone();
-        let race = Arc::new(Race::default());
-        let (built, forward, sat) = std::thread::scope(|scope| {
-            let saturating = || {
-                let sat = saturate::saturate_sub(lr, &terms, nodes, sub, Some(&race));
-                if let Some(s) = &sat {
-                    race.saturation_done(s.ticks);
-                }
-                sat
-            };
-            match std::thread::Builder::new()
-                .name("dwac-saturate".into())
-                // (With the caller's context: the CLI charges its allocations to the input's memory
-                // budget.)
-                .spawn_scoped(scope, carry(saturating))
-            {
-                Ok(side) => {
-                    det.comp.race = Some(race.clone());
-                    let built = self.build_or_reuse(det, nodes, thread, classes, first);
-                    det.comp.race = None;
-                    let forward = built.is_some().then(|| det.comp.ticks());
-                    if let Some(f) = forward {
-                        race.forward_done(f);
-                    }
-                    (built, forward, side.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-                }
-                // (No second thread: both to their ends, one after the other.)
-                Err(_) => {
-                    let built = self.build_or_reuse(det, nodes, thread, classes, first);
-                    let forward = built.is_some().then(|| det.comp.ticks());
-                    (built, forward, saturate::saturate(lr, &terms, nodes, &ours))
-                }
-            }
-        });
-        if !Race::saturation_wins(forward, sat.as_ref().map(|s| s.ticks)) {
-            // (The forward build ran to its end: the saturation lost, or failed.)
-            let failed = built.is_none();
-            return (built, failed.then_some(None));
-        }
-        // The saturation decides: the attempt, stopped at some point or finished, leaves
-        // nothing behind, so what comes next does not depend on where it was.
-        self.stats.saturations_won += 1;
-        self.built_for.remove(&key);
-        det.forget();
-        if let Some(s) = &sat {
-            self.won.insert(key, s.clone());
-        }
-        (None, Some(sat))
     }
 
     /// The automaton saturated backwards for `classes`, if saturation is on and within budget.

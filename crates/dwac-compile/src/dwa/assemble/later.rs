@@ -1,0 +1,206 @@
+//! The first forward attempt of a lexer state's automaton, raced against its saturation
+//! ([`Race`]), and the states whose race the attempt did not win: completed after every other
+//! state, once their saturation is done, so the driving thread goes on with the next states
+//! meanwhile.
+
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use super::{Assembler, Job, StateCounts};
+use crate::dwa::compose::Step;
+use crate::dwa::determinize::{Determinizer, LocalDwa};
+use crate::dwa::race::Race;
+use crate::dwa::saturate::{self, Saturated};
+use crate::dwa::terminal_dwa::{Sig, TokenClass};
+use crate::stages::Stages;
+use crate::threads::carry;
+
+/// A built automaton as `build_or_reuse` gives it: (automaton, configurations, serial number).
+pub(super) type Built = (std::rc::Rc<LocalDwa>, usize, usize);
+
+/// What a first attempt leaves to do.
+pub(super) enum Attempt {
+    /// Go on now with this build (`None`: it failed) and, if one ran, the saturation's result
+    /// (`Some(None)`: it failed too, no need to run it again).
+    Now(Option<Built>, Option<Option<Saturated>>),
+    /// The saturation decides, or both fail: the state is completed after the others.
+    Later(Saturation),
+}
+
+/// The saturation of a state completed later.
+pub(super) enum Saturation {
+    /// Done: its result.
+    Done(Option<Saturated>),
+    /// Still running on its thread.
+    Running(Running),
+    /// The same lexings as an earlier state waiting too: its result, once that one is done.
+    Same,
+}
+
+/// A saturation running on its own thread; dropped unfinished (the compile stopped), it is
+/// told it lost and joined.
+pub(super) struct Running {
+    handle: Option<JoinHandle<Option<Saturated>>>,
+    race: Arc<Race>,
+}
+
+impl Running {
+    fn join(mut self) -> Option<Saturated> {
+        match self.handle.take().map(JoinHandle::join) {
+            Some(Ok(sat)) => sat,
+            Some(Err(panic)) => std::panic::resume_unwind(panic),
+            None => None,
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(h) = self.handle.take() {
+            self.race.forward_done(0);
+            let _ = h.join();
+        }
+    }
+}
+
+/// What waits to be completed, in the order the states came.
+pub(super) enum Pending {
+    /// A lexer state's job and its saturation.
+    State(Box<Job>, Saturation),
+    /// A lexer state sharing the entries of one that waits.
+    Shared { q: u32, key: (u64, u32) },
+}
+
+/// The key of a state's automaton: its thread's class and its classes' lexings.
+pub(super) fn lexings_key(thread: u32, classes: &[TokenClass]) -> (u32, Vec<Vec<Sig>>) {
+    (thread, classes.iter().map(|c| c.sigs.clone()).collect())
+}
+
+impl Assembler {
+    /// The first forward attempt at a lexer state's automaton, with `first` work. With
+    /// saturation on, an attempt still running at [`crate::dwa::MaskOptions::saturate_beside`]
+    /// is started again with `first`, in a race ([`Race`]) with the saturation of the classes
+    /// saturation expresses, on a thread of its own. The saturation wins if it succeeds in
+    /// fewer ticks than the attempt (or the attempt fails). Both counts are functions of the
+    /// state and of what was memoized before it, so the winner, and the tables, do not depend
+    /// on which thread runs faster.
+    ///
+    /// Where the attempt wins, the state goes on now. Where it does not (it failed, was
+    /// stopped, or lost), the determinizer's memos are forgotten (the attempt may have been
+    /// stopped anywhere) and the state waits, [`Attempt::Later`], to be completed after every
+    /// other state by [`Assembler::complete_later`], its saturation running meanwhile: the
+    /// driving thread goes on with the next states. A state's place in the order never
+    /// depends on timing. (A forward build on a few hundred classes can fit its budget with
+    /// tens of thousands of DWA states, seconds where the saturation takes a tenth: Lua's lexer
+    /// state 0 under phi-3's vocabulary.)
+    pub(super) fn first_attempt(
+        &mut self,
+        det: &mut Determinizer,
+        nodes: &[(u32, Step)],
+        thread: u32,
+        classes: &[TokenClass],
+        first: u64,
+    ) -> Attempt {
+        let (base, per_class) = self.saturate_beside;
+        let at = base.max(per_class.saturating_mul(classes.len() as u64));
+        if !self.saturate || first <= at {
+            return Attempt::Now(self.build_or_reuse(det, nodes, thread, classes, first), None);
+        }
+        if let Some(b) = self.build_or_reuse(det, nodes, thread, classes, at) {
+            return Attempt::Now(Some(b), None);
+        }
+        let key = lexings_key(thread, classes);
+        if self.won.contains_key(&key) || self.later_keys.contains_key(&key) {
+            // (The saturation of an earlier state with these lexings won, or will decide.)
+            self.stats.saturations_beside += 1;
+            return Attempt::Later(Saturation::Same);
+        }
+        let ours: Vec<TokenClass> = classes.iter().filter(|c| saturate::expressible(nodes, c)).cloned().collect();
+        let Some(sub) = saturate::SubTrie::of(&det.comp.terms, nodes, &ours) else {
+            // (Nothing saturation could decide: it would find the same.)
+            return Attempt::Now(self.build_or_reuse(det, nodes, thread, classes, first), Some(None));
+        };
+        self.stats.saturations_beside += 1;
+        let race = Arc::new(Race::default());
+        let (lr, terms, owned) = (Arc::new(det.comp.lr.tables.clone()), det.comp.terms.clone(), nodes.to_vec());
+        let theirs = Arc::clone(&race);
+        let saturating = move || {
+            let sat = saturate::saturate_sub(&lr, &terms, &owned, sub, Some(&theirs));
+            if let Some(s) = &sat {
+                theirs.saturation_done(s.ticks);
+            }
+            sat
+        };
+        // (With the caller's context: the CLI charges its allocations to the input's memory
+        // budget.)
+        let side = std::thread::Builder::new().name("dwac-saturate".into()).spawn(carry(saturating));
+        let (built, saturation) = match side {
+            Ok(handle) => {
+                det.comp.race = Some(Arc::clone(&race));
+                let built = self.build_or_reuse(det, nodes, thread, classes, first);
+                det.comp.race = None;
+                let running = Running { handle: Some(handle), race: Arc::clone(&race) };
+                match &built {
+                    Some(_) => {
+                        race.forward_done(det.comp.ticks());
+                        (built, Saturation::Done(running.join()))
+                    }
+                    None => (None, Saturation::Running(running)),
+                }
+            }
+            // (No second thread: both to their ends, one after the other.)
+            Err(_) => {
+                let built = self.build_or_reuse(det, nodes, thread, classes, first);
+                (built, Saturation::Done(saturate::saturate(det.comp.lr.tables, &det.comp.terms, nodes, &ours)))
+            }
+        };
+        if let (Some(_), Saturation::Done(sat)) = (&built, &saturation) {
+            if !Race::saturation_wins(Some(det.comp.ticks()), sat.as_ref().map(|s| s.ticks)) {
+                return Attempt::Now(built, None);
+            }
+        }
+        // The attempt did not win: stopped at some point, finished, or failed, it leaves
+        // nothing behind, so what comes next does not depend on where it was.
+        self.built_for.remove(&key);
+        det.forget();
+        self.later_keys.insert(key, ());
+        Attempt::Later(saturation)
+    }
+
+    /// Complete the states that wait ([`Attempt::Later`]), in the order they came, each once
+    /// its saturation is done.
+    pub(in crate::dwa) fn complete_later(
+        &mut self,
+        det: &mut Determinizer,
+        nodes: &[(u32, Step)],
+        stages: &mut Stages,
+    ) {
+        for p in std::mem::take(&mut self.later) {
+            match p {
+                Pending::Shared { q, key } => self.shared_now(q, key),
+                Pending::State(job, saturation) => {
+                    let key = lexings_key(job.thread, &job.classes);
+                    let sat = match saturation {
+                        Saturation::Done(sat) => sat,
+                        Saturation::Running(running) => running.join(),
+                        Saturation::Same => self.won.get(&key).cloned(),
+                    };
+                    if let Some(s) = &sat {
+                        self.stats.saturations_won += 1;
+                        self.won.entry(key).or_insert_with(|| s.clone());
+                    }
+                    stages.skip();
+                    let mut job = *job;
+                    // (What the state added when it came is its own, not the states' between.)
+                    let mut before = StateCounts::of(&self.stats);
+                    before.undecided_tokens -= job.own.0;
+                    before.token_classes -= job.own.1;
+                    job.before = before;
+                    self.finish_state(det, nodes, job, None, Some(sat), stages);
+                }
+            }
+        }
+        self.later_keys.clear();
+        self.later_shares.clear();
+    }
+}
