@@ -89,51 +89,58 @@ pub struct Saturated {
 /// The states with an action on a terminal, and those actions.
 type ActionsOn = Vec<(u32, Vec<Action>)>;
 
-/// Transitions by (from, to): per control state `from`, an open-addressing table of (`to` + 1,
-/// transition) pairs (0: an empty slot), a power of two long and at most half full. A derived
-/// rule copies one state's transitions to another, so a run of lookups reads one row, which
-/// stays in cache (one map keyed by the pair scattered them: a cache miss per lookup).
+/// A control state's transitions: their targets and label sets in the order they were made,
+/// and an index by target (open addressing: pairs (target + 1, index), 0 an empty slot; a power
+/// of two long and at most half full). A state's transitions lie in one place: a derived rule
+/// copies one state's transitions to another, and the subset construction reads all its
+/// members', each a run of reads from one row (transitions numbered across states scattered
+/// them, a cache miss per transition).
 #[derive(Default)]
-struct EdgeRows {
-    rows: Vec<Vec<(u32, u32)>>,
-    /// Per row, its entries.
-    lens: Vec<u32>,
+struct Row {
+    slots: Vec<(u32, u32)>,
+    to: Vec<u32>,
+    labels: Vec<u64>,
 }
 
-impl EdgeRows {
-    /// The slot of `to` in `row` (a power of two long): where it is, or the empty slot where it
-    /// goes.
-    fn slot(row: &[(u32, u32)], to: u32) -> usize {
-        let mask = row.len() - 1;
+impl Row {
+    /// The slot of `to` in `slots` (a power of two long): where it is, or the empty slot where
+    /// it goes.
+    fn slot(slots: &[(u32, u32)], to: u32) -> usize {
+        let mask = slots.len() - 1;
         let mut i = ((u64::from(to) * 0x9E37_79B9_7F4A_7C15) >> 40) as usize & mask;
-        while row[i].0 != 0 && row[i].0 != to + 1 {
+        while slots[i].0 != 0 && slots[i].0 != to + 1 {
             i = (i + 1) & mask;
         }
         i
     }
 
-    /// The transition from `from` to `to`, which becomes `next` if there is none.
-    fn get_or_insert(&mut self, from: u32, to: u32, next: u32) -> u32 {
-        let row = &mut self.rows[from as usize];
-        if !row.is_empty() {
-            let i = Self::slot(row, to);
-            if row[i].0 != 0 {
-                return row[i].1;
+    /// The index of the transition to `to`, made with an empty label set of `w` words if there
+    /// is none (the second value: it is new).
+    fn get_or_insert(&mut self, to: u32, w: usize) -> (usize, bool) {
+        if !self.slots.is_empty() {
+            let i = Self::slot(&self.slots, to);
+            if self.slots[i].0 != 0 {
+                return (self.slots[i].1 as usize, false);
             }
         }
-        // New: grow the row to stay at most half full.
-        let len = &mut self.lens[from as usize];
-        *len += 1;
-        if *len as usize * 2 > row.len() {
-            let old = std::mem::replace(row, vec![(0, 0); (row.len() * 2).max(4)]);
-            for (k, e) in old.into_iter().filter(|x| x.0 != 0) {
-                let i = Self::slot(row, k - 1);
-                row[i] = (k, e);
+        let k = self.to.len();
+        if (k + 1) * 2 > self.slots.len() {
+            self.slots = vec![(0, 0); (self.slots.len() * 2).max(4)];
+            for (j, &t) in self.to.iter().enumerate() {
+                let i = Self::slot(&self.slots, t);
+                self.slots[i] = (t + 1, j as u32);
             }
         }
-        let i = Self::slot(row, to);
-        row[i] = (to + 1, next);
-        next
+        let i = Self::slot(&self.slots, to);
+        self.slots[i] = (to + 1, k as u32);
+        self.to.push(to);
+        self.labels.extend(std::iter::repeat_n(0, w));
+        (k, true)
+    }
+
+    /// The label set of transition `k`, `w` words wide.
+    fn label(&self, k: usize, w: usize) -> &Bits {
+        &self.labels[k * w..(k + 1) * w]
     }
 }
 
@@ -178,12 +185,10 @@ struct System<'a> {
     all: Vec<u64>,
     ctl: Vec<Ctl>,
     ids: FastMap<Ctl, u32>,
-    /// Transitions by (from, to): their index; per index its target and (in `labels`) its set.
-    edge_ix: EdgeRows,
-    edge_to: Vec<u32>,
-    labels: Vec<u64>,
-    /// Per control state, the indices of its transitions.
-    out: Vec<Vec<u32>>,
+    /// Per control state, its transitions.
+    rows: Vec<Row>,
+    /// Transitions in all.
+    n_edges: usize,
     /// Transitions (from, to) whose sets grew, the new states of each in `work_bits`.
     work: Vec<(u32, u32)>,
     work_bits: Vec<u64>,
@@ -229,10 +234,8 @@ impl<'a> System<'a> {
             all,
             ctl: Vec::new(),
             ids: FastMap::default(),
-            edge_ix: EdgeRows::default(),
-            edge_to: Vec::new(),
-            labels: Vec::new(),
-            out: Vec::new(),
+            rows: Vec::new(),
+            n_edges: 0,
             work: Vec::new(),
             work_bits: Vec::new(),
             eps_preds: Vec::new(),
@@ -260,35 +263,25 @@ impl<'a> System<'a> {
         self.ticks += SATURATION_CONTROL;
         self.ctl.push(c);
         self.ids.insert(c, i);
-        self.out.push(Vec::new());
-        self.edge_ix.rows.push(Vec::new());
-        self.edge_ix.lens.push(0);
+        self.rows.push(Row::default());
         self.eps_preds.push(Vec::new());
         self.push.push(Vec::new());
         self.derived_by.push(Vec::new());
         i
     }
 
-    /// The label set of transition `e`.
-    fn label(&self, e: u32) -> &Bits {
-        &self.labels[e as usize * self.w..(e as usize + 1) * self.w]
-    }
-
     /// Add the states `l` to the transition from `from` to `to`.
     fn add(&mut self, from: u32, l: &Bits, to: u32) {
         let w = self.w;
         self.ticks += SATURATION_EDGE + w as u64;
-        let next = self.edge_to.len() as u32;
-        let e = self.edge_ix.get_or_insert(from, to, next) as usize;
-        if e == self.edge_to.len() {
-            self.edge_to.push(to);
-            self.labels.extend(std::iter::repeat_n(0, w));
-            self.out[from as usize].push(e as u32);
+        let row = &mut self.rows[from as usize];
+        let (k, new) = row.get_or_insert(to, w);
+        if new {
+            self.n_edges += 1;
         }
         let at = self.work_bits.len();
         let mut grew = false;
-        for (i, &x) in l.iter().enumerate() {
-            let old = &mut self.labels[e * w + i];
+        for (old, &x) in row.labels[k * w..(k + 1) * w].iter_mut().zip(l) {
             let new = x & !*old;
             *old |= new;
             grew |= new != 0;
@@ -508,11 +501,11 @@ impl<'a> System<'a> {
             return;
         }
         let mut l = vec![0u64; w];
-        for k in 0..self.out[q1 as usize].len() {
-            let e = self.out[q1 as usize][k];
-            l.iter_mut().zip(self.label(e)).zip(&new).for_each(|((o, a), b)| *o = a & b);
+        for k in 0..self.rows[q1 as usize].to.len() {
+            let row = &self.rows[q1 as usize];
+            l.iter_mut().zip(row.label(k, w)).zip(&new).for_each(|((o, a), b)| *o = a & b);
             if !is_empty(&l) {
-                let to = self.edge_to[e as usize];
+                let to = row.to[k];
                 self.add(p1, &l, to);
             }
         }
@@ -530,8 +523,8 @@ impl<'a> System<'a> {
         let mut l = vec![0u64; w];
         let mut pops = 0u32;
         while let Some((q, q2)) = self.work.pop() {
-            if self.labels.len() + self.derived_bits.len() > MAX_WORDS
-                || self.edge_to.len() + self.derived_ix.len() > MAX_PAIRS
+            if self.n_edges * w + self.derived_bits.len() > MAX_WORDS
+                || self.n_edges + self.derived_ix.len() > MAX_PAIRS
             {
                 return false;
             }

@@ -37,7 +37,7 @@ pub(super) fn determinize(sys: &System, root: u32, at_end: &[Vec<u32>], classes:
     if lost(ticks) {
         return None;
     }
-    ticks += (SATURATION_REACH + words as u64 / 4) * sys.edge_to.len() as u64;
+    ticks += (SATURATION_REACH + words as u64 / 4) * sys.n_edges as u64;
     let (component, members) = components(sys);
     let mut reach = vec![0u64; n * words];
     let mut row = vec![0u64; words];
@@ -49,8 +49,8 @@ pub(super) fn determinize(sys: &System, root: u32, at_end: &[Vec<u32>], classes:
                     row[k as usize / 64] |= 1 << (k % 64);
                 }
             }
-            for &e in &sys.out[q as usize] {
-                let t = sys.edge_to[e as usize] as usize;
+            for &t in &sys.rows[q as usize].to {
+                let t = t as usize;
                 if component[t] != c as u32 {
                     row.iter_mut().zip(&reach[t * words..(t + 1) * words]).for_each(|(r, x)| *r |= x);
                 }
@@ -154,9 +154,10 @@ pub(super) fn determinize(sys: &System, root: u32, at_end: &[Vec<u32>], classes:
         let (subset, open) = todo[done].clone();
         done += 1;
         for &q in &subset {
-            ticks += (SATURATION_EDGE + w as u64) * sys.out[q as usize].len() as u64;
-            for &e in &sys.out[q as usize] {
-                let (l, to) = (sys.label(e), sys.edge_to[e as usize] as usize);
+            let row = &sys.rows[q as usize];
+            ticks += (SATURATION_EDGE + w as u64) * row.to.len() as u64;
+            for (k, &to) in row.to.iter().enumerate() {
+                let (l, to) = (row.label(k, w), to as usize);
                 if !seen[to] {
                     seen[to] = true;
                     touched.push(to as u32);
@@ -260,10 +261,10 @@ fn components(sys: &System) -> (Vec<u32>, Vec<Vec<u32>>) {
                 path.push((v, 0));
             }
             let Some(&(v, i)) = path.last() else { break };
-            let out = &sys.out[v as usize];
+            let out = &sys.rows[v as usize].to;
             if i < out.len() {
                 path.last_mut().expect("a state on the path").1 += 1;
-                let w = sys.edge_to[out[i] as usize];
+                let w = out[i];
                 if index[w as usize] == NONE {
                     entering = Some(w);
                 } else if on_stack[w as usize] {
