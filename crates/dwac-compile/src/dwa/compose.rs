@@ -199,22 +199,41 @@ pub struct Composer<'a> {
 struct Preorder {
     nodes: Vec<u32>,
     ends: Vec<u32>,
-    node_rank: FastMap<u32, u32>,
-    end_rank: FastMap<u32, u32>,
+    /// Per node id, its rank (`u32::MAX`: not in the plan); as long as the largest node id
+    /// met so far (the vector is reused from plan to plan, only its plan's entries reset).
+    node_rank: Vec<u32>,
+    /// Per end id, its rank, the same way.
+    end_rank: Vec<u32>,
     /// Per node rank: the ends ranked before the node (the rank of its first end, if any).
     ends_before: Vec<u32>,
 }
 
 impl Preorder {
-    fn of(plan: &Plan) -> Preorder {
-        let mut t = Preorder::default();
+    /// The preorder of `plan`, in the vectors of an earlier one (`reuse`) if there is one.
+    fn of(plan: &Plan, reuse: Option<Preorder>) -> Preorder {
+        let mut t = reuse.unwrap_or_default();
+        for &n in &t.nodes {
+            t.node_rank[n as usize] = u32::MAX;
+        }
+        for &e in &t.ends {
+            t.end_rank[e as usize] = u32::MAX;
+        }
+        t.nodes.clear();
+        t.ends.clear();
+        t.ends_before.clear();
         let mut stack = vec![0];
         while let Some(n) = stack.pop() {
-            t.node_rank.insert(n, t.nodes.len() as u32);
+            if t.node_rank.len() <= n as usize {
+                t.node_rank.resize(n as usize + 1, u32::MAX);
+            }
+            t.node_rank[n as usize] = t.nodes.len() as u32;
             t.nodes.push(n);
             t.ends_before.push(t.ends.len() as u32);
             for &(e, _) in plan.ends.get(&n).map_or(&[][..], |v| v) {
-                t.end_rank.insert(e, t.ends.len() as u32);
+                if t.end_rank.len() <= e as usize {
+                    t.end_rank.resize(e as usize + 1, u32::MAX);
+                }
+                t.end_rank[e as usize] = t.ends.len() as u32;
                 t.ends.push(e);
             }
             // (Pushed in reverse: popped in step order.)
@@ -234,7 +253,7 @@ struct Subtree<'p> {
 
 impl<'p> Subtree<'p> {
     fn of(order: &'p Preorder, root: u32) -> Subtree<'p> {
-        let node0 = order.node_rank[&root];
+        let node0 = order.node_rank[root as usize];
         Subtree { order, node0, end0: order.ends_before[node0 as usize] }
     }
 
@@ -253,7 +272,11 @@ impl<'p> Subtree<'p> {
 
     /// Absolute ids → places in this subtree.
     fn to_places(&self, s: &Settled) -> Settled {
-        Self::rename(s, |n| self.order.node_rank[&n] - self.node0, |e| self.order.end_rank[&e] - self.end0)
+        Self::rename(
+            s,
+            |n| self.order.node_rank[n as usize] - self.node0,
+            |e| self.order.end_rank[e as usize] - self.end0,
+        )
     }
 
     /// Places in this subtree → absolute ids.
@@ -326,7 +349,9 @@ impl<'a> Composer<'a> {
 
     /// Use `plan` for the lexings of the next lexer state.
     pub fn set_plan(&mut self, plan: Plan) {
-        self.order = Rc::new(Preorder::of(&plan));
+        // (The last plan's preorder lends its vectors: nothing else holds it between plans.)
+        let reuse = Rc::try_unwrap(std::mem::take(&mut self.order)).ok();
+        self.order = Rc::new(Preorder::of(&plan, reuse));
         self.plan = Rc::new(plan);
         self.work = 0;
         self.reads = 0;

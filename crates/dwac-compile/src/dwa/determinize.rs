@@ -69,10 +69,11 @@ pub type StateKey = Box<[(u32, u32, u32)]>;
 /// The budget was exceeded.
 pub struct TooLarge;
 
-/// The interned plans below nodes ([`Plan::below`]): (the lookahead classes of the ends, the
-/// children's steps with the plans below them, the thread's class at the root). No node or end
-/// id: nodes with the same one have the same subtree up to renaming.
-type SubPlan = (Vec<u32>, Vec<(Step, u32)>, u32);
+/// The interned plans below nodes ([`Plan::below`]), each flat: the number of its ends, their
+/// lookahead classes, per child its step (kind, terminal set, guard set) and the plan below it,
+/// then the thread's class at the root (`u32::MAX` elsewhere). No node or end id: nodes with the
+/// same one have the same subtree up to renaming.
+type SubPlan = Vec<u32>;
 
 /// Memory bounds of the memos kept across lexer states: past any of them, they are all dropped
 /// before the next lexer state's automaton is built.
@@ -552,9 +553,6 @@ impl<'a> Determinizer<'a> {
                 }
             }
         }
-        for &n in &node_of {
-            local[n as usize] = u32::MAX;
-        }
         // (Children in step order and ends in class order: the canonical order of
         // `Plan::below`, in which nodes with the same plan below them correspond.)
         let mut sorted: Vec<Vec<(u32, Step)>> = Vec::with_capacity(node_of.len());
@@ -574,19 +572,36 @@ impl<'a> Determinizer<'a> {
             .map(|l| (node_of[l], l as u32))
             .collect();
         in_plan.sort_unstable_by(|a, b| b.cmp(a));
-        let mut below_id: FastMap<u32, u32> = FastMap::default();
-        below_id.reserve(in_plan.len());
+        let mut below_id = vec![NO_PLAN; node_of.len()];
+        let mut key: Vec<u32> = Vec::new();
         for &(n, l) in &in_plan {
             let l = l as usize;
-            let las = ends[l].iter().map(|&(_, la)| la).collect();
-            let kids =
-                sorted[l].iter().map(|&(c, step)| (step, below_id.get(&c).copied().unwrap_or(NO_PLAN))).collect();
-            let key = (las, kids, if n == 0 { thread } else { u32::MAX });
-            let next = self.sub_plans.len() as u32 + 1;
-            let id = *self.sub_plans.entry(key).or_insert(next);
-            below_id.insert(n, id);
+            key.clear();
+            key.push(ends[l].len() as u32);
+            key.extend(ends[l].iter().map(|&(_, la)| la));
+            for &(c, step) in &sorted[l] {
+                let (kind, terms, guard) = match step {
+                    Step::Shift { terms, guard } => (0, terms, guard),
+                    Step::Pass { guard } => (1, 0, guard),
+                };
+                key.extend([kind, terms, guard, below_id[local[c as usize] as usize]]);
+            }
+            key.push(if n == 0 { thread } else { u32::MAX });
+            let id = match self.sub_plans.get(&key[..]) {
+                Some(&id) => id,
+                None => {
+                    let id = self.sub_plans.len() as u32 + 1;
+                    self.sub_plans.insert(key.clone(), id);
+                    id
+                }
+            };
+            below_id[l] = id;
         }
-        plan.below = below_id;
+        for &n in &node_of {
+            local[n as usize] = u32::MAX;
+        }
+        plan.below.reserve(in_plan.len());
+        plan.below.extend(in_plan.iter().map(|&(n, l)| (n, below_id[l as usize])));
         plan.children.reserve(in_plan.len());
         plan.ends.reserve(in_plan.len());
         for (l, (cs, es)) in sorted.into_iter().zip(ends).enumerate() {
