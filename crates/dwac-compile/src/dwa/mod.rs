@@ -94,11 +94,11 @@ pub struct MaskOptions {
     pub saturate: bool,
     /// With saturation on, a lexer state's first forward attempt that has taken this much work,
     /// (base, per token class), whichever is more, is run again in a race with the saturation
-    /// of its classes on a second thread (`assemble.rs`, `Assembler::first_attempt`; `race.rs`);
-    /// `(u64::MAX, 0)`: never. The automaton that costs fewer counted steps is kept (the
-    /// saturation also where the attempt fails), so the tables do not depend on which thread
-    /// finishes first; the masks are exact either way. Written to the grammar fingerprint when
-    /// changed.
+    /// of its classes on a second thread (`assemble/later.rs`, `Assembler::first_attempt`;
+    /// `race.rs`); `(u64::MAX, 0)`: never. The automaton that costs fewer counted steps is kept
+    /// (the saturation also where the attempt fails), so the tables do not depend on which
+    /// thread finishes first; the masks are exact either way. Written to the grammar
+    /// fingerprint when changed.
     pub saturate_beside: (u64, u64),
 }
 

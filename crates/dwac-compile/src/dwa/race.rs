@@ -1,6 +1,6 @@
 //! A deterministic race between the two constructions of one lexer state's automaton: the
-//! forward build on the driving thread and the saturation beside it (`assemble.rs`,
-//! docs/CONSTRUCTION.md "The saturation thread").
+//! forward build on the driving thread and the saturation beside it (`assemble/later.rs`;
+//! docs/CONSTRUCTION.md, "The Parser DWA", step 4).
 //!
 //! Either automaton is exact; the race keeps the one that is cheaper to build. Cheaper is
 //! measured in *ticks*, a count of each side's own steps weighted by what they cost (a tick is

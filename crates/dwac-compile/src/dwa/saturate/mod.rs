@@ -53,7 +53,7 @@ mod subset;
 const MAX_STEPS: usize = 250_000;
 
 /// Transitions and derived rules (pairs of control states) the saturation may add before it
-/// gives up (and the forward build takes over, `assemble.rs`).
+/// gives up (and the forward build takes over, `assemble/`).
 const MAX_PAIRS: usize = 8_000_000;
 
 /// Words of their label sets (256 MB).
