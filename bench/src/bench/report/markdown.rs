@@ -124,8 +124,8 @@ fn compile_table(s: &mut String, w: &Value, engines: &Map<String, Value>) {
     let _ = writeln!(
         s,
         "\nCompile: wall time (`compile ms`) and the process's CPU time over the same span (`CPU ms`, every thread \
-         counted: dwac compiles on two threads, the vocabulary walk and the determinizer, and a third beside a \
-         lexer state's long first forward attempt, the saturation of its classes), over the {} jobs every \
+         counted: dwac compiles on two threads, the vocabulary walk and the determinizer, and one more per lexer \
+         state whose long first forward attempt races the saturation of its classes), over the {} jobs every \
          engine compiled; `compiled` is each engine's own coverage. Slow paths (engines that report them): masks \
          computed by the reference path (`fallback masks`), masks with UNDECIDED tokens and the UNDECIDED tokens \
          they decided by committing them at run time; these masks are timed like the others.\n\n\
