@@ -181,11 +181,11 @@ pub struct Composer<'a> {
     /// stop producing outcomes, and the lexer state's build fails.
     pub exhausted: bool,
     /// Configurations read in the current plan's DWA states (counted by the determinizer).
-    pub reads: u64,
+    pub(crate) reads: u64,
     /// A race the build under way runs against a saturation ([`Race`]): once the build has
     /// lost it, it stops as if over budget (checked every few hundred expansions and every DWA
     /// state).
-    pub race: Option<Arc<Race>>,
+    pub(crate) race: Option<Arc<Race>>,
     /// The work at which the race is next looked at.
     check_race_at: u64,
 }
@@ -370,12 +370,12 @@ impl<'a> Composer<'a> {
     }
 
     /// The current plan's build so far, in [`Race`] ticks.
-    pub fn ticks(&self) -> u64 {
+    pub(crate) fn ticks(&self) -> u64 {
         self.work.saturating_mul(FORWARD_EXPANSION).saturating_add(self.reads.saturating_mul(FORWARD_READ))
     }
 
     /// Has the build under way lost its race ([`Composer::race`])?
-    pub fn stopped(&self) -> bool {
+    pub(crate) fn stopped(&self) -> bool {
         self.race.as_ref().is_some_and(|r| r.forward_lost(self.ticks()))
     }
 

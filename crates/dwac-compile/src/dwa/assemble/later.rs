@@ -15,7 +15,8 @@ use crate::dwa::terminal_dwa::{Sig, TokenClass};
 use crate::stages::Stages;
 use crate::threads::carry;
 
-/// A built automaton as `build_or_reuse` gives it: (automaton, configurations, serial number).
+/// A built automaton as `Assembler::build_or_reuse` gives it: (automaton, configurations,
+/// serial number).
 pub(super) type Built = (std::rc::Rc<LocalDwa>, usize, usize);
 
 /// What a first attempt leaves to do.

@@ -434,14 +434,13 @@ impl Assembler {
     /// each character a lexeme: `----…` under an ambiguous expression grammar) and build the
     /// rest, halving the longest lexing kept until the build fits. Returns the build (if some
     /// cut fits), the classes it decides, and those it left out.
-    #[allow(clippy::type_complexity, reason = "the build, and the classes it keeps and drops")]
     fn cut(
         &mut self,
         det: &mut Determinizer,
         nodes: &[(u32, Step)],
         thread: u32,
         mut classes: Vec<TokenClass>,
-    ) -> (Option<(Rc<LocalDwa>, usize, usize)>, Vec<TokenClass>, Vec<TokenClass>) {
+    ) -> (Option<Built>, Vec<TokenClass>, Vec<TokenClass>) {
         let mut dropped: Vec<TokenClass> = Vec::new();
         let mut built = None;
         let depth_of = |mut n: u32| {
@@ -590,7 +589,7 @@ impl Assembler {
         thread: u32,
         classes: &[TokenClass],
         budget: u64,
-    ) -> Option<(Rc<LocalDwa>, usize, usize)> {
+    ) -> Option<Built> {
         // A lexer state's automaton depends only on its thread's class and its classes'
         // lexings (classes are referred to by index): states with the same share one.
         let key = (thread, classes.iter().map(|c| c.sigs.clone()).collect::<Vec<_>>());
