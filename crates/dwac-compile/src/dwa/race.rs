@@ -4,12 +4,12 @@
 //!
 //! Either automaton is exact; the race keeps the one that is cheaper to build. Cheaper is
 //! measured in *ticks*, a count of each side's own steps weighted by what they cost (a tick is
-//! about 5 ns on the machine the weights were fitted on: Lua's, regex's and robots.txt's
-//! lexer states under qwen3 and phi-3), never in time: the winner is a function of the lexer state
-//! alone, so the tables are the same whichever thread the scheduler favours. Each side publishes
-//! its total when it succeeds, and stops once its own count passes the other's published total
-//! (it would lose); a side that fails (over its budget) publishes nothing, so the other runs to
-//! its end. The forward build wins ties.
+//! about 5 ns on the machine the weights were fitted on: Lua's and regex's lexer states under
+//! qwen3 and phi-3), never in time: the winner is a function of the lexer state and of what was
+//! memoized before it, so the tables are the same whichever thread the scheduler favours. Each
+//! side publishes its total when it succeeds, and stops once its own count passes the other's
+//! published total (it would lose); a side that fails (over its budget) publishes nothing, so
+//! the other runs to its end. The forward build wins ties.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 

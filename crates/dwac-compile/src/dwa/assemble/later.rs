@@ -72,8 +72,12 @@ pub(super) enum Pending {
     Shared { q: u32, key: (u64, u32) },
 }
 
-/// The key of a state's automaton: its thread's class and its classes' lexings.
-pub(super) fn lexings_key(thread: u32, classes: &[TokenClass]) -> (u32, Vec<Vec<Sig>>) {
+/// The key of a state's automaton: its thread's class and its classes' lexings (an automaton
+/// depends on nothing else; classes are referred to by index).
+pub(super) type LexingsKey = (u32, Vec<Vec<Sig>>);
+
+/// The [`LexingsKey`] of a state.
+pub(super) fn lexings_key(thread: u32, classes: &[TokenClass]) -> LexingsKey {
     (thread, classes.iter().map(|c| c.sigs.clone()).collect())
 }
 

@@ -15,11 +15,11 @@ use super::compose::Step;
 use super::determinize::{Assembled, Determinizer, LocalDwa, StateKey};
 use super::minimize;
 use super::saturate;
-use super::terminal_dwa::{Sig, TokenClass, Tokens};
+use super::terminal_dwa::{TokenClass, Tokens};
 use super::token_sets::{TokenSets, Union};
 use super::{FastMap, MaskOptions, MaskStats};
 use crate::stages::Stages;
-use later::{Attempt, Built, Pending};
+use later::{Attempt, Built, LexingsKey, Pending};
 
 mod later;
 
@@ -173,19 +173,18 @@ pub(super) struct Assembler {
     work_per_lexer_state: u64,
     /// The automaton built for (thread class, the classes' lexings), with its configurations and
     /// serial number; `Err(budget)`: over that work budget.
-    #[allow(clippy::type_complexity, reason = "a memo table whose key and value are documented above")]
-    built_for: FastMap<(u32, Vec<Vec<Sig>>), Result<(Rc<LocalDwa>, usize, usize), u64>>,
+    built_for: FastMap<LexingsKey, Result<Built, u64>>,
     /// Local automata are told apart by a serial number, never by address: an automaton
     /// replaced in `built_for` is freed, and a later one may get its address, which would then
     /// find the freed one's entries in `assembled`.
     serial: usize,
     /// The saturations that won their race ([`Assembler::first_attempt`]), by the same key as
     /// `built_for`: a later state with the same lexings takes the same automaton.
-    won: FastMap<(u32, Vec<Vec<Sig>>), saturate::Saturated>,
+    won: FastMap<LexingsKey, saturate::Saturated>,
     /// The states that wait to be completed, in order ([`later::Pending`]), their lexings, and
     /// their share keys (a state sharing one waits too).
     later: Vec<Pending>,
-    later_keys: FastMap<(u32, Vec<Vec<Sig>>), ()>,
+    later_keys: FastMap<LexingsKey, ()>,
     later_shares: FastMap<(u64, u32), ()>,
     /// Entries of the first state of each (block, thread class), for the states that share them.
     shared: FastMap<(u64, u32), Shared>,
@@ -592,7 +591,7 @@ impl Assembler {
     ) -> Option<Built> {
         // A lexer state's automaton depends only on its thread's class and its classes'
         // lexings (classes are referred to by index): states with the same share one.
-        let key = (thread, classes.iter().map(|c| c.sigs.clone()).collect::<Vec<_>>());
+        let key = later::lexings_key(thread, classes);
         // (An automaton with links was built for its classes' tokens: another state with the
         // same lexings but other tokens builds its own, unless assembly finds it has the
         // same tokens too.)
