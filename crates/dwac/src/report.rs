@@ -49,6 +49,8 @@ pub(crate) fn mask_stats_json(stats: &CompileStats) -> serde_json::Value {
             "tokens_saturated": m.tokens_saturated,
             "saturations_beside": m.saturations_beside,
             "saturations_won": m.saturations_won,
+            "saturations_split": m.saturations_split,
+            "saturations_shared": m.saturations_shared,
             "second_starts": m.second_starts,
             "lexer_states_shared": m.lexer_states_shared,
             "lexer_states_renamed": m.lexer_states_renamed,

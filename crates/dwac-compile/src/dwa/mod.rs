@@ -155,6 +155,13 @@ pub struct MaskStats {
     /// Of those, the states where the saturation won the race: it succeeded, and in fewer
     /// counted steps than the forward attempt (or the attempt failed).
     pub saturations_won: usize,
+    /// Of `saturations_beside`, the states decided by an earlier state's saturation, their
+    /// lexings all among its classes': restricted to their classes, with no attempt of their
+    /// own.
+    pub saturations_shared: usize,
+    /// Lexer states whose saturated classes were split by the length of their lexings into two
+    /// automata, the second at the state's second start (`saturate::saturate_split`).
+    pub saturations_split: usize,
     /// Lexer states with a second start (`MaskTables::aux_start`, format 4.1).
     pub second_starts: usize,
     /// Tokens the vocabulary walk left UNDECIDED, by the limit that made it so (counted per

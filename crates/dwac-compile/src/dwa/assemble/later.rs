@@ -12,6 +12,7 @@ use crate::dwa::determinize::{Determinizer, LocalDwa};
 use crate::dwa::race::Race;
 use crate::dwa::saturate::{self, Saturated};
 use crate::dwa::terminal_dwa::{Sig, TokenClass};
+use crate::dwa::FastMap;
 use crate::stages::Stages;
 use crate::threads::carry;
 
@@ -36,6 +37,10 @@ pub(super) enum Saturation {
     Running(Running),
     /// The same lexings as an earlier state waiting too: its result, once that one is done.
     Same,
+    /// Lexings all among those of the saturation of an earlier state waiting too
+    /// (`Assembler::sources`, by index): its result restricted to this state's classes
+    /// ([`Saturated::restricted`]), once that one is done.
+    Of(usize),
 }
 
 /// A saturation running on its own thread; dropped unfinished (the compile stopped), it is
@@ -72,9 +77,12 @@ pub(super) enum Pending {
     Shared { q: u32, key: (u64, u32) },
 }
 
+/// The lexings of a state's classes, by index.
+pub(super) type Lexings = Vec<Vec<Sig>>;
+
 /// The key of a state's automaton: its thread's class and its classes' lexings (an automaton
 /// depends on nothing else; classes are referred to by index).
-pub(super) type LexingsKey = (u32, Vec<Vec<Sig>>);
+pub(super) type LexingsKey = (u32, Lexings);
 
 /// The [`LexingsKey`] of a state.
 pub(super) fn lexings_key(thread: u32, classes: &[TokenClass]) -> LexingsKey {
@@ -111,9 +119,20 @@ impl Assembler {
         if !self.saturate || first <= at {
             return Attempt::Now(self.build_or_reuse(det, nodes, thread, classes, first), None);
         }
-        if let Some(b) = self.build_or_reuse(det, nodes, thread, classes, at) {
-            return Attempt::Now(Some(b), None);
+        if let Some(i) = self.source_of(nodes, classes) {
+            // (Its lexings are all among those of an earlier state whose forward build lost
+            // to its saturation, or failed: that saturation decides this state too, restricted
+            // to its classes, and no attempt is made. Lua under qwen3: lexer state 1's 414
+            // classes are all among state 0's 1,587; its own first attempt failed, and its
+            // saturation took 69M ticks.)
+            self.stats.saturations_beside += 1;
+            self.stats.saturations_shared += 1;
+            return Attempt::Later(Saturation::Of(i));
         }
+        let spent = match self.attempt(det, nodes, thread, classes, at) {
+            Ok(b) => return Attempt::Now(Some(b), None),
+            Err(ticks) => ticks,
+        };
         let key = lexings_key(thread, classes);
         if self.won.contains_key(&key) || self.later_keys.contains_key(&key) {
             // (The saturation of an earlier state with these lexings won, or will decide.)
@@ -126,11 +145,18 @@ impl Assembler {
             return Attempt::Now(self.build_or_reuse(det, nodes, thread, classes, first), Some(None));
         };
         self.stats.saturations_beside += 1;
-        let race = Arc::new(Race::default());
+        let race = Arc::new(Race::capped(spent));
         let (lr, terms, owned) = (Arc::new(det.comp.lr.tables.clone()), det.comp.terms.clone(), nodes.to_vec());
         let theirs = Arc::clone(&race);
+        // (Every class saturated: the long lexings can be apart, the second automaton at the
+        // state's second start.)
+        let halves = if ours.len() == classes.len() { saturate::split(nodes, &ours) } else { None };
+        let split = halves.clone().map(|h| (ours.clone(), h));
         let saturating = move || {
-            let sat = saturate::saturate_sub(&lr, &terms, &owned, sub, Some(&theirs));
+            let sat = match split {
+                Some((cs, h)) => saturate::saturate_split(&lr, &terms, &owned, &cs, h, Some(&theirs)),
+                None => saturate::saturate_sub(&lr, &terms, &owned, sub, Some(&theirs)),
+            };
             if let Some(s) = &sat {
                 theirs.saturation_done(s.ticks);
             }
@@ -156,7 +182,7 @@ impl Assembler {
             // (No second thread: both to their ends, one after the other.)
             Err(_) => {
                 let built = self.build_or_reuse(det, nodes, thread, classes, first);
-                (built, Saturation::Done(saturate::saturate(det.comp.lr.tables, &det.comp.terms, nodes, &ours)))
+                (built, Saturation::Done(saturate_alone(det, nodes, &ours, halves)))
             }
         };
         if let (Some(_), Saturation::Done(sat)) = (&built, &saturation) {
@@ -168,8 +194,22 @@ impl Assembler {
         // nothing behind, so what comes next does not depend on where it was.
         self.built_for.remove(&key);
         det.forget();
+        self.sources.push((key.clone(), ours.iter().map(|c| c.sigs.clone()).collect()));
         self.later_keys.insert(key, ());
         Attempt::Later(saturation)
+    }
+
+    /// The earlier saturation that decides a state with these classes, if one does: every
+    /// class expressed (so that the automata are the state's own starts), and its lexings
+    /// among those the saturation was made for ([`Saturated::restricted`]).
+    fn source_of(&self, nodes: &[(u32, Step)], classes: &[TokenClass]) -> Option<usize> {
+        if self.sources.is_empty() || !classes.iter().all(|c| saturate::expressible(nodes, c)) {
+            return None;
+        }
+        self.sources.iter().position(|(_, made_for)| {
+            let have: FastMap<&[Sig], ()> = made_for.iter().map(|s| (&s[..], ())).collect();
+            classes.iter().all(|c| have.contains_key(&c.sigs[..]))
+        })
     }
 
     /// Complete the states that wait ([`Attempt::Later`]), in the order they came, each once
@@ -189,6 +229,10 @@ impl Assembler {
                         Saturation::Done(sat) => sat,
                         Saturation::Running(running) => running.join(),
                         Saturation::Same => self.won.get(&key).cloned(),
+                        Saturation::Of(i) => {
+                            let (source, made_for) = &self.sources[i];
+                            self.won.get(source).map(|s| s.restricted(made_for, &job.classes))
+                        }
                     };
                     if let Some(s) = &sat {
                         self.stats.saturations_won += 1;
@@ -207,5 +251,21 @@ impl Assembler {
         }
         self.later_keys.clear();
         self.later_shares.clear();
+        self.sources.clear();
+    }
+}
+
+/// The saturation of `classes` on the driving thread (no second one could be started): split
+/// into `halves` if given ([`saturate::split`]).
+fn saturate_alone(
+    det: &Determinizer,
+    nodes: &[(u32, Step)],
+    classes: &[TokenClass],
+    halves: Option<(Vec<usize>, Vec<usize>)>,
+) -> Option<Saturated> {
+    let (lr, terms) = (det.comp.lr.tables, &det.comp.terms);
+    match halves {
+        Some(h) => saturate::saturate_split(lr, terms, nodes, classes, h, None),
+        None => saturate::saturate(lr, terms, nodes, classes),
     }
 }

@@ -172,8 +172,9 @@ pub(super) struct Assembler {
     /// [`MaskOptions::work_per_lexer_state`].
     work_per_lexer_state: u64,
     /// The automaton built for (thread class, the classes' lexings), with its configurations and
-    /// serial number; `Err(budget)`: over that work budget.
-    built_for: FastMap<LexingsKey, Result<Built, u64>>,
+    /// serial number; `Err((budget, ticks))`: over that work budget, after that many [`Race`](super::race::Race)
+    /// ticks.
+    built_for: FastMap<LexingsKey, Result<Built, (u64, u64)>>,
     /// Local automata are told apart by a serial number, never by address: an automaton
     /// replaced in `built_for` is freed, and a later one may get its address, which would then
     /// find the freed one's entries in `assembled`.
@@ -185,6 +186,9 @@ pub(super) struct Assembler {
     /// their share keys (a state sharing one waits too).
     later: Vec<Pending>,
     later_keys: FastMap<LexingsKey, ()>,
+    /// The saturations started for the states that wait, in order: each state's key and the
+    /// lexings of the classes it saturates, by index ([`later::Saturation::Of`]).
+    sources: Vec<(LexingsKey, later::Lexings)>,
     later_shares: FastMap<(u64, u32), ()>,
     /// Entries of the first state of each (block, thread class), for the states that share them.
     shared: FastMap<(u64, u32), Shared>,
@@ -226,6 +230,7 @@ impl Assembler {
             won: FastMap::default(),
             later: Vec::new(),
             later_keys: FastMap::default(),
+            sources: Vec::new(),
             later_shares: FastMap::default(),
             shared: FastMap::default(),
             keys: FastMap::default(),
@@ -538,6 +543,21 @@ impl Assembler {
                 decided[i] = true;
                 self.stats.tokens_saturated += classes[i].tokens.len();
             }
+            if let Some((dwa, which)) = &sat.second {
+                // (Split only where every class is saturated: the first is the state's own
+                // start, this one its second start.)
+                debug_assert!(main, "a split saturation beside a forward build");
+                self.stats.saturations_split += 1;
+                let ours: Vec<TokenClass> = which.iter().map(|&i| classes[i].clone()).collect();
+                let (start, _, _) = self.append(dwa, &ours);
+                if start != NONE {
+                    self.set_aux_start(q, start);
+                }
+                for &i in which {
+                    decided[i] = true;
+                    self.stats.tokens_saturated += classes[i].tokens.len();
+                }
+            }
         }
         classes.iter().zip(&decided).filter(|&(_, &d)| !d).flat_map(|(c, _)| c.tokens.iter()).collect()
     }
@@ -589,6 +609,19 @@ impl Assembler {
         classes: &[TokenClass],
         budget: u64,
     ) -> Option<Built> {
+        self.attempt(det, nodes, thread, classes, budget).ok()
+    }
+
+    /// [`Assembler::build_or_reuse`], telling what a build over budget cost: `Err` holds its
+    /// [`Race`](super::race::Race) ticks (`Composer::ticks`).
+    fn attempt(
+        &mut self,
+        det: &mut Determinizer,
+        nodes: &[(u32, Step)],
+        thread: u32,
+        classes: &[TokenClass],
+        budget: u64,
+    ) -> Result<Built, u64> {
         // A lexer state's automaton depends only on its thread's class and its classes'
         // lexings (classes are referred to by index): states with the same share one.
         let key = later::lexings_key(thread, classes);
@@ -604,10 +637,10 @@ impl Assembler {
                     })
                 }
             }
-            Err(over) => *over >= budget,
+            Err((over, _)) => *over >= budget,
         });
         match reusable {
-            Some(b) => b.clone().ok(),
+            Some(b) => b.clone().map_err(|(_, ticks)| ticks),
             None => {
                 let mut asm = Tables {
                     union: &mut self.union,
@@ -623,10 +656,10 @@ impl Assembler {
                         self.serial += 1;
                         Ok((Rc::new(l), det.num_configs(), self.serial))
                     }
-                    Err(_) => Err(budget),
+                    Err(_) => Err((budget, det.comp.ticks())),
                 };
                 self.built_for.insert(key, b.clone());
-                b.ok()
+                b.map_err(|(_, ticks)| ticks)
             }
         }
     }
