@@ -5,6 +5,7 @@
 //! terminals or leave a partial lexeme), compare both masks before every commit, and check that
 //! tokens outside the mask are refused by `commit`.
 
+mod apart;
 mod saturation;
 
 use std::sync::Arc;

@@ -55,9 +55,9 @@ pub struct TokenizerInfo {
 pub fn options_json(schema: &SchemaOptions, engine: &EngineOptions) -> serde_json::Value {
     let SchemaOptions { whitespace, lenient, default_draft, strict } = schema;
     let EngineOptions { mask, mask_options } = engine;
-    // `walk_thread`, `link_states` and `rename_states` change how the tables are built, not
-    // what they are; `max_dwa_states` only whether they are built; `follow_bytes` follows from
-    // the grammar.
+    // `walk_thread`, `link_states`, `rename_states` and `apart_classes` change how the tables
+    // are built, not what they are; `max_dwa_states` only whether they are built;
+    // `follow_bytes` follows from the grammar.
     let MaskOptions {
         max_states_per_lexer_state,
         work_per_lexer_state,
@@ -68,6 +68,7 @@ pub fn options_json(schema: &SchemaOptions, engine: &EngineOptions) -> serde_jso
         rename_states: _,
         saturate,
         saturate_beside,
+        apart_classes: _,
     } = mask_options;
     let mut o = json!({
         "schema.whitespace": format!("{whitespace:?}"),

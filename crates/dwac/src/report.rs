@@ -51,6 +51,7 @@ pub(crate) fn mask_stats_json(stats: &CompileStats) -> serde_json::Value {
             "saturations_won": m.saturations_won,
             "saturations_split": m.saturations_split,
             "saturations_shared": m.saturations_shared,
+            "lexer_states_apart": m.lexer_states_apart,
             "second_starts": m.second_starts,
             "lexer_states_shared": m.lexer_states_shared,
             "lexer_states_renamed": m.lexer_states_renamed,

@@ -100,6 +100,12 @@ pub struct MaskOptions {
     /// thread finishes first; the masks are exact either way. Written to the grammar
     /// fingerprint when changed.
     pub saturate_beside: (u64, u64),
+    /// A grammar's first lexer state with this many token classes or more (whose first
+    /// attempt would not be raced) is built forward on a thread of its own, with a
+    /// determinizer of its own and no links, while the other states are built
+    /// (`assemble/apart.rs`); `usize::MAX`: never. It changes how the tables are built, not
+    /// what they are (minimization).
+    pub apart_classes: usize,
 }
 
 impl Default for MaskOptions {
@@ -114,6 +120,7 @@ impl Default for MaskOptions {
             rename_states: true,
             saturate: true,
             saturate_beside: (100_000, 100),
+            apart_classes: 20_000,
         }
     }
 }
@@ -159,6 +166,10 @@ pub struct MaskStats {
     /// lexings all among its classes': restricted to their classes, with no attempt of their
     /// own.
     pub saturations_shared: usize,
+    /// Lexer states built forward on a thread of their own, with a determinizer of their own,
+    /// while the others were built (`assemble/apart.rs`): a grammar's first state with
+    /// [`MaskOptions::apart_classes`] token classes or more.
+    pub lexer_states_apart: usize,
     /// Lexer states whose saturated classes were split by the length of their lexings into two
     /// automata, the second at the state's second start (`saturate::saturate_split`).
     pub saturations_split: usize,

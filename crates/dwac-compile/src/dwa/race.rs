@@ -13,6 +13,7 @@
 //! first try, is also capped: past [`RESTART_CAP`] times the ticks of that try, it fails.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex};
 
 /// Ticks per expansion of the forward build ([`super::compose::Composer::work`]): an expansion
 /// continues a set of lexings through one LR simulation (~0.4 µs).
@@ -51,11 +52,20 @@ pub struct Race {
     forward: AtomicU64,
     saturation: AtomicU64,
     cap: u64,
+    /// Is the forward build over (succeeded, failed, or stopped)?
+    over: Mutex<bool>,
+    over_cv: Condvar,
 }
 
 impl Default for Race {
     fn default() -> Race {
-        Race { forward: AtomicU64::new(u64::MAX), saturation: AtomicU64::new(u64::MAX), cap: u64::MAX }
+        Race {
+            forward: AtomicU64::new(u64::MAX),
+            saturation: AtomicU64::new(u64::MAX),
+            cap: u64::MAX,
+            over: Mutex::new(false),
+            over_cv: Condvar::new(),
+        }
     }
 }
 
@@ -75,6 +85,21 @@ impl Race {
     /// The forward build succeeded after `ticks`.
     pub fn forward_done(&self, ticks: u64) {
         self.forward.store(ticks, Ordering::Relaxed);
+    }
+
+    /// The forward build is over, after [`Race::forward_done`] if it succeeded.
+    pub fn forward_over(&self) {
+        *self.over.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        self.over_cv.notify_all();
+    }
+
+    /// Wait until the forward build is over; did it succeed?
+    pub fn wait_forward_over(&self) -> bool {
+        let mut over = self.over.lock().unwrap_or_else(|e| e.into_inner());
+        while !*over {
+            over = self.over_cv.wait(over).unwrap_or_else(|e| e.into_inner());
+        }
+        self.forward.load(Ordering::Relaxed) != u64::MAX
     }
 
     /// The saturation succeeded after `ticks`.
@@ -125,5 +150,9 @@ mod tests {
         let capped = Race::capped(1_000);
         assert!(!capped.forward_lost(1_500) && capped.forward_lost(1_501) && capped.forward_capped(1_501));
         assert!(!Race::default().forward_capped(u64::MAX - 1));
+        capped.forward_over();
+        assert!(!capped.wait_forward_over());
+        race.forward_over();
+        assert!(race.wait_forward_over());
     }
 }

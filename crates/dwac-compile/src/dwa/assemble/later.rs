@@ -3,9 +3,11 @@
 //! state, once their saturation is done, so the driving thread goes on with the next states
 //! meanwhile.
 
+use std::rc::Rc;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+use super::apart::Apart;
 use super::{Assembler, Job, StateCounts};
 use crate::dwa::compose::Step;
 use crate::dwa::determinize::{Determinizer, LocalDwa};
@@ -18,7 +20,7 @@ use crate::threads::carry;
 
 /// A built automaton as `Assembler::build_or_reuse` gives it: (automaton, configurations,
 /// serial number).
-pub(super) type Built = (std::rc::Rc<LocalDwa>, usize, usize);
+pub(super) type Built = (Rc<LocalDwa>, usize, usize);
 
 /// What a first attempt leaves to do.
 pub(super) enum Attempt {
@@ -64,6 +66,7 @@ impl Drop for Running {
     fn drop(&mut self) {
         if let Some(h) = self.handle.take() {
             self.race.forward_done(0);
+            self.race.forward_over();
             let _ = h.join();
         }
     }
@@ -75,6 +78,8 @@ pub(super) enum Pending {
     State(Box<Job>, Saturation),
     /// A lexer state sharing the entries of one that waits.
     Shared { q: u32, key: (u64, u32) },
+    /// A lexer state's job and its forward build on a thread of its own (`apart.rs`).
+    Apart(Box<Job>, Apart),
 }
 
 /// The lexings of a state's classes, by index.
@@ -113,9 +118,8 @@ impl Assembler {
         thread: u32,
         classes: &[TokenClass],
         first: u64,
+        at: u64,
     ) -> Attempt {
-        let (base, per_class) = self.saturate_beside;
-        let at = base.max(per_class.saturating_mul(classes.len() as u64));
         if !self.saturate || first <= at {
             return Attempt::Now(self.build_or_reuse(det, nodes, thread, classes, first), None);
         }
@@ -150,7 +154,11 @@ impl Assembler {
         let theirs = Arc::clone(&race);
         // (Every class saturated: the long lexings can be apart, the second automaton at the
         // state's second start.)
-        let halves = if ours.len() == classes.len() { saturate::split(nodes, &ours) } else { None };
+        let halves = if ours.len() == classes.len() && ours.len() >= saturate::SPLIT_MIN_CLASSES {
+            saturate::split(nodes, &ours)
+        } else {
+            None
+        };
         let split = halves.clone().map(|h| (ours.clone(), h));
         let saturating = move || {
             let sat = match split {
@@ -170,12 +178,13 @@ impl Assembler {
                 det.comp.race = Some(Arc::clone(&race));
                 let built = self.build_or_reuse(det, nodes, thread, classes, first);
                 det.comp.race = None;
+                if built.is_some() {
+                    race.forward_done(det.comp.ticks());
+                }
+                race.forward_over();
                 let running = Running { handle: Some(handle), race: Arc::clone(&race) };
                 match &built {
-                    Some(_) => {
-                        race.forward_done(det.comp.ticks());
-                        (built, Saturation::Done(running.join()))
-                    }
+                    Some(_) => (built, Saturation::Done(running.join())),
                     None => (None, Saturation::Running(running)),
                 }
             }
@@ -212,8 +221,18 @@ impl Assembler {
         })
     }
 
-    /// Complete the states that wait ([`Attempt::Later`]), in the order they came, each once
-    /// its saturation is done.
+    /// A waiting job, its statistics as they are now: what the state added when it came is
+    /// its own, not the states' between.
+    fn resumed(&self, mut job: Job) -> Job {
+        let mut before = StateCounts::of(&self.stats);
+        before.undecided_tokens -= job.own.0;
+        before.token_classes -= job.own.1;
+        job.before = before;
+        job
+    }
+
+    /// Complete the states that wait ([`Attempt::Later`], and a state built apart:
+    /// `apart.rs`), in the order they came, each once its saturation (or build) is done.
     pub(in crate::dwa) fn complete_later(
         &mut self,
         det: &mut Determinizer,
@@ -239,13 +258,17 @@ impl Assembler {
                         self.won.entry(key).or_insert_with(|| s.clone());
                     }
                     stages.skip();
-                    let mut job = *job;
-                    // (What the state added when it came is its own, not the states' between.)
-                    let mut before = StateCounts::of(&self.stats);
-                    before.undecided_tokens -= job.own.0;
-                    before.token_classes -= job.own.1;
-                    job.before = before;
+                    let job = self.resumed(*job);
                     self.finish_state(det, nodes, job, None, Some(sat), stages);
+                }
+                Pending::Apart(job, apart) => {
+                    let built = apart.join().map(|(local, configs)| {
+                        self.serial += 1;
+                        (Rc::new(local), configs, self.serial)
+                    });
+                    stages.skip();
+                    let job = self.resumed(*job);
+                    self.finish_state(det, nodes, job, built, None, stages);
                 }
             }
         }

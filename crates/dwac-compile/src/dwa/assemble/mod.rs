@@ -21,6 +21,7 @@ use super::{FastMap, MaskOptions, MaskStats};
 use crate::stages::Stages;
 use later::{Attempt, Built, LexingsKey, Pending};
 
+mod apart;
 mod later;
 
 /// The shortest lexing length an over-budget lexer state is cut at (`Assembler::state`): below
@@ -175,6 +176,10 @@ pub(super) struct Assembler {
     /// serial number; `Err((budget, ticks))`: over that work budget, after that many [`Race`](super::race::Race)
     /// ticks.
     built_for: FastMap<LexingsKey, Result<Built, (u64, u64)>>,
+    /// A state was built apart ([`Assembler::apart`]): only the first may be.
+    built_apart: bool,
+    /// [`MaskOptions::apart_classes`].
+    apart_classes: usize,
     /// Local automata are told apart by a serial number, never by address: an automaton
     /// replaced in `built_for` is freed, and a later one may get its address, which would then
     /// find the freed one's entries in `assembled`.
@@ -226,6 +231,8 @@ impl Assembler {
             saturate_beside: opts.saturate_beside,
             work_per_lexer_state: opts.work_per_lexer_state,
             built_for: FastMap::default(),
+            built_apart: false,
+            apart_classes: opts.apart_classes,
             serial: 0,
             won: FastMap::default(),
             later: Vec::new(),
@@ -297,7 +304,17 @@ impl Assembler {
         };
         let own = (self.stats.undecided_tokens - before.undecided_tokens, classes.len());
         let job = Job { q, thread, share_key, classes, first, before, own, timing: (walk, tq) };
-        match self.first_attempt(det, nodes, thread, &job.classes, first) {
+        let (base, per_class) = self.saturate_beside;
+        let at = base.max(per_class.saturating_mul(job.classes.len() as u64));
+        if let Some(apart) = self.apart(det, nodes, &job, at) {
+            if let Some(k) = share_key {
+                self.later_shares.insert(k, ());
+            }
+            self.later.push(Pending::Apart(Box::new(job), apart));
+            stages.lap("determinize");
+            return;
+        }
+        match self.first_attempt(det, nodes, thread, &job.classes, first, at) {
             Attempt::Now(built, speculated) => self.finish_state(det, nodes, job, built, speculated, stages),
             Attempt::Later(saturation) => {
                 if let Some(k) = share_key {

@@ -43,6 +43,7 @@ use super::race::{Race, SATURATION_CONTROL, SATURATION_EDGE};
 use super::set_pool::SetPool;
 use super::terminal_dwa::{Sig, TokenClass};
 use super::FastMap;
+use crate::threads::carry;
 use subset::determinize;
 
 mod subset;
@@ -761,9 +762,18 @@ pub fn split(nodes: &[(u32, Step)], classes: &[TokenClass]) -> Option<(Vec<usize
     (!short.is_empty() && !long.is_empty()).then_some((short, long))
 }
 
+/// Classes a state must have for [`split`] to apply: a small state saturates fast (Lua's
+/// 68-class states under qwen3: 1.6M ticks together), and split, its saturation could not stop
+/// a hopeless forward restart early (see [`saturate_split`]).
+pub const SPLIT_MIN_CLASSES: usize = 256;
+
 /// [`saturate_sub`] for the classes `short` and `long` of `classes` ([`split`]), each apart
 /// and at once (the long ones on a thread of their own), as one automaton and a second one
-/// beside it; `None` if either fails or the race is lost. The long lexings of a grammar like
+/// beside it; `None` if either fails or the race is lost. In a race, the long ones start only
+/// once the forward build is over (so that no more than two threads compute while it runs),
+/// and not at all if it succeeded: a split saturation decides only where the forward build
+/// fails. (Where it succeeds, the saturation would have to be cheaper in all; regex's states
+/// under qwen3 build forward in a quarter of their saturation.) The long lexings of a grammar like
 /// Lua's (runs of 60–114 operators) grow the saturated automaton with the square of their
 /// length, and determinized together with the short ones they swell every subset: apart, Lua's
 /// lexer state 0 under qwen3 saturates in 0.38 s (short, 6,928 states) and 0.44 s (long, 57
@@ -779,15 +789,16 @@ pub fn saturate_split(
     let part = |ix: &[usize]| -> Vec<TokenClass> { ix.iter().map(|&i| classes[i].clone()).collect() };
     let (a, b) = (part(&short), part(&long));
     let one = |cs: &[TokenClass]| saturate_sub(lr, terms, nodes, SubTrie::of(terms, nodes, cs)?, race);
+    let long_half = || match race {
+        Some(r) if r.wait_forward_over() => None,
+        _ => one(&b),
+    };
     let (sa, sb) = std::thread::scope(|scope| {
-        let side = std::thread::Builder::new()
-            .name("dwac-saturate".into())
-            .spawn_scoped(scope, crate::threads::carry(|| one(&b)))
-            .ok();
+        let side = std::thread::Builder::new().name("dwac-saturate".into()).spawn_scoped(scope, carry(long_half)).ok();
         let sa = one(&a);
         let sb = match side {
             Some(h) => h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)),
-            None => one(&b),
+            None => long_half(),
         };
         (sa, sb)
     });
