@@ -160,6 +160,7 @@ impl Assembler {
             None
         };
         let split = halves.clone().map(|h| (ours.clone(), h));
+        let split_decides = split.is_some();
         let saturating = move || {
             let sat = match split {
                 Some((cs, h)) => saturate::saturate_split(&lr, &terms, &owned, &cs, h, Some(&theirs)),
@@ -179,7 +180,9 @@ impl Assembler {
                 let built = self.build_or_reuse(det, nodes, thread, classes, first);
                 det.comp.race = None;
                 if built.is_some() {
-                    race.forward_done(det.comp.ticks());
+                    // (A split saturation decides only where the forward build fails: told it
+                    // lost at once, it stops now rather than once past this build's ticks.)
+                    race.forward_done(if split_decides { 0 } else { det.comp.ticks() });
                 }
                 race.forward_over();
                 let running = Running { handle: Some(handle), race: Arc::clone(&race) };
