@@ -12,8 +12,8 @@
 //! gives none, and is completed in its place among the states that wait (`later.rs`).
 
 use std::sync::Arc;
-use std::thread::JoinHandle;
 
+use super::later::Helper;
 use super::{Assembler, Job};
 use crate::dwa::compose::{Composer, Step};
 use crate::dwa::determinize::{Assembled, Determinizer, LocalDwa, StateKey};
@@ -22,31 +22,12 @@ use crate::dwa::templates::Lr;
 use crate::threads::carry;
 
 /// A forward build running on its own thread: the automaton and its configurations (`None`:
-/// over budget). Dropped unfinished (the compile stopped), it is told to stop, and joined.
-pub(super) struct Apart {
-    handle: Option<JoinHandle<Option<(LocalDwa, usize)>>>,
-    stop: Arc<Race>,
-}
+/// over budget).
+pub(super) type Apart = Helper<(LocalDwa, usize)>;
 
-impl Apart {
-    /// Its result, once it is done.
-    pub(super) fn join(mut self) -> Option<(LocalDwa, usize)> {
-        match self.handle.take().map(JoinHandle::join) {
-            Some(Ok(built)) => built,
-            Some(Err(panic)) => std::panic::resume_unwind(panic),
-            None => None,
-        }
-    }
-}
-
-impl Drop for Apart {
-    fn drop(&mut self) {
-        if let Some(h) = self.handle.take() {
-            // (A saturation "done" in no ticks: the forward build has lost, and stops.)
-            self.stop.saturation_done(0);
-            let _ = h.join();
-        }
-    }
+/// Tell a forward build it lost: a saturation "done" in no ticks.
+fn forward_loses(race: &Race) {
+    race.saturation_done(0);
 }
 
 /// What a build apart asks of the tables assembled so far: nothing, since it makes no links.
@@ -96,6 +77,6 @@ impl Assembler {
         };
         let handle = std::thread::Builder::new().name("dwac-apart".into()).spawn(carry(building)).ok()?;
         self.stats.lexer_states_apart += 1;
-        Some(Apart { handle: Some(handle), stop })
+        Some(Helper::new(handle, stop, forward_loses))
     }
 }

@@ -45,31 +45,47 @@ pub(super) enum Saturation {
     Of(usize),
 }
 
-/// A saturation running on its own thread; dropped unfinished (the compile stopped), it is
-/// told it lost and joined.
-pub(super) struct Running {
-    handle: Option<JoinHandle<Option<Saturated>>>,
+/// Work running on a thread of its own beside the driving thread, with the [`Race`] it is
+/// stopped through; dropped unfinished (the compile stopped), it is told it lost (`lose`) and
+/// joined.
+pub(super) struct Helper<T> {
+    handle: Option<JoinHandle<Option<T>>>,
     race: Arc<Race>,
+    lose: fn(&Race),
 }
 
-impl Running {
-    fn join(mut self) -> Option<Saturated> {
+impl<T> Helper<T> {
+    /// Work started on `handle`, stopped through `race` by `lose`.
+    pub(super) fn new(handle: JoinHandle<Option<T>>, race: Arc<Race>, lose: fn(&Race)) -> Helper<T> {
+        Helper { handle: Some(handle), race, lose }
+    }
+
+    /// Its result, once it is done.
+    pub(super) fn join(mut self) -> Option<T> {
         match self.handle.take().map(JoinHandle::join) {
-            Some(Ok(sat)) => sat,
+            Some(Ok(result)) => result,
             Some(Err(panic)) => std::panic::resume_unwind(panic),
             None => None,
         }
     }
 }
 
-impl Drop for Running {
+impl<T> Drop for Helper<T> {
     fn drop(&mut self) {
         if let Some(h) = self.handle.take() {
-            self.race.forward_done(0);
-            self.race.forward_over();
+            (self.lose)(&self.race);
             let _ = h.join();
         }
     }
+}
+
+/// A saturation running on its own thread.
+pub(super) type Running = Helper<Saturated>;
+
+/// Tell a saturation it lost: the forward build is over, in no ticks.
+fn saturation_loses(race: &Race) {
+    race.forward_done(0);
+    race.forward_over();
 }
 
 /// What waits to be completed, in the order the states came.
@@ -185,7 +201,7 @@ impl Assembler {
                     race.forward_done(if split_decides { 0 } else { det.comp.ticks() });
                 }
                 race.forward_over();
-                let running = Running { handle: Some(handle), race: Arc::clone(&race) };
+                let running = Running::new(handle, Arc::clone(&race), saturation_loses);
                 match &built {
                     Some(_) => (built, Saturation::Done(running.join())),
                     None => (None, Saturation::Running(running)),

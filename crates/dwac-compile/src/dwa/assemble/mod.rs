@@ -173,8 +173,8 @@ pub(super) struct Assembler {
     /// [`MaskOptions::work_per_lexer_state`].
     work_per_lexer_state: u64,
     /// The automaton built for (thread class, the classes' lexings), with its configurations and
-    /// serial number; `Err((budget, ticks))`: over that work budget, after that many [`Race`](super::race::Race)
-    /// ticks.
+    /// serial number; `Err((budget, ticks))`: over that work budget, after that many
+    /// [`Race`](super::race::Race) ticks.
     built_for: FastMap<LexingsKey, Result<Built, (u64, u64)>>,
     /// A state was built apart ([`Assembler::apart`]): only the first may be.
     built_apart: bool,
