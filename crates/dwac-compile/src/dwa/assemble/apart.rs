@@ -13,7 +13,7 @@
 
 use std::sync::Arc;
 
-use super::later::Helper;
+use super::helper::Helper;
 use super::{Assembler, Job};
 use crate::dwa::compose::{Composer, Step};
 use crate::dwa::determinize::{Assembled, Determinizer, LocalDwa, StateKey};

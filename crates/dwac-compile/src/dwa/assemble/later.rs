@@ -5,9 +5,9 @@
 
 use std::rc::Rc;
 use std::sync::Arc;
-use std::thread::JoinHandle;
 
 use super::apart::Apart;
+use super::helper::Helper;
 use super::{Assembler, Job, StateCounts};
 use crate::dwa::compose::Step;
 use crate::dwa::determinize::{Determinizer, LocalDwa};
@@ -43,40 +43,6 @@ pub(super) enum Saturation {
     /// (`Assembler::sources`, by index): its result restricted to this state's classes
     /// ([`Saturated::restricted`]), once that one is done.
     Of(usize),
-}
-
-/// Work running on a thread of its own beside the driving thread, with the [`Race`] it is
-/// stopped through; dropped unfinished (the compile stopped), it is told it lost (`lose`) and
-/// joined.
-pub(super) struct Helper<T> {
-    handle: Option<JoinHandle<Option<T>>>,
-    race: Arc<Race>,
-    lose: fn(&Race),
-}
-
-impl<T> Helper<T> {
-    /// Work started on `handle`, stopped through `race` by `lose`.
-    pub(super) fn new(handle: JoinHandle<Option<T>>, race: Arc<Race>, lose: fn(&Race)) -> Helper<T> {
-        Helper { handle: Some(handle), race, lose }
-    }
-
-    /// Its result, once it is done.
-    pub(super) fn join(mut self) -> Option<T> {
-        match self.handle.take().map(JoinHandle::join) {
-            Some(Ok(result)) => result,
-            Some(Err(panic)) => std::panic::resume_unwind(panic),
-            None => None,
-        }
-    }
-}
-
-impl<T> Drop for Helper<T> {
-    fn drop(&mut self) {
-        if let Some(h) = self.handle.take() {
-            (self.lose)(&self.race);
-            let _ = h.join();
-        }
-    }
 }
 
 /// A saturation running on its own thread.

@@ -22,6 +22,7 @@ use crate::stages::Stages;
 use later::{Attempt, Built, LexingsKey, Pending};
 
 mod apart;
+mod helper;
 mod later;
 
 /// The shortest lexing length an over-budget lexer state is cut at (`Assembler::state`): below
