@@ -31,6 +31,11 @@
 //! GLR (which explores every action) reaches exactly the stacks the nondeterministic system
 //! does. Steps with a priority guard (a negative condition: no guard terminal shiftable) or an
 //! ignored terminal's pass are not expressed; classes with such a lexing stay UNDECIDED.
+//!
+//! Rules are made only for the LR states that can be on top where they apply (the root: any;
+//! a node: what its step shifts to; a step or check: its node's, and what the reductions it
+//! enters push), so no configuration reached from the root loses a rule
+//! ([`System::tops_running`]; docs/CONSTRUCTION.md).
 
 use std::rc::Rc;
 use std::sync::Arc;
@@ -47,6 +52,7 @@ use subset::determinize;
 
 mod split;
 mod subset;
+mod tops;
 
 pub use split::{saturate_split, split, SPLIT_MIN_CLASSES};
 
@@ -221,6 +227,9 @@ struct System<'a> {
     /// path into a state spells its items' prefixes, so on any real stack these are the ones).
     back: FastMap<(u32, u32), u32>,
     revealed: SetPool,
+    /// Per control state `Node(n)` (by id) other than the root, the states that can be on top
+    /// when it is entered: the states its step shifts to (see [`System::tops_running`]).
+    tops: FastMap<u32, Vec<u64>>,
     /// The work so far, in [`Race`] ticks.
     ticks: u64,
     /// The race this saturation runs, if any: it stops once it has lost.
@@ -255,6 +264,7 @@ impl<'a> System<'a> {
             lr_preds: Vec::new(),
             back: FastMap::default(),
             revealed: SetPool::new(),
+            tops: FastMap::default(),
             ticks: 0,
             race,
         }
@@ -309,6 +319,13 @@ impl<'a> System<'a> {
         for &s in states {
             set(b, s);
         }
+        i
+    }
+
+    /// A set given as its bits (an index into `gsets`).
+    fn gset_of(&mut self, bits: &Bits) -> u32 {
+        let i = (self.gsets.len() / self.w) as u32;
+        self.gsets.extend_from_slice(bits);
         i
     }
 
@@ -445,23 +462,52 @@ impl<'a> System<'a> {
     }
 
     /// The rules of a control state running terminal `t`: `on_shift` is where a shift goes
-    /// (`Ok(node)`: a step continuing at that node; `Err(accept)`: a check accepting).
-    fn terminal_rules(&mut self, x: u32, t: u32, on_shift: Result<u32, u32>) {
+    /// (`Ok(node)`: a step continuing at that node; `Err(accept)`: a check accepting). `top`:
+    /// the states that can be on top when it runs ([`System::tops_running`]; `None`: any);
+    /// rules for the others are not made (no configuration reached from the root has them).
+    fn terminal_rules(&mut self, x: u32, t: u32, on_shift: Result<u32, u32>, top: Option<&Bits>) {
         let tpl = self.template(t, on_shift.is_err());
+        let w = self.w;
+        let cut = |b: &Bits| -> Option<Vec<u64>> {
+            let c: Vec<u64> = match top {
+                Some(tp) => b.iter().zip(tp).map(|(x, y)| x & y).collect(),
+                None => b.to_vec(),
+            };
+            (!is_empty(&c)).then_some(c)
+        };
         match on_shift {
             // ⟨x, s⟩ → ⟨node, p s⟩ for every `s` that shifts to `p`.
-            Ok(node) => self.push[node as usize].extend(tpl.shifts.iter().map(|&(p, g)| (p, x, g))),
-            Err(acc) if !tpl.accepts.is_empty() => self.add(x, &tpl.accepts, acc),
-            Err(_) => {}
+            Ok(node) => {
+                for &(p, g) in &tpl.shifts {
+                    let g = match top {
+                        None => Some(g),
+                        Some(_) => cut(&self.gsets[g as usize * w..(g as usize + 1) * w]).map(|c| self.gset_of(&c)),
+                    };
+                    if let Some(g) = g {
+                        self.push[node as usize].push((p, x, g));
+                    }
+                }
+            }
+            Err(acc) => {
+                if let Some(c) = cut(&tpl.accepts) {
+                    self.add(x, &c, acc);
+                }
+            }
         }
+        // The reductions entered: those some state that can be on top pops by.
+        let pops: Vec<((u32, u32), Vec<u64>)> =
+            tpl.pops.iter().filter_map(|&(am, ref b)| cut(b).map(|c| (am, c))).collect();
         for (a, groups) in &tpl.reveals {
+            if !pops.iter().any(|&((b, _), _)| b == *a) {
+                continue;
+            }
             // ⟨r0, r⟩ → ⟨x, GOTO(r, a) r⟩.
             let r0 = self.id(Ctl::Reduce { x, a: *a, j: 0 });
             self.push[x as usize].extend(groups.iter().map(|&(h, g)| (h, r0, g)));
         }
-        for &((a, m), ref b) in &tpl.pops {
+        for ((a, m), b) in pops {
             let top = self.reduction(x, a, m);
-            self.add(x, b, top);
+            self.add(x, &b, top);
         }
     }
 
@@ -544,7 +590,16 @@ impl<'a> System<'a> {
             let qi = q as usize;
             for i in 0..self.eps_preds[qi].len() {
                 let p = self.eps_preds[qi][i];
-                self.add(p, &d, q2);
+                // (Only what the node can have on top.)
+                match self.tops.get(&p) {
+                    Some(top) => {
+                        l.iter_mut().zip(top).zip(&d).for_each(|((o, a), b)| *o = a & b);
+                        if !is_empty(&l) {
+                            self.add(p, &l, q2);
+                        }
+                    }
+                    None => self.add(p, &d, q2),
+                }
             }
             // ⟨p1, g⟩ → ⟨q, h g⟩ and q reads h to q2: p1 reads g wherever q2 reads g.
             for i in 0..self.push[qi].len() {
@@ -655,10 +710,20 @@ pub fn saturate_sub(
     let SubTrie { decided, ends, at_end, children } = sub;
     let mut sys = System::new(lr, race);
     let root = sys.id(Ctl::Node(0));
+    let mut kids: Vec<(u32, Vec<u32>)> = children.into_iter().collect();
+    kids.sort_unstable();
+    let (node_top, step_top) = tops::from_root(&mut sys, terms, nodes, &kids);
+    let node_id = |sys: &mut System, n: u32| -> u32 {
+        let id = sys.id(Ctl::Node(n));
+        if let Some(Some(top)) = node_top.get(&n) {
+            sys.tops.entry(id).or_insert_with(|| top.clone());
+        }
+        id
+    };
     let mut ends_sorted: Vec<((u32, u32), u32)> = ends.iter().map(|(&k, &e)| (k, e)).collect();
     ends_sorted.sort_unstable();
     for ((node, la), e) in ends_sorted {
-        let at = sys.id(Ctl::Node(node));
+        let at = node_id(&mut sys, node);
         let acc = sys.id(Ctl::Accept(e));
         let all = sys.all.clone();
         sys.add(acc, &all, acc);
@@ -666,26 +731,27 @@ pub fn saturate_sub(
             sys.add(at, &all, acc);
             continue;
         }
+        let above = node_top.get(&node).cloned().flatten();
         for &t in terms.get(la) {
             let x = sys.id(Ctl::Look(e, t));
             sys.eps_preds[x as usize].push(at);
-            sys.terminal_rules(x, t, Err(acc));
+            let top = sys.tops_running(t, true, above.as_deref());
+            sys.terminal_rules(x, t, Err(acc), top.as_deref());
         }
     }
-    let mut kids: Vec<(u32, Vec<u32>)> = children.into_iter().collect();
-    kids.sort_unstable();
     for (parent, cs) in kids {
         if sys.lost() {
             return None;
         }
-        let at = sys.id(Ctl::Node(parent));
+        let at = node_id(&mut sys, parent);
         for c in cs {
             let Step::Shift { terms: set, .. } = nodes[c as usize].1 else { continue };
-            let done = sys.id(Ctl::Node(c));
+            let done = node_id(&mut sys, c);
             for &t in terms.get(set) {
                 let x = sys.id(Ctl::Step(c, t));
                 sys.eps_preds[x as usize].push(at);
-                sys.terminal_rules(x, t, Ok(done));
+                let top = step_top.get(&(c, t)).cloned().flatten();
+                sys.terminal_rules(x, t, Ok(done), top.as_deref());
             }
         }
     }
