@@ -101,9 +101,9 @@ pub struct MaskOptions {
     /// fingerprint when changed.
     pub saturate_beside: (u64, u64),
     /// A grammar's first lexer state with this many token classes or more (whose first
-    /// attempt would not be raced) is built forward on a thread of its own, with a
-    /// determinizer of its own and no links, while the other states are built
-    /// (`assemble/apart.rs`); `usize::MAX`: never. It changes how the tables are built, not
+    /// attempt would not be raced) is built forward apart, in two halves on two threads of
+    /// their own, each with a determinizer of its own and no links, joined into one automaton,
+    /// while the other states are built (`assemble/apart.rs`); `usize::MAX`: never. It changes how the tables are built, not
     /// what they are (minimization).
     pub apart_classes: usize,
 }
