@@ -30,6 +30,14 @@ pub const SATURATION_CONTROL: u64 = 75;
 /// one per word of the label set it reads.
 pub const SATURATION_EDGE: u64 = 4;
 
+/// Ticks per work item of the saturation (a transition whose label set grew: its control
+/// state's rules and waiting rules read, ~0.12 µs of scattered reads), and per derived rule
+/// that gains states (a lookup and the reading of a row). Uncounted, the saturation's ticks
+/// fell far behind its time once rules were made only for possible tops (regex's saturation
+/// under phi-3's vocabulary: 2.3M ticks in 56 ms), and a lost race ran on long after the
+/// forward build had won.
+pub const SATURATION_POP: u64 = 24;
+
 /// Ticks per transition followed backwards by the subset construction's reach fixpoint, plus
 /// one per four words of its class sets (whole-word ORs, cheap per word).
 pub const SATURATION_REACH: u64 = 2;

@@ -44,7 +44,7 @@ use dwac_runtime::unstable::{Action, LrTables, DEAD};
 
 use super::compose::{Step, ANY};
 use super::determinize::LocalDwa;
-use super::race::{Race, SATURATION_CONTROL, SATURATION_EDGE};
+use super::race::{Race, SATURATION_CONTROL, SATURATION_EDGE, SATURATION_POP};
 use super::set_pool::SetPool;
 use super::terminal_dwa::TokenClass;
 use super::FastMap;
@@ -468,12 +468,14 @@ impl<'a> System<'a> {
     fn terminal_rules(&mut self, x: u32, t: u32, on_shift: Result<u32, u32>, top: Option<&Bits>) {
         let tpl = self.template(t, on_shift.is_err());
         let w = self.w;
-        let cut = |b: &Bits| -> Option<Vec<u64>> {
-            let c: Vec<u64> = match top {
-                Some(tp) => b.iter().zip(tp).map(|(x, y)| x & y).collect(),
-                None => b.to_vec(),
-            };
-            (!is_empty(&c)).then_some(c)
+        // (`b` cut to the possible tops, in `buf`; `false` if nothing is left.)
+        let mut buf = vec![0u64; w];
+        let cut = |b: &Bits, buf: &mut Vec<u64>| -> bool {
+            match top {
+                Some(tp) => buf.iter_mut().zip(b.iter().zip(tp)).for_each(|(o, (x, y))| *o = x & y),
+                None => buf.copy_from_slice(b),
+            }
+            !is_empty(buf)
         };
         match on_shift {
             // ⟨x, s⟩ → ⟨node, p s⟩ for every `s` that shifts to `p`.
@@ -481,7 +483,10 @@ impl<'a> System<'a> {
                 for &(p, g) in &tpl.shifts {
                     let g = match top {
                         None => Some(g),
-                        Some(_) => cut(&self.gsets[g as usize * w..(g as usize + 1) * w]).map(|c| self.gset_of(&c)),
+                        Some(_) => {
+                            let kept = cut(&self.gsets[g as usize * w..(g as usize + 1) * w], &mut buf);
+                            kept.then(|| self.gset_of(&buf))
+                        }
                     };
                     if let Some(g) = g {
                         self.push[node as usize].push((p, x, g));
@@ -489,25 +494,26 @@ impl<'a> System<'a> {
                 }
             }
             Err(acc) => {
-                if let Some(c) = cut(&tpl.accepts) {
-                    self.add(x, &c, acc);
+                if !tpl.accepts.is_empty() && cut(&tpl.accepts, &mut buf) {
+                    self.add(x, &buf, acc);
                 }
             }
         }
         // The reductions entered: those some state that can be on top pops by.
-        let pops: Vec<((u32, u32), Vec<u64>)> =
-            tpl.pops.iter().filter_map(|&(am, ref b)| cut(b).map(|c| (am, c))).collect();
+        let entered: Vec<bool> = tpl.pops.iter().map(|(_, b)| top.is_none_or(|tp| tops::meets(b, tp))).collect();
         for (a, groups) in &tpl.reveals {
-            if !pops.iter().any(|&((b, _), _)| b == *a) {
+            if !tpl.pops.iter().zip(&entered).any(|(&((b, _), _), &e)| e && b == *a) {
                 continue;
             }
             // ⟨r0, r⟩ → ⟨x, GOTO(r, a) r⟩.
             let r0 = self.id(Ctl::Reduce { x, a: *a, j: 0 });
             self.push[x as usize].extend(groups.iter().map(|&(h, g)| (h, r0, g)));
         }
-        for ((a, m), b) in pops {
-            let top = self.reduction(x, a, m);
-            self.add(x, &b, top);
+        for (&((a, m), ref b), &e) in tpl.pops.iter().zip(&entered) {
+            if e && cut(b, &mut buf) {
+                let top = self.reduction(x, a, m);
+                self.add(x, &buf, top);
+            }
         }
     }
 
@@ -552,6 +558,7 @@ impl<'a> System<'a> {
         if is_empty(&new) {
             return;
         }
+        self.ticks += SATURATION_POP;
         let mut l = vec![0u64; w];
         for k in 0..self.rows[q1 as usize].to.len() {
             let row = &self.rows[q1 as usize];
@@ -581,6 +588,7 @@ impl<'a> System<'a> {
                 return false;
             }
             pops = pops.wrapping_add(1);
+            self.ticks += SATURATION_POP;
             if pops.is_multiple_of(4096) && self.lost() {
                 return false;
             }
