@@ -544,7 +544,9 @@ fn narrow_columns_are_written_when_they_fit_and_read_back_exactly() {
 }
 
 fn tempdir() -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("dwac-artifact-test-{}", std::process::id()));
+    // (Under the target directory cargo gives integration tests: nothing is left in /tmp.)
+    let d =
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("dwac-artifact-test-{}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
     d
 }

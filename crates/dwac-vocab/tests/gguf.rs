@@ -149,7 +149,8 @@ fn from_file_reads_a_gguf_by_its_magic() {
 }
 
 fn tempdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("dwac-gguf-{tag}-{}", std::process::id()));
+    // (Under the target directory cargo gives integration tests: nothing is left in /tmp.)
+    let d = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("dwac-gguf-{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
     d
 }

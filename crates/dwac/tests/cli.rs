@@ -17,7 +17,9 @@ fn shared(p: PathBuf) -> String {
 }
 
 fn tmp_dir() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("dwac-cli-{}", std::process::id()));
+    // (Under the target directory cargo gives integration tests, not the system's: nothing is
+    // left in /tmp.)
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("dwac-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
