@@ -106,8 +106,8 @@ pub struct MaskOptions {
     /// A grammar's first lexer state with this many token classes or more (whose first
     /// attempt would not be raced) is built forward apart, in two halves on two threads of
     /// their own, each with a determinizer of its own and no links, joined into one automaton,
-    /// while the other states are built (`assemble/apart.rs`); `usize::MAX`: never. It changes how the tables are built, not
-    /// what they are (minimization).
+    /// while the other states are built (`assemble/apart.rs`); `usize::MAX`: never. It changes
+    /// how the tables are built, not what they are (minimization).
     pub apart_classes: usize,
 }
 
