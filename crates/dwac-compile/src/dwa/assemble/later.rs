@@ -64,6 +64,40 @@ pub(super) enum Pending {
     Apart(Box<Job>, Apart),
 }
 
+/// Lexings longer than this many lexemes make a state's first attempt worth racing
+/// ([`has_long_lexings`]).
+pub(super) const RACE_MIN_DEPTH: u32 = super::MIN_CUT_DEPTH;
+
+/// Does some lexing of `classes` have more than [`RACE_MIN_DEPTH`] lexemes? Only then is a long
+/// first attempt raced against the saturation ([`Assembler::first_attempt`]). A forward build
+/// blows up where one token's lexings run through many lexemes, each a GLR fork (runs of
+/// one-character operators under an ambiguous grammar: Lua's races had lexings of 41 to 114
+/// lexemes, regex's 42 and 96), and there the saturation decides the state in a fraction of
+/// the work. Where every lexing is short, the work of a long first attempt comes from the
+/// number of LR states its few lexemes are read against (JSON Schemas, structural tags: every
+/// race of JSONSchemaBench's JsonSchemaStore split, of a theme schema with 30,090 LR states,
+/// of 100 open tools, had lexings of at most 8 lexemes), a polynomial build the saturation
+/// never decided in fewer steps where it mattered: with the race, the 491 JsonSchemaStore
+/// schemas (deepseek-r1) took 160 s instead of 104 s, a theme schema 9.9 s and 2.3 GB instead
+/// of 2.9 s and 0.37 GB, 100 open tools 4.0 s and 1.7 GB instead of 1.9 s and 0.41 GB (the same
+/// tables either way: the forward build was kept, or the saturation's automaton minimized to
+/// the same). Same cut as [`super::MIN_CUT_DEPTH`], the length below which a cut keeps every
+/// lexing.
+pub(super) fn has_long_lexings(nodes: &[(u32, Step)], classes: &[TokenClass]) -> bool {
+    let deeper = |mut n: u32| {
+        let mut d = 0u32;
+        while n != 0 {
+            if d >= RACE_MIN_DEPTH {
+                return true;
+            }
+            n = nodes[n as usize].0;
+            d += 1;
+        }
+        false
+    };
+    classes.iter().any(|c| c.sigs.iter().any(|&(n, _)| deeper(n)))
+}
+
 /// The lexings of a state's classes, by index.
 pub(super) type Lexings = Vec<Vec<Sig>>;
 
@@ -114,6 +148,9 @@ impl Assembler {
             self.stats.saturations_beside += 1;
             self.stats.saturations_shared += 1;
             return Attempt::Later(Saturation::Of(i));
+        }
+        if !has_long_lexings(nodes, classes) {
+            return Attempt::Now(self.build_or_reuse(det, nodes, thread, classes, first), None);
         }
         let spent = match self.attempt(det, nodes, thread, classes, at) {
             Ok(b) => return Attempt::Now(Some(b), None),
