@@ -24,5 +24,6 @@ mod priorities;
 mod reference_mask;
 mod robustness;
 mod runtime_api;
+mod stop;
 mod structural_tag;
 mod token_terminals;

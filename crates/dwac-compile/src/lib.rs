@@ -48,8 +48,8 @@ pub enum CompileError {
     /// A build exceeded a size limit (the lexer DFA's states, or the Parser DWA's), saying which.
     #[error("budget exceeded: {0}")]
     Budget(String),
-    /// The caller's progress callback asked the build to stop (e.g. the CLI's memory budget
-    /// for one input), saying why.
+    /// The caller asked the build to stop, saying why: its progress callback (the CLI's memory
+    /// budget for one input) or a [`threads::Stop`] (a time or memory budget).
     #[error("{0}")]
     Stopped(String),
     /// The LR tables could not be built from the normalized grammar, with the reason.

@@ -7,6 +7,8 @@
 
 #![deny(missing_docs)]
 
+pub mod accounts;
+
 /// Peak resident memory of this process (`VmHWM`), MiB: since the start, or since the last
 /// [`reset_peak_rss`].
 pub fn peak_rss_mb() -> Option<f64> {

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
+use crate::budget::{self, Budget};
 use crate::{compile_source, err, CompileOptions, Grammar, Tokenizer};
 
 /// One compile, done or in flight: threads asking for the same key while it compiles wait for
@@ -16,29 +17,41 @@ type Slot = Arc<OnceLock<Result<Py<Grammar>, String>>>;
 
 struct Entry {
     slot: Slot,
-    /// Artifact bytes (0 while compiling).
+    /// Bytes held (the artifact's, or a refusal's message): 0 while compiling.
     bytes: usize,
     last_use: u64,
 }
 
+/// What a refusal (a compile error) counts for in the cache's bytes: its message and the
+/// entry's keeping, so that refusals are evicted with the rest.
+const REFUSAL_BYTES: usize = 512;
+
 #[derive(Default)]
 struct Cache {
-    entries: HashMap<(String, CompileOptions, String), Entry>,
+    entries: HashMap<Key, Entry>,
     clock: u64,
     bytes: usize,
     hits: u64,
     misses: u64,
     evictions: u64,
+    /// Hits on a remembered refusal (counted in `hits` too).
+    refusals: u64,
 }
 
-/// A compiler for one tokenizer with a cache of compiled grammars, keyed by the source's kind
-/// and text, the options and the tokenizer's fingerprint (one per compiler), holding at most
-/// `cache_bytes` of artifacts. Thread-safe; compiles release the GIL.
+/// A cache key: the source's kind, the options, the budget (a refusal past a budget holds for
+/// that budget only) and the source's text.
+type Key = (String, CompileOptions, (Option<u64>, Option<u64>), String);
+
+/// A compiler for one tokenizer with a cache of compiled grammars and of refusals, keyed by the
+/// source's kind and text, the options, the budget and the tokenizer's fingerprint (one per
+/// compiler), holding at most `cache_bytes` of artifacts. Every compile runs within the
+/// compiler's budget (`budget.rs`). Thread-safe; compiles release the GIL.
 #[pyclass(module = "dwac._dwac", frozen)]
 pub(crate) struct Compiler {
     tok: Arc<dwac_vocab::Tokenizer>,
     width: usize,
     cache_bytes: usize,
+    budget: Budget,
     cache: Mutex<Cache>,
 }
 
@@ -52,18 +65,25 @@ impl Compiler {
 #[pymethods]
 impl Compiler {
     #[new]
-    #[pyo3(signature = (tokenizer, cache_bytes = 512 << 20))]
-    fn new(tokenizer: &Tokenizer, cache_bytes: usize) -> Compiler {
-        Compiler {
+    #[pyo3(signature = (tokenizer, cache_bytes = 512 << 20, max_seconds = budget::DEFAULT.max_seconds, max_memory_mb = budget::DEFAULT.max_memory_mb))]
+    fn new(
+        tokenizer: &Tokenizer,
+        cache_bytes: usize,
+        max_seconds: Option<f64>,
+        max_memory_mb: Option<u64>,
+    ) -> PyResult<Compiler> {
+        Ok(Compiler {
             tok: Arc::clone(&tokenizer.inner),
             width: tokenizer.width,
             cache_bytes,
+            budget: Budget::new(max_seconds, max_memory_mb).map_err(err)?,
             cache: Mutex::new(Cache::default()),
-        }
+        })
     }
 
-    /// Compile `source` of kind `kind` (as `Grammar.compile`), or return the grammar compiled
-    /// before for the same kind, text and options (the same object).
+    /// Compile `source` of kind `kind` (as `Grammar.compile`, within the compiler's budget), or
+    /// return the grammar compiled before for the same kind, text and options (the same object),
+    /// or raise the error it was refused with before (without compiling again).
     #[pyo3(signature = (kind, source, compact = false, lenient = false, draft = None, max_whitespace = None, strict = false))]
     #[expect(clippy::too_many_arguments, reason = "the Python signature: keyword arguments, each an option")]
     fn compile(
@@ -78,7 +98,7 @@ impl Compiler {
         strict: bool,
     ) -> PyResult<Py<Grammar>> {
         let options = CompileOptions { compact, lenient, draft, max_whitespace, mask_work: None, strict };
-        let key = (kind.to_string(), options.clone(), source.clone());
+        let key = (kind.to_string(), options.clone(), self.budget.key(), source.clone());
         let slot = {
             let mut c = self.lock();
             c.clock += 1;
@@ -88,6 +108,7 @@ impl Compiler {
                     e.last_use = now;
                     let slot = Arc::clone(&e.slot);
                     c.hits += 1;
+                    c.refusals += u64::from(matches!(slot.get(), Some(Err(_))));
                     slot
                 }
                 None => {
@@ -98,39 +119,37 @@ impl Compiler {
                 }
             }
         };
-        let (tok, width) = (Arc::clone(&self.tok), self.width);
+        let (tok, width, budget) = (Arc::clone(&self.tok), self.width, self.budget);
         py.detach(|| {
             slot.get_or_init(|| {
-                let g = compile_source(kind, source, &tok, width, &options)?;
+                let g = compile_source(kind, source, &tok, width, &options, budget)?;
                 Python::attach(|py| Py::new(py, g).map_err(|e| e.to_string()))
             });
         });
         let done = slot.get().expect("initialized above");
         let mut c = self.lock();
         let same = c.entries.get(&key).is_some_and(|e| Arc::ptr_eq(&e.slot, &slot));
+        let size = match done {
+            Ok(g) => g.get().artifact.as_bytes().len(),
+            Err(m) => m.len() + REFUSAL_BYTES,
+        };
+        if same {
+            if let Some(e) = c.entries.get_mut(&key).filter(|e| e.bytes == 0) {
+                e.bytes = size;
+                c.bytes += size;
+            }
+            evict(&mut c, self.cache_bytes);
+        }
+        // (A refusal is remembered like a grammar: the same request, same options and budget,
+        // fails at once the next time, until it is evicted or the cache cleared.)
         match done {
-            Ok(g) => {
-                let size = g.get().artifact.as_bytes().len();
-                if same {
-                    if let Some(e) = c.entries.get_mut(&key).filter(|e| e.bytes == 0) {
-                        e.bytes = size;
-                        c.bytes += size;
-                    }
-                    evict(&mut c, self.cache_bytes);
-                }
-                Ok(g.clone_ref(py))
-            }
-            Err(m) => {
-                // Errors are not kept: the next call compiles again.
-                if same {
-                    c.entries.remove(&key);
-                }
-                Err(err(m.clone()))
-            }
+            Ok(g) => Ok(g.clone_ref(py)),
+            Err(m) => Err(err(m.clone())),
         }
     }
 
-    /// `{"entries", "bytes", "cache_bytes", "hits", "misses", "evictions"}`.
+    /// `{"entries", "bytes", "cache_bytes", "hits", "misses", "evictions", "refusals",
+    /// "max_seconds", "max_memory_mb"}` (`refusals`: hits on a remembered refusal).
     fn cache_info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let c = self.lock();
         let d = PyDict::new(py);
@@ -140,10 +159,14 @@ impl Compiler {
         d.set_item("hits", c.hits)?;
         d.set_item("misses", c.misses)?;
         d.set_item("evictions", c.evictions)?;
+        d.set_item("refusals", c.refusals)?;
+        d.set_item("max_seconds", self.budget.max_seconds)?;
+        d.set_item("max_memory_mb", self.budget.max_memory_mb)?;
         Ok(d)
     }
 
-    /// Forget every compiled grammar (grammars already returned stay valid).
+    /// Forget every compiled grammar and remembered refusal (grammars already returned stay
+    /// valid).
     fn clear(&self) {
         let mut c = self.lock();
         c.entries.retain(|_, e| e.bytes == 0);

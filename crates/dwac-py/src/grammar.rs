@@ -11,6 +11,7 @@ use dwac_compile::{regex_grammar, Compiler, EngineOptions, SourceKind};
 use dwac_grammar::schema::{Draft, SchemaOptions, Whitespace};
 use dwac_runtime::{Artifact, OpenOptions};
 
+use crate::budget::{self, Budget};
 use crate::err;
 use crate::tokenizer::Tokenizer;
 
@@ -25,8 +26,26 @@ pub(crate) struct CompileOptions {
     pub(crate) strict: bool,
 }
 
-/// Compile `source` of kind `kind` for `tok` (GIL released by the caller).
+/// Compile `source` of kind `kind` for `tok` within `budget` (GIL released by the caller).
 pub(crate) fn compile_source(
+    kind: &str,
+    source: String,
+    tok: &Arc<dwac_vocab::Tokenizer>,
+    width: usize,
+    o: &CompileOptions,
+    budget: Budget,
+) -> Result<Grammar, String> {
+    let what = match kind {
+        "json_schema" | "json" => "schema",
+        "structural_tag" => "structural tag",
+        "regex" => "regex",
+        _ => "grammar",
+    };
+    budget::within(budget, what, || compile_unbounded(kind, source, tok, width, o))
+}
+
+/// [`compile_source`] without a budget.
+fn compile_unbounded(
     kind: &str,
     source: String,
     tok: &Arc<dwac_vocab::Tokenizer>,
@@ -102,12 +121,14 @@ impl Grammar {
     /// characters on each side), `lenient` (drop keywords that cannot be honoured exactly, listed in
     /// `warnings`), `draft` (`"draft4"`, `"draft6"`, `"draft7"`, `"2019-09"`, `"2020-12"`),
     /// `strict` (keys and items a schema does not name refused; tags' schemas too). No GIL.
+    /// `max_seconds` (default 10) and `max_memory_mb` (default 2048): the compile's budget, past
+    /// which it stops and raises, having freed what it allocated (`None`: no limit).
     ///
     /// `_mask_work_per_lexer_state` is a diagnostic and test option, not for serving: the compiler's work
     /// budget per lexer state (`MaskOptions::work_per_lexer_state`); a lexer state over it gets no automaton
     /// (nor a saturated one): its tokens are UNDECIDED, decided at run time by commit. Recorded in the options.
     #[staticmethod]
-    #[pyo3(signature = (kind, source, tokenizer, compact = false, lenient = false, draft = None, _mask_work_per_lexer_state = None, max_whitespace = None, strict = false))]
+    #[pyo3(signature = (kind, source, tokenizer, compact = false, lenient = false, draft = None, _mask_work_per_lexer_state = None, max_whitespace = None, strict = false, max_seconds = budget::DEFAULT.max_seconds, max_memory_mb = budget::DEFAULT.max_memory_mb))]
     #[expect(clippy::too_many_arguments, reason = "the Python signature: keyword arguments, each an option")]
     fn compile(
         py: Python<'_>,
@@ -120,7 +141,10 @@ impl Grammar {
         _mask_work_per_lexer_state: Option<u64>,
         max_whitespace: Option<u32>,
         strict: bool,
+        max_seconds: Option<f64>,
+        max_memory_mb: Option<u64>,
     ) -> PyResult<Grammar> {
+        let budget = Budget::new(max_seconds, max_memory_mb).map_err(err)?;
         let options = CompileOptions {
             compact,
             lenient,
@@ -131,7 +155,7 @@ impl Grammar {
         };
         let tok = Arc::clone(&tokenizer.inner);
         let width = tokenizer.width;
-        py.detach(move || compile_source(kind, source, &tok, width, &options)).map_err(err)
+        py.detach(move || compile_source(kind, source, &tok, width, &options, budget)).map_err(err)
     }
 
     /// Map and verify an artifact file (`.dwa` or `.dwa.zst`). With `tokenizer`, the artifact

@@ -8,6 +8,7 @@
 #[cfg(feature = "bench")]
 mod bench_hook;
 mod bitmask;
+mod budget;
 mod compiler;
 mod grammar;
 mod matcher;
@@ -22,6 +23,14 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
 use dwac_runtime::MaskError;
+
+/// The compiler allocates many small, short-lived values: mimalloc takes markedly fewer
+/// instructions per allocation than glibc's malloc (as in the CLI), and every allocation is
+/// counted to the account of the compile that makes it, for its memory budget (`budget.rs`).
+/// Only Rust's allocations go through it; Python's and numpy's keep their own.
+#[global_allocator]
+static GLOBAL: dwac_measure::accounts::Counting<mimalloc::MiMalloc> =
+    dwac_measure::accounts::Counting(mimalloc::MiMalloc);
 
 pyo3::create_exception!(_dwac, DwacError, PyValueError, "An error from dwac: a bad grammar or schema (with its location), a corrupt or mismatched artifact, a refused token, a bad buffer.");
 
@@ -40,6 +49,11 @@ pub(crate) fn mask_err(e: MaskError) -> PyErr {
 
 #[pymodule]
 fn _dwac(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // (The compiler's helper threads charge the account of the thread that starts them.)
+    dwac_compile::threads::set_context_hooks(dwac_compile::threads::ContextHooks {
+        capture: dwac_measure::accounts::current,
+        enter: dwac_measure::accounts::set_current,
+    });
     m.add("DwacError", m.py().get_type::<DwacError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<Tokenizer>()?;

@@ -159,11 +159,11 @@ def test_the_compiler_caches_by_source_and_options():
     t1 = c.tools(TOOLS, "qwen3", tool_choice="required")
     assert c.tools(TOOLS, "qwen3", tool_choice="required")._g is t1._g
     assert accepts(t1, tok, '<tool_call>\n{"name": "get_time", "arguments": {}}\n</tool_call>')
-    # Errors are not cached.
+    # Errors are remembered too: the second time, the same error without compiling.
     for _ in range(2):
-        with pytest.raises(dwac.DwacError):
+        with pytest.raises(dwac.DwacError, match="not valid JSON"):
             c.json_schema('{"type": "object", "properties": ')
-    assert c.cache_info()["entries"] == 3
+    assert c.cache_info()["entries"] == 4 and c.cache_info()["refusals"] == 1
     c.clear()
     assert c.cache_info()["entries"] == 0 and c.cache_info()["bytes"] == 0
     assert c.json_schema(schema)._g is not g1._g, "cleared: compiled again"

@@ -2,7 +2,6 @@
 //! 2 bad input or usage.
 
 mod args;
-mod budget;
 mod cmd;
 mod load;
 mod report;
@@ -19,9 +18,10 @@ use args::{Cli, Cmd};
 /// keys) and the tokenizer load many small strings: mimalloc takes markedly fewer instructions
 /// per allocation than glibc's malloc and does not slow down as the main arena fragments.
 /// (The libraries leave the allocator to the program that links them.) Counted per input for
-/// the batch's memory budgets (`budget.rs`).
+/// the batch's memory budgets (`dwac_measure::accounts`).
 #[global_allocator]
-static GLOBAL: budget::Counting<mimalloc::MiMalloc> = budget::Counting(mimalloc::MiMalloc);
+static GLOBAL: dwac_measure::accounts::Counting<mimalloc::MiMalloc> =
+    dwac_measure::accounts::Counting(mimalloc::MiMalloc);
 
 /// mimalloc's `mi_option_purge_delay` (its index in `mi_option_e`, the same in mimalloc 2 and 3;
 /// `libmimalloc-sys` names no constant for it).
@@ -66,7 +66,11 @@ fn run() -> Result<u8> {
 fn main() -> ExitCode {
     keep_freed_memory();
     no_transparent_huge_pages();
-    budget::install_hooks();
+    // (The compiler's helper threads charge the account of the thread that starts them.)
+    dwac_compile::threads::set_context_hooks(dwac_compile::threads::ContextHooks {
+        capture: dwac_measure::accounts::current,
+        enter: dwac_measure::accounts::set_current,
+    });
     // Like any Unix filter: when the reader of our output goes away (`dwac inspect x | head`),
     // end quietly on SIGPIPE instead of panicking in `println!` on the broken pipe.
     #[cfg(unix)]

@@ -379,10 +379,11 @@ impl<'a> Composer<'a> {
         self.race.as_ref().is_some_and(|r| r.forward_lost(self.ticks()))
     }
 
-    /// [`Composer::stopped`], looked at again a few hundred expansions on.
+    /// [`Composer::stopped`], looked at again a few hundred expansions on; or the compile asked
+    /// to stop (`threads::Stop`): the build then fails at once, as past its budget.
     fn race_lost(&mut self) -> bool {
         self.check_race_at = self.work + 256;
-        self.stopped()
+        self.stopped() || crate::threads::stopping()
     }
 
     /// Forget the memoized expansions (a memory bound).

@@ -309,7 +309,8 @@ pub fn build_mask_tables_prepared(
             let q = match &msg {
                 Walked::Shared { q, .. } | Walked::State { q, .. } => *q,
             };
-            if let ControlFlow::Break(why) = progress(q as u64, lex.num_states as u64) {
+            let asked = crate::threads::stop_requested().map(ControlFlow::Break);
+            if let ControlFlow::Break(why) = asked.unwrap_or_else(|| progress(q as u64, lex.num_states as u64)) {
                 stopped = Some(why);
                 // (Dropping the receiver stops the walker at its next state.)
                 drop(rx);

@@ -76,6 +76,11 @@ pub(super) fn counted_component(
                 Some(&id) => id,
                 None => {
                     let id = states.len() as u32;
+                    if states.len() % 4096 == 4095 {
+                        if let Some(why) = crate::threads::stop_requested() {
+                            return Err(CompileError::Stopped(why));
+                        }
+                    }
                     if states.len() >= MAX_DFA_STATES {
                         return Err(CompileError::Budget(format!(
                             "lexer DFA exceeds {MAX_DFA_STATES} states in the lexer component of {}",

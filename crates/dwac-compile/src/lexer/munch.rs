@@ -220,6 +220,10 @@ fn boundaries(lex: &LexerTables) -> Option<Boundaries> {
     ex.boundary(Vec::new());
     let mut next = 0;
     while next < ex.b.sets.len() {
+        // (A compile asked to stop skips the analysis: `threads::Stop`.)
+        if next % 256 == 255 && crate::threads::stopping() {
+            return None;
+        }
         let e = ex.explore(next as u32)?;
         ex.b.edges[next] = e;
         next += 1;
@@ -374,6 +378,9 @@ fn boundary_dfa(lex: &LexerTables, b: &Boundaries, closures: &[Vec<u32>]) -> Opt
     let mut delta: Vec<Vec<u32>> = Vec::new(); // delta[s][t], u32::MAX = none
     let mut i = 0;
     while i < dstates.len() {
+        if i % 256 == 255 && crate::threads::stopping() {
+            return None;
+        }
         let mut row = vec![u32::MAX; nt];
         let mut targets: HashMap<u32, Vec<u32>> = HashMap::new();
         for &x in &dstates[i] {
@@ -423,6 +430,9 @@ fn has_sentence(normalized: &Grammar, delta: &[Vec<u32>]) -> Option<bool> {
     let mut nxt = vec![0u64; words];
     while changed {
         changed = false;
+        if crate::threads::stopping() {
+            return None;
+        }
         for r in &normalized.rules {
             for s in 0..ns {
                 cur.iter_mut().for_each(|w| *w = 0);
@@ -545,6 +555,9 @@ pub fn analyse(
     let mut dead: Vec<u32> = Vec::new();
     let mut seen: HashSet<(u32, Option<dwac_grammar::Span>)> = HashSet::new();
     for (p, kernel) in kernels.iter().enumerate() {
+        if p % 1024 == 1023 && crate::threads::stopping() {
+            return MunchReport { warnings, empty: None, skipped: true };
+        }
         // The terminal shifted into p: the symbol before the dot of its kernel items.
         let Some(&Item { rule, dot }) = kernel.iter().find(|it| (it.rule as usize) < normalized.rules.len()) else {
             continue;

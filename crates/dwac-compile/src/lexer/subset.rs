@@ -106,6 +106,11 @@ pub(super) fn subset_component(terminals: &[Terminal], active: &[bool]) -> Resul
                 id
             } else {
                 let id = sets.len() as u32;
+                if sets.len() % 4096 == 4095 {
+                    if let Some(why) = crate::threads::stop_requested() {
+                        return Err(CompileError::Stopped(why));
+                    }
+                }
                 if sets.len() >= MAX_DFA_STATES {
                     return Err(CompileError::Budget(format!(
                         "lexer DFA exceeds {MAX_DFA_STATES} states in the lexer component of {}",

@@ -16,6 +16,13 @@ against 151,669) declares its width once: ``Tokenizer.from_file(path, vocab_size
 (or ``tok.with_vocab_size(n)``); masks are then that wide with the padding ids disallowed, and
 the fingerprint, so the artifacts, stay those of the tokenizer.
 
+Every compile runs within a budget: ``max_seconds`` (default 10) and ``max_memory_mb`` (default
+2048, the MiB the compile itself allocates, counted apart from whatever else the process does)
+on ``Grammar.from_*`` and ``Compiler``. Past either, the compile stops within milliseconds,
+frees what it allocated and raises ``DwacError`` with the CLI's message ("schema: compilation
+exceeded its time budget of 10 s (max_seconds)"); ``None`` lifts a limit. A ``Compiler``
+remembers refusals as it remembers grammars: the same request fails at once the next time.
+
 Bitmasks are int32 arrays of shape ``[batch, ceil(vocab_size / 32)]``, bit ``v % 32`` of word
 ``v // 32`` set iff token ``v`` is allowed: the layout vLLM, SGLang, XGrammar and llguidance
 use. Masks are written in place into numpy arrays or CPU torch tensors (no copy).
@@ -56,7 +63,15 @@ __all__ = [
     "fill_next_token_bitmask_batch",
     "tokenizer_from_hf",
     "allocate_token_bitmask_torch",
+    "DEFAULT_MAX_SECONDS",
+    "DEFAULT_MAX_MEMORY_MB",
 ]
+
+
+#: The compile budget a request gets unless it says otherwise: seconds, and MiB allocated by the
+#: compile (``Grammar.from_*``, ``Compiler``).
+DEFAULT_MAX_SECONDS: Optional[float] = 10.0
+DEFAULT_MAX_MEMORY_MB: Optional[int] = 2048
 
 
 def tokenizer_from_hf(
@@ -112,6 +127,8 @@ class Grammar:
         draft: Optional[str] = None,
         max_whitespace: Optional[int] = None,
         strict: bool = False,
+        max_seconds: Optional[float] = DEFAULT_MAX_SECONDS,
+        max_memory_mb: Optional[int] = DEFAULT_MAX_MEMORY_MB,
     ) -> "Grammar":
         """Compile a JSON Schema (text or a parsed ``dict``). ``whitespace``: ``"flexible"``
         (any RFC 8259 whitespace between tokens) or ``"compact"`` (none). ``max_whitespace``:
@@ -121,7 +138,8 @@ class Grammar:
         dialect when ``$schema`` names none. ``strict``: keys and items the schema does not
         name are not allowed (an object with ``properties`` and no ``additionalProperties``
         takes ``additionalProperties: false``), as XGrammar's ``strict_mode`` and OpenAI's
-        strict function calling. Releases the GIL."""
+        strict function calling. ``max_seconds``, ``max_memory_mb``: the compile's budget (see
+        the module's docstring). Releases the GIL."""
         if whitespace not in ("flexible", "compact"):
             raise DwacError(f"whitespace must be 'flexible' or 'compact', not {whitespace!r}")
         if max_whitespace is not None and whitespace == "compact":
@@ -129,28 +147,52 @@ class Grammar:
         text = schema if isinstance(schema, str) else _json.dumps(schema)
         tok = _tokenizer(tokenizer)
         g = _dwac.Grammar.compile(
-            "json_schema", text, tok, whitespace == "compact", lenient, draft, max_whitespace=max_whitespace, strict=strict
+            "json_schema",
+            text,
+            tok,
+            whitespace == "compact",
+            lenient,
+            draft,
+            max_whitespace=max_whitespace,
+            strict=strict,
+            max_seconds=max_seconds,
+            max_memory_mb=max_memory_mb,
         )
         return cls(g, tok)
 
     @classmethod
-    def from_structural_tag(cls, tag: Union[str, dict], tokenizer: Any = None, *, strict: bool = False) -> "Grammar":
+    def from_structural_tag(
+        cls,
+        tag: Union[str, dict],
+        tokenizer: Any = None,
+        *,
+        strict: bool = False,
+        max_seconds: Optional[float] = DEFAULT_MAX_SECONDS,
+        max_memory_mb: Optional[int] = DEFAULT_MAX_MEMORY_MB,
+    ) -> "Grammar":
         """Compile an XGrammar structural tag (text or a parsed ``dict``): ``{"type":
         "structural_tag", "format": {...}}``, a bare format, or the older ``{"structures",
         "triggers"}`` form. Tool calls and reasoning blocks, special tokens included; anything
         not supported is refused by name. ``strict``: its JSON Schemas in strict mode (as
-        ``from_json_schema``; the language XGrammar gives the same tag). Releases the GIL."""
+        ``from_json_schema``; the language XGrammar gives the same tag). ``max_seconds``,
+        ``max_memory_mb``: the compile's budget. Releases the GIL."""
         text = tag if isinstance(tag, str) else _json.dumps(tag)
         tok = _tokenizer(tokenizer)
-        return cls(_dwac.Grammar.compile("structural_tag", text, tok, strict=strict), tok)
+        g = _dwac.Grammar.compile(
+            "structural_tag", text, tok, strict=strict, max_seconds=max_seconds, max_memory_mb=max_memory_mb
+        )
+        return cls(g, tok)
 
     @classmethod
     def from_tools(cls, tools: Union[list, dict, str], tokenizer: Any = None, *, format: str, **options: Any) -> "Grammar":
         """The grammar of an assistant turn with ``tools`` (an OpenAI ``tools`` list or a request
         ``dict``) in ``format``'s tool-call wire format: ``dwac.tools.structural_tag`` (its
         options: ``tool_choice``, ``parallel_tool_calls``, ``reasoning``, ``max_whitespace``),
-        compiled."""
-        return cls.from_structural_tag(_tools_module.structural_tag(tools, format, **options), tokenizer)
+        compiled (``strict``, ``max_seconds``, ``max_memory_mb`` as ``from_structural_tag``)."""
+        compile_options = {k: options.pop(k) for k in ("strict", "max_seconds", "max_memory_mb") if k in options}
+        return cls.from_structural_tag(
+            _tools_module.structural_tag(tools, format, **options), tokenizer, **compile_options
+        )
 
     @classmethod
     def _compile(
@@ -161,6 +203,8 @@ class Grammar:
         *,
         _mask_work_per_lexer_state: Optional[int] = None,
         strict: bool = False,
+        max_seconds: Optional[float] = DEFAULT_MAX_SECONDS,
+        max_memory_mb: Optional[int] = DEFAULT_MAX_MEMORY_MB,
     ) -> "Grammar":
         """``_mask_work_per_lexer_state`` is a diagnostic/test option (not for serving): the
         compiler's work budget per lexer state; a lexer state over it leaves all its tokens
@@ -169,26 +213,35 @@ class Grammar:
         tok = _tokenizer(tokenizer)
         return cls(
             _dwac.Grammar.compile(
-                kind, source, tok, _mask_work_per_lexer_state=_mask_work_per_lexer_state, strict=strict
+                kind,
+                source,
+                tok,
+                _mask_work_per_lexer_state=_mask_work_per_lexer_state,
+                strict=strict,
+                max_seconds=max_seconds,
+                max_memory_mb=max_memory_mb,
             ),
             tok,
         )
 
     @classmethod
-    def from_lark(cls, source: str, tokenizer: Any = None, *, strict: bool = False) -> "Grammar":
+    def from_lark(cls, source: str, tokenizer: Any = None, *, strict: bool = False, **budget: Any) -> "Grammar":
         """Compile a Lark grammar (text). Errors carry line:column. ``strict``: its ``%json``
-        schemas in strict mode (as ``from_json_schema``'s)."""
-        return cls._compile("lark", source, tokenizer, strict=strict)
+        schemas in strict mode (as ``from_json_schema``'s). ``max_seconds``, ``max_memory_mb``:
+        the compile's budget."""
+        return cls._compile("lark", source, tokenizer, strict=strict, **budget)
 
     @classmethod
-    def from_gbnf(cls, source: str, tokenizer: Any = None) -> "Grammar":
-        """Compile a GBNF grammar (llama.cpp's format, text)."""
-        return cls._compile("gbnf", source, tokenizer)
+    def from_gbnf(cls, source: str, tokenizer: Any = None, **budget: Any) -> "Grammar":
+        """Compile a GBNF grammar (llama.cpp's format, text); ``max_seconds``,
+        ``max_memory_mb``: the compile's budget."""
+        return cls._compile("gbnf", source, tokenizer, **budget)
 
     @classmethod
-    def from_regex(cls, pattern: str, tokenizer: Any = None) -> "Grammar":
-        """Compile a regular expression (the whole output must match it)."""
-        return cls._compile("regex", pattern, tokenizer)
+    def from_regex(cls, pattern: str, tokenizer: Any = None, **budget: Any) -> "Grammar":
+        """Compile a regular expression (the whole output must match it); ``max_seconds``,
+        ``max_memory_mb``: the compile's budget."""
+        return cls._compile("regex", pattern, tokenizer, **budget)
 
     @classmethod
     def open(cls, path: Any, tokenizer: Any = None) -> "Grammar":
@@ -248,13 +301,23 @@ class Compiler:
     or tools again compiles each once). The cache holds at most ``cache_bytes`` of artifacts
     (least recently used out first), keyed by the source's kind and text, the options and the
     tokenizer's fingerprint. Thread-safe: compiles release the GIL, and threads asking for a
-    grammar being compiled wait for it instead of compiling it again. Errors are not cached."""
+    grammar being compiled wait for it instead of compiling it again. Every compile runs within
+    ``max_seconds`` and ``max_memory_mb`` (defaults 10 s and 2048 MiB; ``None`` lifts a limit);
+    a refusal, past a budget or for a bad source, is remembered like a grammar, so the same
+    request fails at once the next time (``cache_info()["refusals"]`` counts such hits)."""
 
     __slots__ = ("_c", "tokenizer")
 
-    def __init__(self, tokenizer: Any = None, cache_bytes: int = 512 << 20):
+    def __init__(
+        self,
+        tokenizer: Any = None,
+        cache_bytes: int = 512 << 20,
+        *,
+        max_seconds: Optional[float] = DEFAULT_MAX_SECONDS,
+        max_memory_mb: Optional[int] = DEFAULT_MAX_MEMORY_MB,
+    ):
         self.tokenizer = _tokenizer(tokenizer)
-        self._c = _dwac.Compiler(self.tokenizer, cache_bytes)
+        self._c = _dwac.Compiler(self.tokenizer, cache_bytes, max_seconds, max_memory_mb)
 
     def _compile(self, kind: str, source: str, **options: Any) -> Grammar:
         return Grammar(self._c.compile(kind, source, **options), self.tokenizer)
@@ -305,11 +368,13 @@ class Compiler:
         return self._compile("regex", pattern)
 
     def cache_info(self) -> dict:
-        """``entries``, ``bytes``, ``cache_bytes``, ``hits``, ``misses``, ``evictions``."""
+        """``entries``, ``bytes``, ``cache_bytes``, ``hits``, ``misses``, ``evictions``,
+        ``refusals`` (hits on a remembered refusal), ``max_seconds``, ``max_memory_mb``."""
         return self._c.cache_info()
 
     def clear(self) -> None:
-        """Forget every compiled grammar (grammars already returned stay valid)."""
+        """Forget every compiled grammar and remembered refusal (grammars already returned stay
+        valid)."""
         self._c.clear()
 
 

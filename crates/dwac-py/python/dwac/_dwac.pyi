@@ -51,6 +51,8 @@ class Grammar:
         _mask_work_per_lexer_state: Optional[int] = None,
         max_whitespace: Optional[int] = None,
         strict: bool = False,
+        max_seconds: Optional[float] = 10.0,
+        max_memory_mb: Optional[int] = 2048,
     ) -> Grammar:
         """``_mask_work_per_lexer_state``: diagnostic/test option, the compiler's work budget per
         lexer state; lexer states over it leave all their tokens UNDECIDED (slow masks)."""
@@ -107,7 +109,13 @@ def fill_next_token_bitmask_batch(matchers: Sequence[Matcher], bitmask: Any, ind
 
 class Compiler:
     """Compiles for one tokenizer and caches the grammars (see ``dwac.Compiler``)."""
-    def __init__(self, tokenizer: Tokenizer, cache_bytes: int = ...) -> None: ...
+    def __init__(
+        self,
+        tokenizer: Tokenizer,
+        cache_bytes: int = ...,
+        max_seconds: Optional[float] = 10.0,
+        max_memory_mb: Optional[int] = 2048,
+    ) -> None: ...
     def compile(
         self,
         kind: str,
@@ -118,7 +126,7 @@ class Compiler:
         max_whitespace: Optional[int] = None,
         strict: bool = False,
     ) -> Grammar: ...
-    def cache_info(self) -> Dict[str, int]: ...
+    def cache_info(self) -> Dict[str, Any]: ...
     def clear(self) -> None: ...
 
 def tools_structural_tag(

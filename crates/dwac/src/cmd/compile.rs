@@ -9,15 +9,16 @@ use anyhow::{bail, Result};
 use dwac_compile::artifact::{self, artifact_bytes, write_atomically, TokenizerInfo};
 use dwac_compile::dwa::terminal_dwa::{MAX_LEXINGS, MAX_STEPS};
 use dwac_compile::probe::{probe_masks, MaskProbe, ProbeOptions};
+use dwac_compile::threads::{with_stop, Stop};
 use dwac_compile::EngineOptions;
 use dwac_vocab::Tokenizer;
 use serde_json::json;
 
 use crate::args::{CompileArgs, CompileOpts};
-use crate::budget::Account;
 use crate::load::{build, load_tokenizer, schema_options, Source};
 use crate::report::{lexer_state_bar, mask_stats_json, panic_message, print_compiled};
 use crate::watchdog::Watchdog;
+use dwac_measure::accounts::Account;
 
 /// Where each input's artifact goes: `-o FILE` for one input; `-o DIR/<stem>.dwa` for several
 /// (or an existing directory); `artifacts/<stem>.dwa` by default (`.dwa.zst` with `--zstd`).
@@ -209,13 +210,15 @@ pub(crate) fn compile(args: CompileArgs) -> Result<u8> {
     compile_batch(&args, sources, outputs, tokenizer)
 }
 
-/// Many inputs: `--jobs` workers take inputs from a queue; one progress bar; an input over its
-/// time budget is reported as failed and a fresh worker takes its place (the stuck one is left
-/// behind and ends with the process). Each input's allocations are charged to an account of
-/// its own (`budget.rs`): one that grows past `--max-memory-mb` is stopped at its next lexer
-/// state and reported as failed, and the others go on. The process as a whole stops (exit 2)
-/// only past what it held before the first input, plus [`SHARED_CACHES_MB`], plus the budget
-/// times the workers that can run at once, plus one. Exit 1 if any input failed.
+/// Many inputs: `--jobs` workers take inputs from a queue; one progress bar. Each input's
+/// allocations are charged to an account of its own (`dwac_measure::accounts`). An input over
+/// its time budget, or whose account grows past `--max-memory-mb`, is asked to stop
+/// (`dwac_compile::threads::Stop`: within milliseconds, wherever its compile is) and reported as
+/// failed, and its worker goes on with the next input; a compile that has not stopped
+/// [`STOP_GRACE`] later is left behind (it ends with the process) and a fresh worker takes its
+/// place. The process as a whole stops (exit 2) only past what it held before the first input,
+/// plus [`SHARED_CACHES_MB`], plus the budget times the workers that can run at once, plus one.
+/// Exit 1 if any input failed.
 pub(crate) fn compile_batch(
     args: &CompileArgs,
     sources: Vec<Source>,
@@ -225,7 +228,7 @@ pub(crate) fn compile_batch(
     use std::sync::mpsc;
     use std::sync::Mutex;
     enum Event {
-        Started(usize),
+        Started(usize, Arc<Stop>, Option<Arc<Account>>),
         Done(usize, Result<serde_json::Value, String>),
     }
     let n = sources.len();
@@ -248,15 +251,16 @@ pub(crate) fn compile_batch(
         let (queue, tx, shared, tokenizer) = (queue.clone(), tx.clone(), shared.clone(), tokenizer.clone());
         std::thread::spawn(move || loop {
             let Some(i) = queue.lock().ok().and_then(|mut q| q.pop_front()) else { return };
-            if tx.send(Event::Started(i)).is_err() {
+            let (sources, outputs, opts, zstd) = &*shared;
+            let account = Account::open().map(Arc::new);
+            let stop = Stop::new();
+            if tx.send(Event::Started(i, Arc::clone(&stop), account.clone())).is_err() {
                 return;
             }
-            let (sources, outputs, opts, zstd) = &*shared;
-            let account = Account::open();
-            let _charged = account.as_ref().map(Account::enter);
-            let mut within_budget = |_, _| memory_check(account.as_ref(), opts.max_memory_mb);
+            let _charged = account.as_ref().map(|a| a.enter());
+            let mut within_budget = |_, _| memory_check(account.as_deref(), opts.max_memory_mb);
             let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                compile_one(&sources[i], &outputs[i], *zstd, opts, &tokenizer, &mut within_budget)
+                with_stop(&stop, || compile_one(&sources[i], &outputs[i], *zstd, opts, &tokenizer, &mut within_budget))
             }));
             let res = match res {
                 Ok(Ok(v)) => Ok(v),
@@ -281,12 +285,20 @@ pub(crate) fn compile_batch(
     }
     let t0 = Instant::now();
     let mut results: Vec<Option<Result<serde_json::Value, String>>> = (0..n).map(|_| None).collect();
-    let mut running: std::collections::HashMap<usize, Instant> = std::collections::HashMap::new();
+    // (Per running input: when it started, its stop request and account, and when it was
+    // asked to stop.)
+    struct Running {
+        since: Instant,
+        stop: Arc<Stop>,
+        account: Option<Arc<Account>>,
+        stopped_at: Option<Instant>,
+    }
+    let mut running: std::collections::HashMap<usize, Running> = std::collections::HashMap::new();
     let mut done = 0;
     while done < n {
-        match rx.recv_timeout(Duration::from_millis(100)) {
-            Ok(Event::Started(i)) => {
-                running.insert(i, Instant::now());
+        match rx.recv_timeout(Duration::from_millis(20)) {
+            Ok(Event::Started(i, stop, account)) => {
+                running.insert(i, Running { since: Instant::now(), stop, account, stopped_at: None });
             }
             Ok(Event::Done(i, r)) => {
                 running.remove(&i);
@@ -299,23 +311,38 @@ pub(crate) fn compile_batch(
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         }
-        let late: Vec<usize> = running
-            .iter()
-            .filter(|(_, t)| t.elapsed().as_secs_f64() > args.opts.max_seconds)
-            .map(|(&i, _)| i)
-            .collect();
-        for i in late {
-            running.remove(&i);
-            if results[i].is_none() {
-                results[i] = Some(Err(format!(
+        for (&i, r) in running.iter_mut() {
+            if r.stopped_at.is_some() {
+                continue;
+            }
+            let why = if r.since.elapsed().as_secs_f64() > args.opts.max_seconds {
+                format!(
                     "{}: compilation exceeded its time budget of {} s (--max-seconds)",
                     shared.0[i].display(),
                     args.opts.max_seconds
-                )));
+                )
+            } else if let ControlFlow::Break(m) = memory_check(r.account.as_deref(), args.opts.max_memory_mb) {
+                format!("{}: {m}", shared.0[i].display())
+            } else {
+                continue;
+            };
+            r.stop.stop(why.clone());
+            r.stopped_at = Some(Instant::now());
+            if results[i].is_none() {
+                results[i] = Some(Err(why));
                 done += 1;
                 bar.inc(1);
-                spawn_worker();
             }
+        }
+        // (A compile that does not stop within the grace is left behind: a fresh worker goes on.)
+        let stuck: Vec<usize> = running
+            .iter()
+            .filter(|(_, r)| r.stopped_at.is_some_and(|t| t.elapsed() > STOP_GRACE))
+            .map(|(&i, _)| i)
+            .collect();
+        for i in stuck {
+            running.remove(&i);
+            spawn_worker();
         }
     }
     bar.finish_and_clear();
@@ -344,6 +371,9 @@ pub(crate) fn compile_batch(
     );
     Ok(if failed > 0 { 1 } else { 0 })
 }
+
+/// How long a batch input asked to stop may take to do so before its worker is replaced.
+const STOP_GRACE: Duration = Duration::from_secs(2);
 
 /// Room for the process-wide caches in the batch's ceiling (MiB).
 const SHARED_CACHES_MB: u64 = 1024;

@@ -570,9 +570,15 @@ impl<'a> System<'a> {
         }
     }
 
-    /// Has this saturation lost its race?
+    /// Has the system outgrown the saturation's budgets ([`MAX_WORDS`], [`MAX_PAIRS`]) while
+    /// its rules are made?
+    fn too_big(&self) -> bool {
+        self.n_edges * self.w + self.derived_bits.len() > MAX_WORDS || self.n_edges + self.derived_ix.len() > MAX_PAIRS
+    }
+
+    /// Has this saturation lost its race (or its compile been asked to stop)?
     fn lost(&self) -> bool {
-        self.race.is_some_and(|r| r.saturation_lost(self.ticks))
+        self.race.is_some_and(|r| r.saturation_lost(self.ticks)) || crate::threads::stopping()
     }
 
     /// The saturation loop; `false` past the transition budget or once the race is lost.
@@ -648,6 +654,9 @@ pub fn expressible(nodes: &[(u32, Step)], class: &TokenClass) -> bool {
 /// lexing's last node and lookahead class), the classes at each end, and the children of each
 /// node on the way to them.
 pub struct SubTrie {
+    /// Terminals run by its steps and lookahead checks (each a control state, with a set of
+    /// possible tops: one LR-state bitset each).
+    steps: usize,
     decided: Vec<usize>,
     ends: FastMap<(u32, u32), u32>,
     at_end: Vec<Vec<u32>>,
@@ -695,7 +704,7 @@ impl SubTrie {
                     _ => 0,
                 })
                 .sum::<usize>();
-        (steps <= MAX_STEPS).then_some(SubTrie { decided, ends, at_end, children })
+        (steps <= MAX_STEPS).then_some(SubTrie { steps, decided, ends, at_end, children })
     }
 }
 
@@ -715,12 +724,18 @@ pub fn saturate_sub(
     sub: SubTrie,
     race: Option<&Race>,
 ) -> Option<Saturated> {
-    let SubTrie { decided, ends, at_end, children } = sub;
+    let SubTrie { steps, decided, ends, at_end, children } = sub;
     let mut sys = System::new(lr, race);
+    // (Each step keeps a set of possible tops, an LR-state bitset: past the words budget with
+    // those alone, the saturation cannot fit; 500 open tools' lexer state 0 would need
+    // gigabytes before its first rule.)
+    if steps.saturating_mul(sys.w) > MAX_WORDS {
+        return None;
+    }
     let root = sys.id(Ctl::Node(0));
     let mut kids: Vec<(u32, Vec<u32>)> = children.into_iter().collect();
     kids.sort_unstable();
-    let (node_top, step_top) = tops::from_root(&mut sys, terms, nodes, &kids);
+    let (node_top, step_top) = tops::from_root(&mut sys, terms, nodes, &kids)?;
     let node_id = |sys: &mut System, n: u32| -> u32 {
         let id = sys.id(Ctl::Node(n));
         if let Some(Some(top)) = node_top.get(&n) {
@@ -740,6 +755,9 @@ pub fn saturate_sub(
             continue;
         }
         let above = node_top.get(&node).cloned().flatten();
+        if sys.lost() || sys.too_big() {
+            return None;
+        }
         for &t in terms.get(la) {
             let x = sys.id(Ctl::Look(e, t));
             sys.eps_preds[x as usize].push(at);
@@ -748,7 +766,7 @@ pub fn saturate_sub(
         }
     }
     for (parent, cs) in kids {
-        if sys.lost() {
+        if sys.lost() || sys.too_big() {
             return None;
         }
         let at = node_id(&mut sys, parent);

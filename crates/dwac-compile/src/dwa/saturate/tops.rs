@@ -19,20 +19,24 @@ pub(super) fn meets(a: &Bits, b: &Bits) -> bool {
 }
 
 /// Per trie node and per step `(node, terminal)` of the sub-trie (`kids`: children by parent),
-/// the states that can be on top when it runs; `None`: any (the root and its steps).
+/// the states that can be on top when it runs; `None`: any (the root and its steps). `None`
+/// altogether if the saturation has lost its race or its compile was asked to stop meanwhile.
 #[allow(clippy::type_complexity, reason = "two maps of sets, documented above")]
 pub(super) fn from_root(
     sys: &mut System,
     terms: &SetPool,
     nodes: &[(u32, Step)],
     kids: &[(u32, Vec<u32>)],
-) -> (FastMap<u32, Option<Vec<u64>>>, FastMap<(u32, u32), Option<Vec<u64>>>) {
+) -> Option<(FastMap<u32, Option<Vec<u64>>>, FastMap<(u32, u32), Option<Vec<u64>>>)> {
     let by_parent: FastMap<u32, &Vec<u32>> = kids.iter().map(|(p, cs)| (*p, cs)).collect();
     let mut node_top: FastMap<u32, Option<Vec<u64>>> = FastMap::default();
     let mut step_top: FastMap<(u32, u32), Option<Vec<u64>>> = FastMap::default();
     node_top.insert(0, None);
     let mut stack = vec![0u32];
     while let Some(parent) = stack.pop() {
+        if sys.lost() {
+            return None;
+        }
         let Some(cs) = by_parent.get(&parent) else { continue };
         let above = node_top[&parent].clone();
         for &c in cs.iter() {
@@ -47,7 +51,7 @@ pub(super) fn from_root(
             stack.push(c);
         }
     }
-    (node_top, step_top)
+    Some((node_top, step_top))
 }
 
 impl System<'_> {

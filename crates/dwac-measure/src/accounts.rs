@@ -1,17 +1,22 @@
-//! Memory budgets per input: the CLI's allocator charges every allocation to the account of the
-//! thread that makes it, so a batch (`dwac compile a.lark b.lark … --jobs N`) can stop the one
-//! input that grows past `--max-memory-mb` and go on with the others. The process's resident
-//! size cannot tell inputs apart: with several inputs it holds all of theirs, and memory an
-//! earlier input freed stays mapped (mimalloc keeps it, `main.rs`).
+//! Memory accounts: a counting global allocator charges every allocation to the account of the
+//! thread that makes it, so one process can tell apart what each of several compiles holds. The
+//! CLI stops the one input of a batch (`dwac compile a.lark b.lark … --jobs N`) that grows past
+//! `--max-memory-mb` and goes on with the others; the Python module stops a request's compile
+//! past its `max_memory_mb`, whatever else the server is compiling. The process's resident size
+//! cannot tell compiles apart: it holds all of theirs, and memory an earlier one freed may stay
+//! mapped.
 //!
 //! An account is a slot of a fixed table of counters. A thread enters one ([`Account::enter`])
 //! and every allocation it makes adds its size, every deallocation subtracts it, until it leaves;
-//! the compiler's vocabulary-walk thread enters the account of the thread that started it
-//! (`dwac_compile::threads`, hooks installed by [`install_hooks`]). What an account reads is
-//! the input's *live* allocation: bytes it allocated minus bytes its threads freed. Memory that
-//! crosses inputs (an entry of a process-wide cache, made by one input and evicted during
-//! another) is charged to the input that made it and credited to the one that frees it; those
-//! caches are bounded (tens of megabytes), far below a budget.
+//! the compiler's helper threads enter the account of the thread that started them (install
+//! [`current`] and [`set_current`] as `dwac_compile::threads`' context hooks). What an account
+//! reads is the compile's *live* allocation: bytes it allocated minus bytes its threads freed.
+//! Memory that crosses compiles (an entry of a process-wide cache, made by one and evicted
+//! during another) is charged to the one that made it and credited to the one that frees it;
+//! those caches are bounded (tens of megabytes), far below a budget.
+//!
+//! Only a binary that installs [`Counting`] as its `#[global_allocator]` counts anything; in
+//! any other, accounts stay at zero.
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::cell::Cell;
@@ -39,7 +44,7 @@ fn charge(bytes: i64) {
 }
 
 /// A global allocator that counts, per account, what it hands out (wraps `A`).
-pub(crate) struct Counting<A>(pub(crate) A);
+pub struct Counting<A>(pub A);
 
 // SAFETY: every call is forwarded to `A` unchanged; the counting only reads a thread-local cell
 // and adds to an atomic, neither of which allocates or unwinds.
@@ -79,14 +84,14 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Counting<A> {
 }
 
 /// One input's account; its slot is free again when it is dropped.
-pub(crate) struct Account {
+pub struct Account {
     slot: usize,
 }
 
 impl Account {
     /// A fresh account at zero, or `None` if every slot is taken (the input then has no budget
     /// of its own; the batch's ceiling on the process still holds).
-    pub(crate) fn open() -> Option<Account> {
+    pub fn open() -> Option<Account> {
         (1..SLOTS).find_map(|slot| {
             OPEN[slot].compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed).ok()?;
             LIVE[slot].store(0, Ordering::Relaxed);
@@ -95,13 +100,13 @@ impl Account {
     }
 
     /// Charge this thread's allocations to the account until the guard is dropped.
-    pub(crate) fn enter(&self) -> Entered {
+    pub fn enter(&self) -> Entered {
         let previous = SLOT.with(|c| c.replace(self.slot));
         Entered { previous }
     }
 
     /// Bytes allocated and not yet freed on the account's threads.
-    pub(crate) fn live_bytes(&self) -> i64 {
+    pub fn live_bytes(&self) -> i64 {
         LIVE[self.slot].load(Ordering::Relaxed)
     }
 }
@@ -113,7 +118,7 @@ impl Drop for Account {
 }
 
 /// This thread's account while alive; the previous one after.
-pub(crate) struct Entered {
+pub struct Entered {
     previous: usize,
 }
 
@@ -124,12 +129,16 @@ impl Drop for Entered {
     }
 }
 
-/// Let the compiler's helper threads charge the account of the thread that starts them.
-pub(crate) fn install_hooks() {
-    dwac_compile::threads::set_context_hooks(dwac_compile::threads::ContextHooks {
-        capture: || SLOT.with(Cell::get),
-        enter: |slot| SLOT.with(|c| c.set(slot)),
-    });
+/// The current thread's account slot (0: none): the `capture` hook of
+/// `dwac_compile::threads::ContextHooks`.
+pub fn current() -> usize {
+    SLOT.with(Cell::get)
+}
+
+/// Make `slot` the current thread's account: the `enter` hook of
+/// `dwac_compile::threads::ContextHooks`.
+pub fn set_current(slot: usize) {
+    SLOT.with(|c| c.set(slot));
 }
 
 #[cfg(test)]
