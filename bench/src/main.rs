@@ -20,6 +20,9 @@
 //!   texts; `--saturate-only` builds every automaton by backward saturation (`differential.rs`).
 //! - `fuzz-artifact`: `Artifact::from_bytes` and random commits and masks on mutated artifacts
 //!   (`fuzz.rs`).
+//! - `compile-gate [--base REV]`: the compile-cost gate, this tree's compile time and peak
+//!   memory against the base revision's on a fixed corpus, in one run (`gate.rs`); also the
+//!   last part of `bench`.
 //!
 //! The Rust peers (`peers/glrmask`, `peers/llguidance`) are workspaces of their own (their
 //! dependencies pin different versions of one crate); XGrammar's side is `peers/xgrammar`, a
@@ -29,6 +32,7 @@ mod bench;
 mod differential;
 mod e2e;
 mod fuzz;
+mod gate;
 mod py_bench;
 mod pyenv;
 mod schema_bench;
@@ -158,6 +162,10 @@ enum Cmd {
     /// The Parser DWA mask against the reference mask at every step of the MaskBench valid
     /// instances (reference masks cached by configuration).
     Differential(differential::Args),
+    /// The compile-cost gate: a fixed corpus compiled by this tree and by the base revision,
+    /// alternately, in one run; inputs more than 1.5× slower or heavier are named (report
+    /// `<out-dir>/gate.md`, `gate.json`).
+    CompileGate(gate::Args),
     /// Internal: compile jobs read from stdin (used by schema-bench).
     #[command(hide = true)]
     SchemaWorker {
@@ -211,5 +219,14 @@ fn main() -> Result<()> {
         }
         Cmd::SchemaWorker { tokenizer } => schema_bench::worker(&tokenizer),
         Cmd::Differential(args) => differential::run(args),
+        Cmd::CompileGate(a) => {
+            let a = gate::Args { out_dir: in_repo(a.out_dir), ..a };
+            let (md, regressed) = gate::run(&a)?;
+            print!("{md}");
+            if regressed && a.fail {
+                std::process::exit(1);
+            }
+            Ok(())
+        }
     }
 }

@@ -109,6 +109,10 @@ pub struct Args {
     /// tools, next to XGrammar); repeat the flag; `none` skips them.
     #[arg(long = "tags-tokenizer", default_values_t = ["qwen3".to_string(), "deepseek-r1".to_string()])]
     pub tags_tokenizers: Vec<String>,
+    /// Run the compile-cost gate against this revision at the end (`compile-gate --base`;
+    /// `none` skips it); its table is appended to report.md.
+    #[arg(long, default_value = "HEAD~1")]
+    pub gate: String,
 }
 
 /// One workload: a jobs file for one tokenizer.
@@ -719,6 +723,28 @@ pub fn run(a: Args) -> Result<()> {
         let section = match crate::py_bench::run(py) {
             Ok(md) => md,
             Err(e) => format!("# Python packages\n\nNot measured: {e:#}\n"),
+        };
+        let path = a.out_dir.join("report.md");
+        let mut md = std::fs::read_to_string(&path)?;
+        md.push('\n');
+        md.push_str(&section);
+        std::fs::write(&path, md)?;
+    }
+    if a.gate != "none" {
+        eprintln!("compile-cost gate (cargo dwac-bench compile-gate --base {})", a.gate);
+        let g = crate::gate::Args {
+            base: a.gate.clone(),
+            tokenizers: crate::gate::default_tokenizers(),
+            runs: 2,
+            threshold: 1.5,
+            max_seconds: 120.0,
+            fail: false,
+            only: None,
+            out_dir: a.out_dir.clone(),
+        };
+        let section = match crate::gate::run(&g) {
+            Ok((md, _)) => md,
+            Err(e) => format!("# Compile-cost gate\n\nNot measured: {e:#}\n"),
         };
         let path = a.out_dir.join("report.md");
         let mut md = std::fs::read_to_string(&path)?;
