@@ -345,6 +345,21 @@ impl Assembler {
         // Over budget: the classes saturation expresses get the saturated automaton (below),
         // the others are built forward, cut if need be.
         let mut saturated: Option<(Vec<TokenClass>, saturate::Saturated)> = None;
+        // A state whose lexings are all short (`later::has_long_lexings`) is a polynomial
+        // forward build over its LR states: it gets the whole budget before any saturation,
+        // which over many LR states can take seconds to fail (500 open tools' lexer state 0:
+        // 9 s) and is then the state's only way out.
+        let mut tried_full = false;
+        if built.is_none()
+            && self.saturate
+            && first < full
+            && speculated.is_none()
+            && !classes.is_empty()
+            && !later::has_long_lexings(nodes, &classes)
+        {
+            built = self.build_or_reuse(det, nodes, thread, &classes, full);
+            tried_full = true;
+        }
         if built.is_none() && self.saturate && !classes.is_empty() {
             let (ours, rest): (Vec<TokenClass>, Vec<TokenClass>) =
                 classes.iter().cloned().partition(|c| saturate::expressible(nodes, c));
@@ -361,7 +376,7 @@ impl Assembler {
                     classes = rest;
                 }
             }
-            if saturated.is_none() && first < full {
+            if saturated.is_none() && first < full && !tried_full {
                 built = self.build_or_reuse(det, nodes, thread, &classes, full);
             }
         }
