@@ -134,3 +134,30 @@ fn count_keywords_written_with_a_fraction() {
         vec![(r#""ab""#, false), (r#""abc""#, true), (r#""x""#, true), ("1", true)],
     )]);
 }
+
+/// Subschemas that allow every value (`true`, `{}`, annotations only) are the one shared "any
+/// value" nonterminal wherever they are, not a copy of the JSON grammar per pointer: one more
+/// such property costs fewer nonterminals than one more integer property, and the verdicts are
+/// those of `true`.
+#[test]
+fn subschemas_allowing_everything_share_one_grammar() {
+    let with = |d: Value| {
+        let s = json!({"type": "object", "properties": {"a": {}, "n": {"type": "integer"}, "d": d}});
+        compile_schema(&s, &SchemaOptions::default()).unwrap().grammar.nonterminals.len()
+    };
+    let integer = with(json!({"type": "integer"}));
+    for anything in [json!({}), json!(true), json!({"description": "anything", "title": "D", "examples": [1]})] {
+        assert!(with(anything.clone()) < integer, "{anything}: a copy of the JSON grammar");
+    }
+    let schema = json!({"type": "object", "properties": {
+        "a": {}, "b": {"description": "anything", "title": "B", "examples": [1]}, "c": true,
+        "n": {"type": "integer"}},
+        "additionalProperties": {"$comment": "any value"}});
+    let verdicts = vec![
+        (r#"{"a": [1, {"x": null}], "b": "s", "c": {}, "n": 1, "z": [true]}"#, true),
+        (r#"{"b": {"b": {"b": []}}}"#, true),
+        (r#"{"n": "1"}"#, false),
+        (r#"{"c": [1,]}"#, false),
+    ];
+    check(vec![(schema, verdicts)]);
+}
