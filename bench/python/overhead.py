@@ -266,6 +266,78 @@ def steps(args):
     return res
 
 
+GBNF_TTFM = ("json", "arithmetic", "list", "chess", "english", "japanese")
+
+
+def ttfm(args):
+    """Time to first mask with the tokenizer loaded: compile + matcher + first fill, per schema
+    (the MaskBench schemas every engine compiles, each engine's compile cache off: dwac's
+    ``Grammar.from_json_schema`` keeps none, XGrammar's compiler is built with
+    ``cache_enabled=False``, llguidance builds its matcher afresh), and per llama.cpp GBNF grammar
+    (dwac and XGrammar, which read GBNF). The first schema and grammar are timed untimed first
+    (warm-up), then every one once, in turn across the engines."""
+    import dwac
+
+    dtok, engs = engines(args.tokenizer, args.peer_list)
+    bm = np.full((1, (dtok.vocab_size + 31) // 32), -1, dtype=np.int32)
+    schemas = [s for _, s, _ in load(args.schemas)]
+    out = {"schemas": 0, "grammars": 0}
+    times = {e.name: [] for e in engs}
+
+    def once(e, compile_it):
+        t = time.perf_counter()
+        g = compile_it()
+        m = e.matcher(g)
+        e.fill(m, bm)
+        return (time.perf_counter() - t) * 1e3
+
+    for e in engs:
+        try:
+            once(e, lambda: e.compile(schemas[0]))
+        except Exception:
+            pass
+    for schema in schemas:
+        row = {}
+        for e in engs:
+            try:
+                row[e.name] = once(e, lambda: e.compile(schema))
+            except Exception:
+                break
+        if len(row) == len(engs):
+            out["schemas"] += 1
+            for k, v in row.items():
+                times[k].append(v)
+    out["schema_ms"] = {k: summary(v) for k, v in times.items()}
+    # GBNF (llama.cpp's grammars): dwac and XGrammar.
+    gbnf = ROOT.parent / "shared/data/grammars/llama.cpp"
+    texts = [(gbnf / f"{n}.gbnf").read_text() for n in GBNF_TTFM]
+    comp = {"dwac": lambda t: dwac.Grammar.from_gbnf(t, dtok)}
+    for e in engs:
+        if e.name == "xgrammar":
+            comp["xgrammar"] = lambda t, e=e: e.compiler.compile_grammar(t)
+    gtimes = {k: [] for k in comp}
+    by_name = {e.name: e for e in engs}
+    for k, c in comp.items():
+        try:
+            once(by_name[k], lambda: c(texts[0]))
+        except Exception:
+            pass
+    for rep in range(3):
+        for t in texts:
+            row = {}
+            for k, c in comp.items():
+                try:
+                    row[k] = once(by_name[k], lambda: c(t))
+                except Exception:
+                    break
+            if len(row) == len(comp):
+                out["grammars"] += rep == 0
+                for k, v in row.items():
+                    gtimes[k].append(v)
+    out["gbnf_ms"] = {k: summary(v) for k, v in gtimes.items()}
+    return out
+
+
 def batch(args, threads):
     dtok, engs = engines(args.tokenizer, args.peer_list)
     n = dtok.vocab_size
@@ -314,7 +386,7 @@ def main():
     if args.batch_only_threads:
         print(json.dumps(batch(args, args.batch_only_threads)))
         return
-    report = {"steps": steps(args), "batch": {}}
+    report = {"steps": steps(args), "ttfm": ttfm(args), "batch": {}}
     for th in [int(t) for t in args.threads.split(",")]:
         env = dict(os.environ, RAYON_NUM_THREADS=str(th))
         cmd = [sys.executable, __file__, "--tokenizer", args.tokenizer, "--schemas", str(args.schemas), "--peers", args.peers]

@@ -125,7 +125,23 @@ fn report(json: &Path, tokenizer: &str) -> Result<String> {
             );
         }
     }
-    md += "\n`first fill`: the first mask of each trace.\n\n\
+    md += "\n`first fill`: the first mask of each trace.\n\n";
+    let t = &v["ttfm"];
+    if !t.is_null() {
+        md += &format!(
+            "Time to first mask, ms, tokenizer loaded: compile + matcher + first fill, no compile cache; {} MaskBench \
+             schemas every engine compiles, and {} llama.cpp GBNF grammars three times each (dwac and XGrammar):\n\n\
+             | input | engine | p50 | p90 | p99 | max |\n|---|---|---:|---:|---:|---:|\n",
+            t["schemas"], t["grammars"]
+        );
+        for (what, key) in [("schemas", "schema_ms"), ("GBNF", "gbnf_ms")] {
+            for (e, x) in t[key].as_object().into_iter().flatten() {
+                md += &format!("| {what} | {e} | {} | {} | {} | {} |\n", x["p50"], x["p90"], x["p99"], x["max"]);
+            }
+        }
+        md += "\n";
+    }
+    md += "\
            Batch fill, ms per batch step (one call fills every row; then each matcher commits its token, untimed; \
            one untimed batch before the timed steps starts each engine's thread pool). `rejected`: rows whose \
            trace token the engine refused:\n\n\
