@@ -724,11 +724,7 @@ pub fn run(a: Args) -> Result<()> {
             Ok(md) => md,
             Err(e) => format!("# Python packages\n\nNot measured: {e:#}\n"),
         };
-        let path = a.out_dir.join("report.md");
-        let mut md = std::fs::read_to_string(&path)?;
-        md.push('\n');
-        md.push_str(&section);
-        std::fs::write(&path, md)?;
+        append_to_report(&a.out_dir, &section)?;
     }
     if a.gate != "none" {
         eprintln!("compile-cost gate (cargo dwac-bench compile-gate --base {})", a.gate);
@@ -746,11 +742,7 @@ pub fn run(a: Args) -> Result<()> {
             Ok((md, _)) => md,
             Err(e) => format!("# Compile-cost gate\n\nNot measured: {e:#}\n"),
         };
-        let path = a.out_dir.join("report.md");
-        let mut md = std::fs::read_to_string(&path)?;
-        md.push('\n');
-        md.push_str(&section);
-        std::fs::write(&path, md)?;
+        append_to_report(&a.out_dir, &section)?;
     }
     if a.json {
         println!("{}", serde_json::to_string_pretty(&rep.json)?);
@@ -758,6 +750,16 @@ pub fn run(a: Args) -> Result<()> {
         print!("{}", report::markdown(&rep));
         eprintln!("report: {} (and report.json, cdf-*.svg)", a.out_dir.join("report.md").display());
     }
+    Ok(())
+}
+
+/// Append a section (markdown) to `<out_dir>/report.md`.
+fn append_to_report(out_dir: &Path, section: &str) -> Result<()> {
+    let path = out_dir.join("report.md");
+    let mut md = std::fs::read_to_string(&path)?;
+    md.push('\n');
+    md.push_str(section);
+    std::fs::write(&path, md)?;
     Ok(())
 }
 

@@ -442,31 +442,29 @@ pub(crate) fn refusal(kw: &str, v: &Value, o: &Map<String, Value>, draft: Draft)
     }
 }
 
+/// Keywords that only annotate the value beside them: a subschema of these alone allows every
+/// value.
+pub(crate) const PURE_ANNOTATIONS: [&str; 8] =
+    ["title", "description", "default", "examples", "$comment", "deprecated", "readOnly", "writeOnly"];
+
 /// Annotation and structural keywords that never constrain a value by themselves.
 pub(crate) fn is_annotation(k: &str) -> bool {
-    matches!(
-        k,
-        "title"
-            | "description"
-            | "default"
-            | "examples"
-            | "$comment"
-            | "deprecated"
-            | "readOnly"
-            | "writeOnly"
-            | "$schema"
-            | "$id"
-            | "id"
-            | "$anchor"
-            | "$dynamicAnchor"
-            | "$recursiveAnchor"
-            | "$defs"
-            | "definitions"
-            | "$vocabulary"
-            | "contentEncoding"
-            | "contentMediaType"
-            | "contentSchema"
-            | "then"
-            | "else"
-    )
+    PURE_ANNOTATIONS.contains(&k)
+        || matches!(
+            k,
+            "$schema"
+                | "$id"
+                | "id"
+                | "$anchor"
+                | "$dynamicAnchor"
+                | "$recursiveAnchor"
+                | "$defs"
+                | "definitions"
+                | "$vocabulary"
+                | "contentEncoding"
+                | "contentMediaType"
+                | "contentSchema"
+                | "then"
+                | "else"
+        )
 }
