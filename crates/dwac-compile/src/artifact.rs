@@ -109,6 +109,48 @@ pub fn grammar_fingerprint(source: &SourceInfo, schema: &SchemaOptions, engine: 
     h.finalize().into()
 }
 
+/// A source's text in the form cache keys are taken over ([`cache_key`]): a JSON source (a
+/// schema or a structural tag) that parses, with the whitespace between its tokens taken out
+/// (every string, number and escape kept as written: a lossless form, so that two schemas are
+/// one key only if they are the same JSON text but for spacing); any other source as it is.
+pub fn canonical_source(kind: &str, text: &str) -> String {
+    if !matches!(kind, "json-schema" | "structural-tag") || serde_json::from_str::<serde_json::Value>(text).is_err() {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len());
+    let (mut in_string, mut escaped) = (false, false);
+    for c in text.chars() {
+        if in_string {
+            out.push(c);
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_string = false,
+                _ => {}
+            }
+        } else if !matches!(c, ' ' | '\t' | '\n' | '\r') {
+            in_string = c == '"';
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The key a compiled constraint is cached under, the same wherever it is computed (`dwac
+/// compile --cache-dir`, the Python `Compiler(cache_dir=…)`, the server backends): SHA-256,
+/// in hex, over the grammar fingerprint of the canonical source ([`canonical_source`],
+/// [`grammar_fingerprint`]: the compiler version, the source's kind and text, every option)
+/// and the tokenizer's fingerprint. An artifact is found under its key only by a request that
+/// would compile to the same bytes but for the metadata's source text.
+pub fn cache_key(source: &SourceInfo, tokenizer: &[u8; 32], schema: &SchemaOptions, engine: &EngineOptions) -> String {
+    let canonical = SourceInfo { text: canonical_source(source.kind, &source.text), ..source.clone() };
+    let mut h = Sha256::new();
+    h.update(b"dwac-cache-key-v1");
+    h.update(grammar_fingerprint(&canonical, schema, engine));
+    h.update(tokenizer);
+    hex(&h.finalize())
+}
+
 /// The metadata section: source, options, tokenizer, compiler and statistics (deterministic).
 pub fn metadata(
     source: &SourceInfo,

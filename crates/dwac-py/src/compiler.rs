@@ -3,13 +3,16 @@
 //! schemas or tools again; and `tools_structural_tag`, the tool-calling front end.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::budget::{self, Budget};
-use crate::{compile_source, err, CompileOptions, Grammar, Tokenizer};
+use crate::grammar::{open_artifact, Prepared};
+use crate::{err, CompileOptions, Grammar, Tokenizer};
 
 /// One compile, done or in flight: threads asking for the same key while it compiles wait for
 /// it instead of compiling it again.
@@ -53,6 +56,57 @@ pub(crate) struct Compiler {
     cache_bytes: usize,
     budget: Budget,
     cache: Mutex<Cache>,
+    /// The artifact directory: looked in before compiling, written after (`<key>.dwa`).
+    cache_dir: Option<PathBuf>,
+    disk: Arc<Disk>,
+}
+
+/// What the artifact directory did.
+#[derive(Default)]
+struct Disk {
+    /// Compiles saved by an artifact found under its key.
+    hits: AtomicU64,
+    /// Artifacts written after a compile.
+    writes: AtomicU64,
+    /// Files under a key that did not open (corrupt, truncated, another tokenizer's): compiled
+    /// again and replaced.
+    bad_files: AtomicU64,
+    /// Artifacts that could not be written (a read-only directory, a full disk).
+    write_errors: AtomicU64,
+}
+
+/// `prepared` compiled (within `budget`), or found in `dir` under its key (a hit maps the file:
+/// no compile); a compiled artifact is written there atomically, so other processes and the
+/// next start find it. A file under the key that does not open is compiled again and replaced.
+fn compile_through(
+    prepared: Prepared,
+    dir: Option<&PathBuf>,
+    disk: &Disk,
+    tok: &Arc<dwac_vocab::Tokenizer>,
+    width: usize,
+    budget: Budget,
+) -> Result<Grammar, String> {
+    let Some(dir) = dir else { return prepared.compile(tok, width, budget) };
+    let path = dir.join(format!("{}.dwa", prepared.key(tok)));
+    if path.exists() {
+        match open_artifact(&path, Some((tok, width))) {
+            Ok(g) => {
+                disk.hits.fetch_add(1, Ordering::Relaxed);
+                return Ok(g);
+            }
+            Err(_) => {
+                disk.bad_files.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+    let g = prepared.compile(tok, width, budget)?;
+    let written = std::fs::create_dir_all(dir)
+        .and_then(|()| dwac_compile::artifact::write_atomically(&path, g.artifact.as_bytes()));
+    match written {
+        Ok(()) => disk.writes.fetch_add(1, Ordering::Relaxed),
+        Err(_) => disk.write_errors.fetch_add(1, Ordering::Relaxed),
+    };
+    Ok(g)
 }
 
 impl Compiler {
@@ -65,12 +119,13 @@ impl Compiler {
 #[pymethods]
 impl Compiler {
     #[new]
-    #[pyo3(signature = (tokenizer, cache_bytes = 512 << 20, max_seconds = budget::DEFAULT.max_seconds, max_memory_mb = budget::DEFAULT.max_memory_mb))]
+    #[pyo3(signature = (tokenizer, cache_bytes = 512 << 20, max_seconds = budget::DEFAULT.max_seconds, max_memory_mb = budget::DEFAULT.max_memory_mb, cache_dir = None))]
     fn new(
         tokenizer: &Tokenizer,
         cache_bytes: usize,
         max_seconds: Option<f64>,
         max_memory_mb: Option<u64>,
+        cache_dir: Option<PathBuf>,
     ) -> PyResult<Compiler> {
         Ok(Compiler {
             tok: Arc::clone(&tokenizer.inner),
@@ -78,6 +133,8 @@ impl Compiler {
             cache_bytes,
             budget: Budget::new(max_seconds, max_memory_mb).map_err(err)?,
             cache: Mutex::new(Cache::default()),
+            cache_dir,
+            disk: Arc::default(),
         })
     }
 
@@ -120,9 +177,11 @@ impl Compiler {
             }
         };
         let (tok, width, budget) = (Arc::clone(&self.tok), self.width, self.budget);
+        let (dir, disk) = (self.cache_dir.as_ref(), &*self.disk);
         py.detach(|| {
             slot.get_or_init(|| {
-                let g = compile_source(kind, source, &tok, width, &options, budget)?;
+                let prepared = Prepared::new(kind, source, &options)?;
+                let g = compile_through(prepared, dir, disk, &tok, width, budget)?;
                 Python::attach(|py| Py::new(py, g).map_err(|e| e.to_string()))
             });
         });
@@ -149,7 +208,8 @@ impl Compiler {
     }
 
     /// `{"entries", "bytes", "cache_bytes", "hits", "misses", "evictions", "refusals",
-    /// "max_seconds", "max_memory_mb"}` (`refusals`: hits on a remembered refusal).
+    /// "max_seconds", "max_memory_mb", "cache_dir", "disk_hits", "disk_writes",
+    /// "disk_bad_files", "disk_write_errors"}` (`refusals`: hits on a remembered refusal).
     fn cache_info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let c = self.lock();
         let d = PyDict::new(py);
@@ -162,6 +222,11 @@ impl Compiler {
         d.set_item("refusals", c.refusals)?;
         d.set_item("max_seconds", self.budget.max_seconds)?;
         d.set_item("max_memory_mb", self.budget.max_memory_mb)?;
+        d.set_item("cache_dir", self.cache_dir.as_ref().map(|p| p.display().to_string()))?;
+        d.set_item("disk_hits", self.disk.hits.load(Ordering::Relaxed))?;
+        d.set_item("disk_writes", self.disk.writes.load(Ordering::Relaxed))?;
+        d.set_item("disk_bad_files", self.disk.bad_files.load(Ordering::Relaxed))?;
+        d.set_item("disk_write_errors", self.disk.write_errors.load(Ordering::Relaxed))?;
         Ok(d)
     }
 
@@ -221,4 +286,24 @@ pub(crate) fn tools_structural_tag(
         max_whitespace,
     };
     structural_tag(&r.tools, &c).map(|t| t.to_string()).map_err(|e| err(e.to_string()))
+}
+
+/// The key (hex) under which `source` of kind `kind`, compiled with `tokenizer` and these
+/// options, is cached in an artifact directory (`dwac compile --cache-dir`,
+/// `Compiler(cache_dir=…)`).
+#[pyfunction]
+#[pyo3(signature = (kind, source, tokenizer, compact = false, lenient = false, draft = None, max_whitespace = None, strict = false))]
+#[expect(clippy::too_many_arguments, reason = "the Python signature: keyword arguments, each an option")]
+pub(crate) fn cache_key(
+    kind: &str,
+    source: String,
+    tokenizer: &Tokenizer,
+    compact: bool,
+    lenient: bool,
+    draft: Option<String>,
+    max_whitespace: Option<u32>,
+    strict: bool,
+) -> PyResult<String> {
+    let options = CompileOptions { compact, lenient, draft, max_whitespace, mask_work: None, strict };
+    Ok(Prepared::new(kind, source, &options).map_err(err)?.key(&tokenizer.inner))
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
-use dwac_compile::artifact::{artifact_bytes, write_atomically, SourceInfo, TokenizerInfo};
+use dwac_compile::artifact::{artifact_bytes, cache_key, write_atomically, SourceInfo, TokenizerInfo};
 use dwac_compile::{regex_grammar, Compiler, EngineOptions, SourceKind};
 use dwac_grammar::schema::{Draft, SchemaOptions, Whitespace};
 use dwac_runtime::{Artifact, OpenOptions};
@@ -26,6 +26,94 @@ pub(crate) struct CompileOptions {
     pub(crate) strict: bool,
 }
 
+/// A source of one kind with its options, ready to be keyed ([`Prepared::key`]) and compiled.
+pub(crate) struct Prepared {
+    compiler: Compiler,
+    /// How errors name the source: `schema`, `grammar`, `structural tag`, `regex`.
+    what: &'static str,
+    /// The front end (`None`: a regex).
+    parsed: Option<SourceKind>,
+    info: SourceInfo,
+}
+
+impl Prepared {
+    /// `source` of kind `kind` (`json_schema`, `lark`, `gbnf`, `structural_tag`, `regex`) with
+    /// the options `o`.
+    pub(crate) fn new(kind: &str, source: String, o: &CompileOptions) -> Result<Prepared, String> {
+        let mut opts = EngineOptions::default();
+        if let Some(w) = o.mask_work {
+            opts.mask_options =
+                dwac_compile::dwa::MaskOptions { work_per_lexer_state: w, saturate: false, ..opts.mask_options };
+        }
+        let default_draft = match o.draft.as_deref() {
+            None => None,
+            Some(d) => {
+                Some(Draft::from_name(d).ok_or_else(|| format!("unknown draft {d:?} ({})", Draft::NAMES.join(", ")))?)
+            }
+        };
+        let schema = SchemaOptions {
+            whitespace: match (o.compact, o.max_whitespace) {
+                (true, _) => Whitespace::Compact,
+                (false, Some(n)) => Whitespace::Around { max: Some(n) },
+                (false, None) => Whitespace::Flexible,
+            },
+            lenient: o.lenient,
+            default_draft,
+            strict: o.strict,
+        };
+        let compiler = Compiler { schema, engine: opts, ..Compiler::default() };
+        let (what, parsed) = match kind {
+            "json_schema" | "json" => ("schema", Some(SourceKind::JsonSchema)),
+            "lark" => ("grammar", Some(SourceKind::Lark)),
+            "gbnf" => ("grammar", Some(SourceKind::Gbnf)),
+            "structural_tag" => ("structural tag", Some(SourceKind::StructuralTag)),
+            "regex" => ("regex", None),
+            k => return Err(format!("unknown grammar kind {k:?} (json_schema, lark, gbnf, structural_tag, regex)")),
+        };
+        let info = match parsed {
+            Some(k) => SourceInfo { name: what.into(), kind: SourceInfo::kind_name(k), text: source },
+            None => SourceInfo { name: "regex".into(), kind: "regex", text: source },
+        };
+        Ok(Prepared { compiler, what, parsed, info })
+    }
+
+    /// The key its artifact is cached under for `tok` (`dwac compile --cache-dir`'s).
+    pub(crate) fn key(&self, tok: &dwac_vocab::Tokenizer) -> String {
+        cache_key(&self.info, &tok.fingerprint(), &self.compiler.schema, &self.compiler.engine)
+    }
+
+    /// Compile for `tok` within `budget` (GIL released by the caller).
+    pub(crate) fn compile(
+        self,
+        tok: &Arc<dwac_vocab::Tokenizer>,
+        width: usize,
+        budget: Budget,
+    ) -> Result<Grammar, String> {
+        let what = self.what;
+        budget::within(budget, what, || self.compile_unbounded(tok, width))
+    }
+
+    /// [`Prepared::compile`] without a budget.
+    fn compile_unbounded(self, tok: &Arc<dwac_vocab::Tokenizer>, width: usize) -> Result<Grammar, String> {
+        let Prepared { compiler, what, parsed, info } = self;
+        let (grammar, mut warnings) = match parsed {
+            Some(k) => {
+                let (g, w) = compiler.parse(k, &info.text).map_err(|e| e.located(&what, false))?;
+                (g, w.into_iter().map(|w| format!("{what}: {w}")).collect::<Vec<_>>())
+            }
+            None => (regex_grammar(&info.text), Vec::new()),
+        };
+        let (engine, stats) = compiler
+            .compile_engine(&grammar, tok.vocab().clone())
+            .map_err(|e| e.located(&what, parsed == Some(SourceKind::JsonSchema)))?;
+        warnings.extend(stats.warnings.iter().map(|w| w.0.located(&what)));
+        let ti = TokenizerInfo { name: tok.name().to_string(), fingerprint: tok.fingerprint() };
+        let bytes = artifact_bytes(&engine, &info, &ti, &stats, &compiler.schema, &compiler.engine);
+        let artifact = Artifact::from_bytes(&bytes).map_err(|e| format!("{what}: {e}"))?;
+        Ok(Grammar { artifact, warnings, width })
+    }
+}
+
 /// Compile `source` of kind `kind` for `tok` within `budget` (GIL released by the caller).
 pub(crate) fn compile_source(
     kind: &str,
@@ -35,72 +123,31 @@ pub(crate) fn compile_source(
     o: &CompileOptions,
     budget: Budget,
 ) -> Result<Grammar, String> {
-    let what = match kind {
-        "json_schema" | "json" => "schema",
-        "structural_tag" => "structural tag",
-        "regex" => "regex",
-        _ => "grammar",
-    };
-    budget::within(budget, what, || compile_unbounded(kind, source, tok, width, o))
+    Prepared::new(kind, source, o)?.compile(tok, width, budget)
 }
 
-/// [`compile_source`] without a budget.
-fn compile_unbounded(
-    kind: &str,
-    source: String,
-    tok: &Arc<dwac_vocab::Tokenizer>,
-    width: usize,
-    o: &CompileOptions,
+/// Map and verify the artifact at `path`; with a tokenizer (and its mask width), one compiled
+/// for it (refused by name otherwise).
+pub(crate) fn open_artifact(
+    path: &std::path::Path,
+    tok: Option<(&Arc<dwac_vocab::Tokenizer>, usize)>,
 ) -> Result<Grammar, String> {
-    let mut opts = EngineOptions::default();
-    if let Some(w) = o.mask_work {
-        opts.mask_options =
-            dwac_compile::dwa::MaskOptions { work_per_lexer_state: w, saturate: false, ..opts.mask_options };
+    let opened = match &tok {
+        Some((t, _)) => OpenOptions::new().vocabulary(t.vocab()).open(path),
+        None => Artifact::open(path),
+    };
+    let artifact = opened.map_err(|e| {
+        let given = tok.as_ref().map_or(String::new(), |(t, _)| format!(" (the tokenizer given is {:?})", t.name()));
+        format!("{}: {e}{given}", path.display())
+    })?;
+    let mut width = artifact.engine().vocab().len();
+    if let Some((t, w)) = tok {
+        artifact
+            .check_tokenizer(&t.fingerprint(), t.vocab())
+            .map_err(|e| format!("{}: {e} (the tokenizer given is {:?})", path.display(), t.name()))?;
+        width = w;
     }
-    let default_draft = match o.draft.as_deref() {
-        None => None,
-        Some(d) => {
-            Some(Draft::from_name(d).ok_or_else(|| format!("unknown draft {d:?} ({})", Draft::NAMES.join(", ")))?)
-        }
-    };
-    let schema = SchemaOptions {
-        whitespace: match (o.compact, o.max_whitespace) {
-            (true, _) => Whitespace::Compact,
-            (false, Some(n)) => Whitespace::Around { max: Some(n) },
-            (false, None) => Whitespace::Flexible,
-        },
-        lenient: o.lenient,
-        default_draft,
-        strict: o.strict,
-    };
-    let compiler = Compiler { schema, engine: opts, ..Compiler::default() };
-    let (what, kind_name, parsed) = match kind {
-        "json_schema" | "json" => ("schema", SourceKind::JsonSchema, Some(SourceKind::JsonSchema)),
-        "lark" => ("grammar", SourceKind::Lark, Some(SourceKind::Lark)),
-        "gbnf" => ("grammar", SourceKind::Gbnf, Some(SourceKind::Gbnf)),
-        "structural_tag" => ("structural tag", SourceKind::StructuralTag, Some(SourceKind::StructuralTag)),
-        "regex" => ("regex", SourceKind::Lark, None),
-        k => return Err(format!("unknown grammar kind {k:?} (json_schema, lark, gbnf, structural_tag, regex)")),
-    };
-    let (grammar, mut warnings, info) = match parsed {
-        Some(k) => {
-            let (g, w) = compiler.parse(k, &source).map_err(|e| e.located(&what, false))?;
-            let info = SourceInfo { name: what.into(), kind: SourceInfo::kind_name(kind_name), text: source };
-            (g, w.into_iter().map(|w| format!("{what}: {w}")).collect::<Vec<_>>(), info)
-        }
-        None => {
-            let g = regex_grammar(&source);
-            (g, Vec::new(), SourceInfo { name: "regex".into(), kind: "regex", text: source })
-        }
-    };
-    let (engine, stats) = compiler
-        .compile_engine(&grammar, tok.vocab().clone())
-        .map_err(|e| e.located(&what, kind_name == SourceKind::JsonSchema))?;
-    warnings.extend(stats.warnings.iter().map(|w| w.0.located(&what)));
-    let ti = TokenizerInfo { name: tok.name().to_string(), fingerprint: tok.fingerprint() };
-    let bytes = artifact_bytes(&engine, &info, &ti, &stats, &compiler.schema, &compiler.engine);
-    let artifact = Artifact::from_bytes(&bytes).map_err(|e| format!("{what}: {e}"))?;
-    Ok(Grammar { artifact, warnings, width })
+    Ok(Grammar { artifact, warnings: Vec::new(), width })
 }
 
 /// A compiled grammar: an opened, validated artifact. Immutable; share it among threads and
@@ -165,26 +212,7 @@ impl Grammar {
     #[pyo3(signature = (path, tokenizer = None))]
     fn open(py: Python<'_>, path: std::path::PathBuf, tokenizer: Option<&Tokenizer>) -> PyResult<Grammar> {
         let tok = tokenizer.map(|t| (Arc::clone(&t.inner), t.width));
-        py.detach(move || {
-            let opened = match &tok {
-                Some((t, _)) => OpenOptions::new().vocabulary(t.vocab()).open(&path),
-                None => Artifact::open(&path),
-            };
-            let artifact = opened.map_err(|e| {
-                let given =
-                    tok.as_ref().map_or(String::new(), |(t, _)| format!(" (the tokenizer given is {:?})", t.name()));
-                format!("{}: {e}{given}", path.display())
-            })?;
-            let mut width = artifact.engine().vocab().len();
-            if let Some((t, w)) = tok {
-                artifact
-                    .check_tokenizer(&t.fingerprint(), t.vocab())
-                    .map_err(|e| format!("{}: {e} (the tokenizer given is {:?})", path.display(), t.name()))?;
-                width = w;
-            }
-            Ok::<_, String>(Grammar { artifact, warnings: Vec::new(), width })
-        })
-        .map_err(err)
+        py.detach(move || open_artifact(&path, tok.as_ref().map(|(t, w)| (t, *w)))).map_err(err)
     }
 
     /// Write the artifact (atomically) to `path`; it opens with `Grammar.open`. With `zstd`,

@@ -15,7 +15,7 @@ mod matcher;
 mod tokenizer;
 
 use bitmask::{apply_bitmask_f32, fill_next_token_bitmask_batch};
-use grammar::{compile_source, CompileOptions, Grammar};
+use grammar::{CompileOptions, Grammar};
 use matcher::Matcher;
 use tokenizer::Tokenizer;
 
@@ -61,6 +61,7 @@ fn _dwac(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Matcher>()?;
     m.add_class::<compiler::Compiler>()?;
     m.add_function(wrap_pyfunction!(compiler::tools_structural_tag, m)?)?;
+    m.add_function(wrap_pyfunction!(compiler::cache_key, m)?)?;
     m.add_function(wrap_pyfunction!(fill_next_token_bitmask_batch, m)?)?;
     m.add_function(wrap_pyfunction!(apply_bitmask_f32, m)?)?;
     #[cfg(feature = "bench")]

@@ -132,6 +132,13 @@ pub(crate) struct CompileArgs {
     /// Default: `artifacts/<stem>.dwa`.
     #[arg(short, long)]
     pub(crate) output: Option<PathBuf>,
+    /// Write each artifact into this directory under its cache key, `DIR/<key>.dwa`: the key of
+    /// the request's constraint (its kind, its source in a canonical form, the options, the
+    /// tokenizer's fingerprint, the compiler version), where a server's dwac backend, or the
+    /// Python `dwac.Compiler(cache_dir=DIR)`, finds it for the same request and maps it instead
+    /// of compiling. `--json` prints the key (`cache_key`).
+    #[arg(long, conflicts_with_all = ["output", "zstd"])]
+    pub(crate) cache_dir: Option<PathBuf>,
     /// Write the zstd transport form (`.dwa.zst`) instead of the plain artifact.
     #[arg(long)]
     pub(crate) zstd: bool,

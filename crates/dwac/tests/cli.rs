@@ -517,3 +517,32 @@ fn tools_compile_check_and_print_the_structural_tag() {
     let o = dwac(&["check", &list, "--tool-choice", "auto", "--jsonl", &f]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// `--cache-dir` writes each artifact under its cache key: the same schema re-indented has the
+/// same key (and file), other options another; the file opens as any artifact; `-o` with it is
+/// a usage error.
+#[test]
+fn cache_dir_writes_artifacts_under_their_key() {
+    let dir = tmp_dir().join("cache");
+    let d = dir.display().to_string();
+    let schema = r#"{"type": "object", "properties": {"a": {"type": "integer"}}}"#;
+    let compact = tmp("keyed.json", schema);
+    let spaced =
+        tmp("keyed2.json", "{\n  \"type\" : \"object\",\n  \"properties\": {\"a\": {\"type\": \"integer\"}}\n}\n");
+    let key = |args: &[&str]| {
+        let o = dwac(args);
+        assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+        json(&o)["cache_key"].as_str().expect("a cache_key").to_string()
+    };
+    let k1 = key(&["compile", &compact, "--cache-dir", &d, "--json"]);
+    let k2 = key(&["compile", &spaced, "--cache-dir", &d, "--json"]);
+    assert_eq!(k1, k2, "spacing changed the key");
+    assert_eq!(k1.len(), 64);
+    let k3 = key(&["compile", &compact, "--cache-dir", &d, "--compact", "--json"]);
+    assert_ne!(k1, k3, "options are part of the key");
+    let file = dir.join(format!("{k1}.dwa"));
+    let o = dwac(&["inspect", &file.display().to_string(), "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = dwac(&["compile", &compact, "--cache-dir", &d, "-o", "x.dwa"]);
+    assert_eq!(o.status.code(), Some(2));
+}

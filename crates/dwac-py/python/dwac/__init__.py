@@ -65,6 +65,7 @@ __all__ = [
     "allocate_token_bitmask_torch",
     "DEFAULT_MAX_SECONDS",
     "DEFAULT_MAX_MEMORY_MB",
+    "cache_key",
 ]
 
 
@@ -304,7 +305,16 @@ class Compiler:
     grammar being compiled wait for it instead of compiling it again. Every compile runs within
     ``max_seconds`` and ``max_memory_mb`` (defaults 10 s and 2048 MiB; ``None`` lifts a limit);
     a refusal, past a budget or for a bad source, is remembered like a grammar, so the same
-    request fails at once the next time (``cache_info()["refusals"]`` counts such hits)."""
+    request fails at once the next time (``cache_info()["refusals"]`` counts such hits).
+
+    ``cache_dir``: an artifact directory shared by the processes of a server and by its CI
+    (``dwac compile --cache-dir DIR``): a request's artifact is looked for there under its key
+    (``dwac.cache_key``: its kind, its source in a canonical form, the options, the tokenizer's
+    fingerprint, the compiler version) before compiling, a hit maps the file instead of
+    compiling, and what is compiled is written there atomically. A file there that does not
+    open (corrupt, truncated, another tokenizer's) is compiled again and replaced; a directory
+    that cannot be written only costs the write (``cache_info()``: ``disk_hits``,
+    ``disk_writes``, ``disk_bad_files``, ``disk_write_errors``)."""
 
     __slots__ = ("_c", "tokenizer")
 
@@ -315,9 +325,12 @@ class Compiler:
         *,
         max_seconds: Optional[float] = DEFAULT_MAX_SECONDS,
         max_memory_mb: Optional[int] = DEFAULT_MAX_MEMORY_MB,
+        cache_dir: Any = None,
     ):
         self.tokenizer = _tokenizer(tokenizer)
-        self._c = _dwac.Compiler(self.tokenizer, cache_bytes, max_seconds, max_memory_mb)
+        self._c = _dwac.Compiler(
+            self.tokenizer, cache_bytes, max_seconds, max_memory_mb, None if cache_dir is None else str(cache_dir)
+        )
 
     def _compile(self, kind: str, source: str, **options: Any) -> Grammar:
         return Grammar(self._c.compile(kind, source, **options), self.tokenizer)
@@ -355,8 +368,9 @@ class Compiler:
 
     def tools(self, tools: Union[list, dict, str], format: str, **options: Any) -> Grammar:
         """The grammar of an assistant turn with ``tools`` in ``format``'s wire format (options
-        as ``dwac.tools.structural_tag``)."""
-        return self.structural_tag(_tools_module.structural_tag(tools, format, **options))
+        as ``dwac.tools.structural_tag``; ``strict`` as ``structural_tag``'s)."""
+        strict = options.pop("strict", False)
+        return self._compile("structural_tag", _tools_module.structural_tag_text(tools, format, **options), strict=strict)
 
     def lark(self, source: str, *, strict: bool = False) -> Grammar:
         return self._compile("lark", source, strict=strict)
@@ -376,6 +390,17 @@ class Compiler:
         """Forget every compiled grammar and remembered refusal (grammars already returned stay
         valid)."""
         self._c.clear()
+
+
+def cache_key(kind: str, source: Union[str, dict], tokenizer: Any = None, **options: Any) -> str:
+    """The key (hex) a compiled constraint is cached under in an artifact directory
+    (``Compiler(cache_dir=…)``, ``dwac compile --cache-dir``): ``kind`` one of
+    ``"json_schema"``, ``"lark"``, ``"gbnf"``, ``"structural_tag"``, ``"regex"``; ``source`` its
+    text (or a parsed schema or tag); ``options`` as ``Compiler.compile``'s (``compact``,
+    ``lenient``, ``draft``, ``max_whitespace``, ``strict``). JSON sources are keyed by their
+    text without the spacing between tokens, so re-indenting a schema keeps its key."""
+    text = source if isinstance(source, str) else _json.dumps(source)
+    return _dwac.cache_key(kind, text, _tokenizer(tokenizer), **options)
 
 
 def _as_numpy(bitmask):

@@ -115,6 +115,7 @@ class Compiler:
         cache_bytes: int = ...,
         max_seconds: Optional[float] = 10.0,
         max_memory_mb: Optional[int] = 2048,
+        cache_dir: Optional[str] = None,
     ) -> None: ...
     def compile(
         self,
@@ -138,3 +139,14 @@ def tools_structural_tag(
     max_whitespace: Optional[int] = None,
 ) -> str:
     """The structural tag (JSON text) of a turn with ``tools`` (JSON text); see ``dwac.tools``."""
+
+def cache_key(
+    kind: str,
+    source: str,
+    tokenizer: Tokenizer,
+    compact: bool = False,
+    lenient: bool = False,
+    draft: Optional[str] = None,
+    max_whitespace: Optional[int] = None,
+    strict: bool = False,
+) -> str: ...

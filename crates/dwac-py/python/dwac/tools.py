@@ -46,8 +46,19 @@ def structural_tag(
     ``response_format`` take it) of a turn with ``tools`` (a list, a request ``dict`` with
     ``tools``, or JSON text of either). Raises ``DwacError`` naming the JSON pointer of a bad
     tool."""
+    return _json.loads(structural_tag_text(tools, format, tool_choice, parallel_tool_calls, reasoning, max_whitespace))
+
+
+def structural_tag_text(
+    tools: Union[list, dict, str],
+    format: str,
+    tool_choice: Union[str, dict, None] = None,
+    parallel_tool_calls: Optional[bool] = None,
+    reasoning: bool = False,
+    max_whitespace: Optional[int] = None,
+) -> str:
+    """``structural_tag`` as JSON text, as the compiler writes it (the text an artifact of
+    ``dwac compile --tools`` is keyed by)."""
     text = tools if isinstance(tools, str) else _json.dumps(tools)
     choice = None if tool_choice is None else _json.dumps(tool_choice)
-    return _json.loads(
-        _dwac.tools_structural_tag(text, format, choice, parallel_tool_calls, reasoning, max_whitespace)
-    )
+    return _dwac.tools_structural_tag(text, format, choice, parallel_tool_calls, reasoning, max_whitespace)

@@ -23,6 +23,10 @@ use dwac_measure::accounts::Account;
 /// Where each input's artifact goes: `-o FILE` for one input; `-o DIR/<stem>.dwa` for several
 /// (or an existing directory); `artifacts/<stem>.dwa` by default (`.dwa.zst` with `--zstd`).
 pub(crate) fn output_paths(args: &CompileArgs, sources: &[Source]) -> Result<Vec<PathBuf>> {
+    // (`--cache-dir`: each input's file name is its key, known once it is compiled.)
+    if let Some(dir) = &args.cache_dir {
+        return Ok(vec![dir.clone(); sources.len()]);
+    }
     let ext = if args.zstd { "dwa.zst" } else { "dwa" };
     let stem = |s: &Source| match s {
         Source::File(p) => p.file_stem().map_or_else(|| "out".to_string(), |x| x.to_string_lossy().to_string()),
@@ -46,10 +50,11 @@ pub(crate) fn output_paths(args: &CompileArgs, sources: &[Source]) -> Result<Vec
     Ok(paths)
 }
 
-/// Compile one source and write its artifact; the JSON record of the result.
+/// Compile one source and write its artifact (to `out`, or with `by_key` into the directory
+/// `out` under its cache key); the JSON record of the result.
 pub(crate) fn compile_one(
     source: &Source,
-    out: &Path,
+    (out, by_key): (&Path, bool),
     args_zstd: Option<(i32, bool)>,
     opts: &CompileOpts,
     tokenizer: &Tokenizer,
@@ -62,6 +67,17 @@ pub(crate) fn compile_one(
     }
     let t0 = Instant::now();
     let tok = TokenizerInfo { name: tokenizer.name().to_string(), fingerprint: tokenizer.fingerprint() };
+    let key = by_key
+        .then(|| artifact::cache_key(&built.info, &tok.fingerprint, &schema_options(opts), &EngineOptions::default()));
+    let keyed;
+    let out = match &key {
+        Some(k) => {
+            std::fs::create_dir_all(out).map_err(|e| anyhow::anyhow!("{what}: creating {}: {e}", out.display()))?;
+            keyed = out.join(format!("{k}.dwa"));
+            keyed.as_path()
+        }
+        None => out,
+    };
     let raw = artifact_bytes(
         &built.engine,
         &built.info,
@@ -98,6 +114,9 @@ pub(crate) fn compile_one(
         "lr_conflicts": s.lr_conflicts,
         "warnings": built.warnings,
     });
+    if let Some(k) = key {
+        rec["cache_key"] = json!(k);
+    }
     if let (Some(o), serde_json::Value::Object(m)) = (rec.as_object_mut(), mask_stats_json(s)) {
         o.extend(m);
     }
@@ -202,7 +221,8 @@ pub(crate) fn compile(args: CompileArgs) -> Result<u8> {
         let _watchdog =
             Watchdog::start(sources[0].display(), args.opts.max_seconds, args.opts.max_memory_mb, Some(bar.clone()));
         let zstd = args.zstd.then_some((args.zstd_level, args.without_vocabulary));
-        let rec = compile_one(&sources[0], &outputs[0], zstd, &args.opts, &tokenizer, &mut progress);
+        let out = (outputs[0].as_path(), args.cache_dir.is_some());
+        let rec = compile_one(&sources[0], out, zstd, &args.opts, &tokenizer, &mut progress);
         bar.finish_and_clear();
         print_compiled(&rec?, args.json);
         return Ok(0);
@@ -249,6 +269,7 @@ pub(crate) fn compile_batch(
     ));
     let spawn_worker = || {
         let (queue, tx, shared, tokenizer) = (queue.clone(), tx.clone(), shared.clone(), tokenizer.clone());
+        let by_key = args.cache_dir.is_some();
         std::thread::spawn(move || loop {
             let Some(i) = queue.lock().ok().and_then(|mut q| q.pop_front()) else { return };
             let (sources, outputs, opts, zstd) = &*shared;
@@ -260,7 +281,8 @@ pub(crate) fn compile_batch(
             let _charged = account.as_ref().map(|a| a.enter());
             let mut within_budget = |_, _| memory_check(account.as_deref(), opts.max_memory_mb);
             let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                with_stop(&stop, || compile_one(&sources[i], &outputs[i], *zstd, opts, &tokenizer, &mut within_budget))
+                let out = (outputs[i].as_path(), by_key);
+                with_stop(&stop, || compile_one(&sources[i], out, *zstd, opts, &tokenizer, &mut within_budget))
             }));
             let res = match res {
                 Ok(Ok(v)) => Ok(v),
