@@ -20,6 +20,8 @@
 //!   texts; `--saturate-only` builds every automaton by backward saturation (`differential.rs`).
 //! - `fuzz-artifact`: `Artifact::from_bytes` and random commits and masks on mutated artifacts
 //!   (`fuzz.rs`).
+//! - `servers`: dwac in SGLang's grammar-backend code next to its xgrammar and llguidance
+//!   backends (`servers.rs`).
 //! - `compile-gate [--base REV]`: the compile-cost gate, this tree's compile time and peak
 //!   memory against the base revision's on a fixed corpus, in one run (`gate.rs`); also the
 //!   last part of `bench`.
@@ -37,6 +39,7 @@ mod py_bench;
 mod pyenv;
 mod schema_bench;
 mod schema_suite;
+mod servers;
 mod util;
 
 use std::path::PathBuf;
@@ -166,6 +169,11 @@ enum Cmd {
     /// alternately, in one run; inputs more than 1.5× slower or heavier are named (report
     /// `<out-dir>/gate.md`, `gate.json`).
     CompileGate(gate::Args),
+    /// dwac inside the inference servers' own code next to their built-in backends: SGLang's
+    /// grammar backends on CPU (its environment built and cached in target/peers), the backend's
+    /// tests against the real package, the batch step and time to first mask (report
+    /// `<out-dir>/servers.md`).
+    Servers(servers::Args),
     /// Internal: compile jobs read from stdin (used by schema-bench).
     #[command(hide = true)]
     SchemaWorker {
@@ -219,6 +227,7 @@ fn main() -> Result<()> {
         }
         Cmd::SchemaWorker { tokenizer } => schema_bench::worker(&tokenizer),
         Cmd::Differential(args) => differential::run(args),
+        Cmd::Servers(a) => servers::run(&servers::Args { out_dir: in_repo(a.out_dir), ..a }),
         Cmd::CompileGate(a) => {
             let a = gate::Args { out_dir: in_repo(a.out_dir), ..a };
             let (md, regressed) = gate::run(&a)?;

@@ -62,3 +62,29 @@ def structural_tag_text(
     text = tools if isinstance(tools, str) else _json.dumps(tools)
     choice = None if tool_choice is None else _json.dumps(tool_choice)
     return _dwac.tools_structural_tag(text, format, choice, parallel_tool_calls, reasoning, max_whitespace)
+
+
+def structural_tag_from_legacy(key_string: str) -> str:
+    """The older structural tag of SGLang and vLLM, ``{"structures": [{"begin", "schema",
+    "end"}], "triggers", "at_least_one"?}`` (``type`` optional, a missing ``schema`` any value),
+    as the ``{"format"}`` form it means (``triggered_tags``); any other text as it is."""
+    try:
+        tag = _json.loads(key_string)
+    except ValueError:
+        return key_string
+    if not isinstance(tag, dict) or tag.get("structures") is None:
+        return key_string
+    unknown = set(tag) - {"type", "structures", "triggers", "at_least_one"}
+    if unknown or tag.get("type", "structural_tag") != "structural_tag" or not isinstance(tag["structures"], list):
+        return key_string  # (the compiler names what is wrong)
+    tags = []
+    for s in tag["structures"]:
+        if not isinstance(s, dict):
+            return key_string
+        schema = s.get("schema")
+        content = {"type": "json_schema", "json_schema": {} if schema is None else schema}
+        tags.append({"type": "tag", "begin": s.get("begin"), "content": content, "end": s.get("end")})
+    fmt = {"type": "triggered_tags", "triggers": tag.get("triggers"), "tags": tags}
+    if tag.get("at_least_one"):
+        fmt["at_least_one"] = True
+    return _json.dumps({"type": "structural_tag", "format": fmt})
