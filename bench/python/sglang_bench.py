@@ -24,8 +24,6 @@ import sys
 import tempfile
 import time
 
-import torch
-
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 MASKBENCH = ROOT.parent / "shared/data/jsonschemabench/maskbench/data"
 GBNF = ROOT.parent / "shared/data/grammars/llama.cpp"
@@ -165,8 +163,6 @@ def main():
             xs.append((time.perf_counter() - t) * 1e3)
         report["ttfm_ms"][n] = summary(xs)
     if "dwac" in names:
-        import dwac.integrations.sglang as dsgl
-
         with tempfile.TemporaryDirectory() as d:
             os.environ["DWAC_CACHE_DIR"] = d
             warm = backends(args.model_dir, ["dwac"])[1]["dwac"]

@@ -169,10 +169,11 @@ enum Cmd {
     /// alternately, in one run; inputs more than 1.5× slower or heavier are named (report
     /// `<out-dir>/gate.md`, `gate.json`).
     CompileGate(gate::Args),
-    /// dwac inside the inference servers' own code next to their built-in backends: SGLang's
-    /// grammar backends on CPU (its environment built and cached in target/peers), the backend's
-    /// tests against the real package, the batch step and time to first mask (report
-    /// `<out-dir>/servers.md`).
+    /// dwac inside the inference servers' own code next to their built-in backends: vLLM's
+    /// manager and its OpenAI server on SmolLM2-135M, SGLang's grammar backends on CPU (their
+    /// environments built and cached in target/peers); the backends' tests against the real
+    /// packages, every request kind and bad input, the batch step, time to first mask, end-to-end
+    /// validity and tokens per second (report `<out-dir>/servers.md`).
     Servers(servers::Args),
     /// Internal: compile jobs read from stdin (used by schema-bench).
     #[command(hide = true)]

@@ -82,6 +82,20 @@ impl Prepared {
         cache_key(&self.info, &tok.fingerprint(), &self.compiler.schema, &self.compiler.engine)
     }
 
+    /// The front end alone (the grammar parsed, a schema or structural tag translated): the
+    /// errors a compile would report about the source itself, in a small part of its time and
+    /// without a tokenizer; the warnings otherwise. A regex is checked only by compiling it.
+    pub(crate) fn check(&self) -> Result<Vec<String>, String> {
+        let what = self.what;
+        match self.parsed {
+            Some(k) => {
+                let (_, w) = self.compiler.parse(k, &self.info.text).map_err(|e| e.located(&what, false))?;
+                Ok(w.into_iter().map(|w| format!("{what}: {w}")).collect())
+            }
+            None => Ok(Vec::new()),
+        }
+    }
+
     /// Compile for `tok` within `budget` (GIL released by the caller).
     pub(crate) fn compile(
         self,

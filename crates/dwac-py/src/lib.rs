@@ -62,6 +62,7 @@ fn _dwac(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<compiler::Compiler>()?;
     m.add_function(wrap_pyfunction!(compiler::tools_structural_tag, m)?)?;
     m.add_function(wrap_pyfunction!(compiler::cache_key, m)?)?;
+    m.add_function(wrap_pyfunction!(compiler::check_source, m)?)?;
     m.add_function(wrap_pyfunction!(fill_next_token_bitmask_batch, m)?)?;
     m.add_function(wrap_pyfunction!(apply_bitmask_f32, m)?)?;
     #[cfg(feature = "bench")]

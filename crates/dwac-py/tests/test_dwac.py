@@ -3,7 +3,6 @@ masks on real schemas and instances, fork/rollback/validate, batch and threaded 
 inputs, bitmask helpers and the logits processors."""
 
 import json
-import os
 import pathlib
 import threading
 
@@ -231,6 +230,33 @@ def test_bad_schemas_and_grammars_raise_with_location(tok):
         dwac.Grammar.from_json_schema({}, tok, draft="draft99")
     with pytest.raises(dwac.DwacError):
         dwac.Grammar.open("/nonexistent/x.dwa")
+
+
+def test_check_gives_the_compiles_message_without_compiling(tok):
+    """dwac.check (a server's frontend check): the front end alone, no tokenizer; where it finds a
+    fault, the message is the compile's own."""
+    bad = [
+        ("json_schema", {"type": "object", "properties": {"b": {"type": "array", "uniqueItems": True}}}, {}),
+        ("json_schema", {"type": "object", "properties": {"a": {"type": "strin"}}}, {}),
+        ("json_schema", "{not json", {}),
+        ("lark", 'start: "a"\nb: (\n', {}),
+        ("gbnf", "root ::= missing", {}),
+        ("structural_tag", {"type": "structural_tag", "format": {"type": "nope"}}, {}),
+    ]
+    for kind, source, options in bad:
+        with pytest.raises(dwac.DwacError) as checked:
+            dwac.check(kind, source, **options)
+        compile = {"json_schema": dwac.Grammar.from_json_schema, "lark": dwac.Grammar.from_lark, "gbnf": dwac.Grammar.from_gbnf,
+                   "structural_tag": dwac.Grammar.from_structural_tag}[kind]
+        with pytest.raises(dwac.DwacError) as compiled:
+            compile(source, tok, **options)
+        assert str(checked.value) == str(compiled.value), (kind, source)
+    assert dwac.check("json_schema", {"type": "object", "properties": {"a": {"type": "integer"}}}) == []
+    assert dwac.check("gbnf", 'root ::= "a" | "b"') == []
+    warnings = dwac.check("json_schema", {"type": "array", "uniqueItems": True}, lenient=True)
+    assert any("uniqueItems" in w for w in warnings), warnings
+    with pytest.raises(dwac.DwacError, match="unknown grammar kind"):
+        dwac.check("yaml", "a: b")
 
 
 def test_apply_token_bitmask_inplace(tok):

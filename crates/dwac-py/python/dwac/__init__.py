@@ -63,9 +63,11 @@ __all__ = [
     "fill_next_token_bitmask_batch",
     "tokenizer_from_hf",
     "allocate_token_bitmask_torch",
+    "bitmask_array",
     "DEFAULT_MAX_SECONDS",
     "DEFAULT_MAX_MEMORY_MB",
     "cache_key",
+    "check",
 ]
 
 
@@ -392,6 +394,16 @@ class Compiler:
         self._c.clear()
 
 
+def check(kind: str, source: Union[str, dict], **options: Any) -> list:
+    """Check a source without compiling it (no tokenizer needed): raises ``DwacError`` with the
+    message a compile would give about the source itself (a grammar's line:column, a schema's
+    unsupported keyword and its JSON pointer), in a small part of a compile's time; returns the
+    warnings otherwise. ``kind`` and ``options`` as ``cache_key``'s. A regex is checked only by
+    compiling it. Releases the GIL."""
+    text = source if isinstance(source, str) else _json.dumps(source)
+    return _dwac.check_source(kind, text, **options)
+
+
 def cache_key(kind: str, source: Union[str, dict], tokenizer: Any = None, **options: Any) -> str:
     """The key (hex) a compiled constraint is cached under in an artifact directory
     (``Compiler(cache_dir=…)``, ``dwac compile --cache-dir``): ``kind`` one of
@@ -423,10 +435,22 @@ def allocate_token_bitmask(batch_size: int, vocab_size: int):
 
 
 def allocate_token_bitmask_torch(batch_size: int, vocab_size: int):
-    """As ``allocate_token_bitmask``, as a CPU torch tensor (torch must be installed)."""
+    """As ``allocate_token_bitmask``, as a CPU torch tensor (torch must be installed). The tensor
+    shares its memory with a numpy array it carries (``bitmask_array``), so dwac's fills into it
+    skip the tensor-to-array conversion (about 12 µs a call)."""
     import torch
 
-    return torch.full((batch_size, (vocab_size + 31) // 32), -1, dtype=torch.int32)
+    array = allocate_token_bitmask(batch_size, vocab_size)
+    tensor = torch.from_numpy(array)  # (its storage cannot be resized: the array stays its memory)
+    tensor._dwac_array = array
+    return tensor
+
+
+def bitmask_array(bitmask):
+    """The numpy array a bitmask of ``allocate_token_bitmask_torch`` shares its memory with;
+    any other bitmask as it is."""
+    array = getattr(bitmask, "_dwac_array", None)
+    return bitmask if array is None else array
 
 
 def fill_next_token_bitmask(matcher: Matcher, bitmask, index: int = 0) -> None:

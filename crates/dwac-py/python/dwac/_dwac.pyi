@@ -140,6 +140,17 @@ def tools_structural_tag(
 ) -> str:
     """The structural tag (JSON text) of a turn with ``tools`` (JSON text); see ``dwac.tools``."""
 
+def check_source(
+    kind: str,
+    source: str,
+    compact: bool = False,
+    lenient: bool = False,
+    draft: Optional[str] = None,
+    max_whitespace: Optional[int] = None,
+    strict: bool = False,
+) -> List[str]:
+    """The front end alone: raises DwacError as a compile would about the source itself; the
+    warnings otherwise. A regex is checked only by compiling it."""
 def cache_key(
     kind: str,
     source: str,

@@ -39,13 +39,13 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import os
 from typing import List, Optional, Sequence, Tuple
 
 import torch
 
 import dwac
 from dwac import tools
+from dwac.integrations import _settings
 
 from sglang.srt.constrained import base_grammar_backend as _base
 from sglang.srt.constrained.base_grammar_backend import (
@@ -98,15 +98,6 @@ def _sglang_version() -> str:
         return version("sglang")
     except Exception:  # pragma: no cover
         return "(unknown version)"
-
-
-def _env_number(name: str, default: Optional[float], kind=float):
-    v = os.environ.get(name)
-    if v is None:
-        return default
-    if v.strip().lower() in ("", "none", "off"):
-        return None
-    return kind(v)
 
 
 class DwacGrammarBackend(BaseGrammarBackend):
@@ -167,9 +158,8 @@ class DwacGrammarBackend(BaseGrammarBackend):
             compact=bool(getattr(server_args, "constrained_json_disable_any_whitespace", False)),
             max_whitespace=getattr(server_args, "constrained_json_max_whitespace_cnt", None),
             think_end=think_end,
-            cache_dir=os.environ.get("DWAC_CACHE_DIR") or None,
-            max_seconds=_env_number("DWAC_MAX_SECONDS", dwac.DEFAULT_MAX_SECONDS),
-            max_memory_mb=_env_number("DWAC_MAX_MEMORY_MB", dwac.DEFAULT_MAX_MEMORY_MB, int),
+            cache_dir=_settings.cache_dir(),
+            **_settings.budget(),
         )
 
     def _object(self, kind: str, key_string: str, compile) -> BaseGrammarObject:
@@ -220,7 +210,7 @@ class DwacGrammarBackend(BaseGrammarBackend):
 
 
 def _allocate(vocab_size: int, batch_size: int) -> torch.Tensor:
-    return torch.full((batch_size, (vocab_size + 31) // 32), -1, dtype=torch.int32)
+    return dwac.allocate_token_bitmask_torch(batch_size, vocab_size)
 
 
 def _apply(logits: torch.Tensor, vocab_mask: torch.Tensor) -> None:
@@ -296,7 +286,7 @@ class DwacGrammar(BaseGrammarObject):
         if self.reasoning is not None:
             vocab_mask[idx].fill_(-1)
         else:
-            self.matcher.fill_next_token_bitmask(vocab_mask, idx)
+            self.matcher.fill_next_token_bitmask(dwac.bitmask_array(vocab_mask), idx)
 
     @staticmethod
     def fill_vocab_mask_batched(entries, vocab_mask: torch.Tensor) -> None:
@@ -312,9 +302,9 @@ class DwacGrammar(BaseGrammarObject):
                 matchers.append(grammar.matcher)
                 rows.append(row)
         if len(matchers) == 1:  # (one row: no thread pool to wake)
-            matchers[0].fill_next_token_bitmask(vocab_mask, rows[0])
+            matchers[0].fill_next_token_bitmask(dwac.bitmask_array(vocab_mask), rows[0])
         elif matchers:
-            dwac.fill_next_token_bitmask_batch(matchers, vocab_mask, rows)
+            dwac.fill_next_token_bitmask_batch(matchers, dwac.bitmask_array(vocab_mask), rows)
 
     @staticmethod
     def reset_vocab_mask(vocab_mask: torch.Tensor) -> None:

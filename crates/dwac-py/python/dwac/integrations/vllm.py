@@ -36,7 +36,9 @@ What each request kind compiles to:
   ``{"structures", "triggers"}`` form and the ``{"format"}`` form.
 - A constraint dwac cannot honour exactly fails that request with dwac's one-line message (the
   keyword and its JSON pointer, the grammar's line:column, a budget); no other request is
-  touched.
+  touched. The frontend parses each source (``dwac.check``, no compile), so a bad grammar or
+  an unsupported keyword is the client's 400; what only compiling finds (a bad regex, a budget)
+  fails the request in the engine.
 
 Compiles run on vLLM's grammar threads with the GIL released, within a budget
 (``DWAC_MAX_SECONDS``, default 10; ``DWAC_MAX_MEMORY_MB``, default 2048); refusals are
@@ -47,7 +49,8 @@ written back for the other processes and the next start. The request's end token
 are allowed exactly where the output may end, and they are part of the key.
 
 Reasoning (``--reasoning-parser``) is vLLM's own: its manager feeds the grammar only after the
-think-end token.
+think-end token. ``DWAC_VLLM_STATS=FILE`` writes the engine's time in dwac (mask fills,
+commits) to FILE, for dwac's share of a decoding step.
 """
 
 from __future__ import annotations
@@ -57,11 +60,13 @@ import logging
 import os
 import re
 import threading
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, FrozenSet, List, Optional
 
 import dwac
 from dwac import tools
+from dwac.integrations import _settings
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
@@ -85,13 +90,40 @@ _lock = threading.Lock()
 _registered = False
 
 
-def _env_number(name: str, default, kind=float):
-    v = os.environ.get(name)
-    if v is None:
-        return default
-    if v.strip().lower() in ("", "none", "off"):
-        return None
-    return kind(v)
+class _Stats:
+    """With ``DWAC_VLLM_STATS=FILE``: the time the engine spends in dwac (mask fills, token
+    commits) in this process, written to FILE as JSON at most twice a second (how large dwac's
+    share of a decoding step is, on a real server)."""
+
+    def __init__(self, path: Optional[str]):
+        self.path = path
+        self.fills = self.accepts = 0
+        self.fill_s = self.accept_s = 0.0
+        self.written = 0.0
+        self.lock = threading.Lock()
+
+    def add(self, fill: bool, seconds: float, now: float) -> None:
+        with self.lock:
+            if fill:
+                self.fills += 1
+                self.fill_s += seconds
+            else:
+                self.accepts += 1
+                self.accept_s += seconds
+            if now - self.written < 0.5:
+                return
+            self.written = now
+            record = {"pid": os.getpid(), "fills": self.fills, "fill_s": self.fill_s, "accepts": self.accepts, "accept_s": self.accept_s}
+        try:
+            tmp = f"{self.path}.{os.getpid()}.tmp"
+            with open(tmp, "w") as f:
+                json.dump(record, f)
+            os.replace(tmp, self.path)
+        except OSError as e:  # (a diagnostic: never fails a request)
+            logger.warning("dwac: cannot write %s: %s", self.path, e)
+
+
+_stats = _Stats(os.environ.get("DWAC_VLLM_STATS") or None)
 
 
 def _vllm_version() -> str:
@@ -179,16 +211,17 @@ def _patch_validation() -> None:
             return original(self, model_config, structured_outputs_config, tokenizer)
         if structured_outputs_config.backend != NAME:
             return original(self, model_config, structured_outputs_config, tokenizer)
-        validate_request(self, model_config, tokenizer)
+        validate_request(self, model_config, tokenizer, structured_outputs_config)
 
     _validate_structured_outputs.__wrapped__ = original  # type: ignore[attr-defined]
     SamplingParams._validate_structured_outputs = _validate_structured_outputs
 
 
-def validate_request(params, model_config, tokenizer) -> None:
+def validate_request(params, model_config, tokenizer, config=None) -> None:
     """The frontend's checks of a request for dwac: those vLLM makes for every backend, then
-    dwac's (``whitespace_pattern`` refused; ``disable_any_whitespace`` and
-    ``disable_additional_properties`` carried to the engine in the schema's text)."""
+    dwac's: the source parsed (``dwac.check``: a bad grammar or an unsupported keyword is a 400
+    with dwac's message), ``whitespace_pattern`` refused, ``disable_any_whitespace`` and
+    ``disable_additional_properties`` carried to the engine in the schema's text."""
     from vllm.exceptions import VLLMValidationError
     from vllm.sampling_params import check_json_nesting
 
@@ -224,13 +257,24 @@ def validate_request(params, model_config, tokenizer) -> None:
             "(whitespace is bounded by default) or set disable_any_whitespace",
             parameter="whitespace_pattern",
         )
+    # The source checked here (parsed, not compiled): a bad one is the client's 400 with dwac's
+    # message, not a failed request in the engine.
+    strict = bool(so.disable_additional_properties) or bool(getattr(config, "disable_additional_properties", False))
+    try:
+        if so.json is not None:
+            dwac.check("json_schema", so.json, strict=strict)
+        elif so.grammar is not None:
+            dwac.check("gbnf" if is_gbnf(so.grammar) else "lark", so.grammar)
+        elif so.structural_tag is not None:
+            dwac.check("structural_tag", tools.structural_tag_from_legacy(so.structural_tag))
+        elif so.choice is not None:
+            choice_grammar(so.choice)
+    except dwac.DwacError as e:
+        raise VLLMValidationError(f"dwac: {e}") from e
     if (so.disable_any_whitespace or so.disable_additional_properties) and (so.json is not None or so.json_object):
         schema = so.json if so.json is not None else {"type": "object"}
         if isinstance(schema, str):
-            try:
-                schema = json.loads(schema)
-            except ValueError as e:
-                raise VLLMValidationError(f"dwac: the JSON schema is not JSON: {e}") from e
+            schema = json.loads(schema)
         options = {"compact": bool(so.disable_any_whitespace), "strict": bool(so.disable_additional_properties)}
         so.json = json.dumps({OPTIONS_KEY: options, "schema": schema})
         so.json_object = None
@@ -314,10 +358,9 @@ class DwacBackend(_backend_base()):  # type: ignore[misc]
         config = self.vllm_config.structured_outputs_config
         self.compact = bool(config.disable_any_whitespace)
         self.strict = bool(config.disable_additional_properties)
-        self.max_whitespace = _env_number("DWAC_MAX_WHITESPACE", DEFAULT_MAX_WHITESPACE, int)
-        self.cache_dir = os.environ.get("DWAC_CACHE_DIR") or None
-        self.max_seconds = _env_number("DWAC_MAX_SECONDS", dwac.DEFAULT_MAX_SECONDS)
-        self.max_memory_mb = _env_number("DWAC_MAX_MEMORY_MB", dwac.DEFAULT_MAX_MEMORY_MB, int)
+        self.max_whitespace = _settings.env_number("DWAC_MAX_WHITESPACE", DEFAULT_MAX_WHITESPACE, int)
+        self.cache_dir = _settings.cache_dir()
+        self.budget = _settings.budget()
         spec = getattr(self.vllm_config, "speculative_config", None)
         self.num_speculative_tokens = (getattr(spec, "num_speculative_tokens", None) or 0) if spec is not None else 0
         self._compilers: Dict[Optional[FrozenSet[int]], dwac.Compiler] = {}
@@ -333,9 +376,7 @@ class DwacBackend(_backend_base()):  # type: ignore[misc]
             if c is None:
                 eos = sorted(key) if key is not None else None
                 tok = dwac.tokenizer_from_hf(self.tokenizer, eos_token_ids=eos, vocab_size=self.vocab_size)
-                c = dwac.Compiler(
-                    tok, max_seconds=self.max_seconds, max_memory_mb=self.max_memory_mb, cache_dir=self.cache_dir
-                )
+                c = dwac.Compiler(tok, cache_dir=self.cache_dir, **self.budget)
                 self._compilers[key] = c
             return c
 
@@ -380,9 +421,7 @@ class DwacBackend(_backend_base()):  # type: ignore[misc]
         raise dwac.DwacError(f"no constraint of kind {request_type!s}")
 
     def allocate_token_bitmask(self, max_num_seqs: int) -> "torch.Tensor":
-        import torch
-
-        return torch.full((max_num_seqs, (self.vocab_size + 31) // 32), -1, dtype=torch.int32)
+        return dwac.allocate_token_bitmask_torch(max_num_seqs, self.vocab_size)
 
     def destroy(self):
         with self._compilers_lock:
@@ -399,22 +438,35 @@ class DwacGrammar(_grammar_base()):  # type: ignore[misc]
         self.grammar = grammar
         self.max_rollback = max_rollback
         self.matcher = grammar.matcher(max_rollback=max_rollback)
+        self.end_tokens = frozenset(grammar.tokenizer.eos_token_ids) if grammar.tokenizer is not None else frozenset()
         self.num_processed_tokens = 0
         self._terminated = False
 
     def accept_tokens(self, request_id: str, tokens: List[int]) -> bool:
+        if _stats.path is None:
+            return self._accept_tokens(request_id, tokens)
+        t = time.perf_counter()
+        ok = self._accept_tokens(request_id, tokens)
+        now = time.perf_counter()
+        _stats.add(False, now - t, now)
+        return ok
+
+    def _accept_tokens(self, request_id: str, tokens: List[int]) -> bool:
         if self._terminated:
             return True  # (tokens after the end are vLLM's to drop)
-        accepted = 0
-        for token in tokens:
-            if not self.matcher.accept_token(token):
-                if accepted:
-                    self.matcher.rollback(accepted)
-                logger.error("dwac: request %s: token %s is not allowed here", request_id, token)
+        if len(tokens) == 1:
+            if not self.matcher.accept_token(tokens[0]):
+                logger.error("dwac: request %s: token %s is not allowed here", request_id, tokens[0])
                 return False
-            accepted += 1
-            if self.matcher.is_terminated():
-                break
+            accepted = 1
+        else:
+            # All or nothing: the longest acceptable prefix first, nothing committed unless it
+            # is every token or ends with an end token (what follows the end is ignored).
+            n = self.matcher.validate_tokens(tokens)
+            if n < len(tokens) and not (n > 0 and tokens[n - 1] in self.end_tokens):
+                logger.error("dwac: request %s: token %s is not allowed here", request_id, tokens[n])
+                return False
+            accepted = self.matcher.accept_tokens(tokens[:n])
         self.num_processed_tokens += accepted
         self._terminated = self.matcher.is_terminated()
         return True
@@ -433,7 +485,13 @@ class DwacGrammar(_grammar_base()):  # type: ignore[misc]
         self._terminated = self.matcher.is_terminated()
 
     def fill_bitmask(self, bitmask: "torch.Tensor", batch_index: int) -> None:
-        self.matcher.fill_next_token_bitmask(bitmask, batch_index)
+        if _stats.path is None:
+            self.matcher.fill_next_token_bitmask(dwac.bitmask_array(bitmask), batch_index)
+            return
+        t = time.perf_counter()
+        self.matcher.fill_next_token_bitmask(dwac.bitmask_array(bitmask), batch_index)
+        now = time.perf_counter()
+        _stats.add(True, now - t, now)
 
     def is_terminated(self) -> bool:
         return self._terminated
