@@ -30,6 +30,16 @@ pub fn prepare(venv: &Path, packages: &[&str]) -> Result<PathBuf> {
         "pip install",
     )?;
     let bin = venv.join("bin");
+    if !bin.join("maturin").exists() {
+        // (A package the venv sees through a .pth file counts as installed, but its command is
+        // not in this venv's bin: the SGLang venv reads the xgrammar venv's packages so.)
+        run_ok(
+            Command::new(&py)
+                .args(["-m", "pip", "install", "--quiet", "--ignore-installed", "--no-deps", "maturin>=1.5,<2"])
+                .stdout(std::io::stderr()),
+            "pip install maturin",
+        )?;
+    }
     let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
     run_ok(
         Command::new(bin.join("maturin"))

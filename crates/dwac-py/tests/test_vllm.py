@@ -258,6 +258,8 @@ def test_speculative_validate_accept_rollback(manager):
 
 
 def test_batch_bitmask_and_terminated_rows(manager):
+    """The batch step (dwac fills every row in one call) equals each request's own mask (one
+    request: vLLM's own path), and a terminated request's row is left open as vLLM leaves it."""
     rs = [request(manager, json=SCHEMA), request(manager, choice=["a", "b"]), request(manager, regex="x+")]
     ids = [r.request_id for r in rs]
     reqs = {r.request_id: r for r in rs}
@@ -266,6 +268,7 @@ def test_batch_bitmask_and_terminated_rows(manager):
     assert mask.shape == (3, (VOCAB + 31) // 32)
     assert allowed(mask[0]) == allowed(step_mask(manager, rs[0]))
     assert len(allowed(mask[1])) == VOCAB  # terminated: vLLM leaves the row open
+    assert allowed(mask[2]) == allowed(step_mask(manager, rs[2]))
     assert manager.tokenizer.encode("x", add_special_tokens=False)[0] in allowed(mask[2])
 
 
