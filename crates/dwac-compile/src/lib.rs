@@ -17,7 +17,7 @@ pub mod token_terminals;
 pub use lexer::build_lexer;
 pub use pipeline::{
     compile_engine, compile_grammar, parse_source, regex_grammar, CompileStats, Compiled, Compiler, EngineOptions,
-    LexerInference, SourceKind,
+    LexerInference, SourceKind, REGEX_TERMINAL,
 };
 
 /// Why a grammar could not be compiled.

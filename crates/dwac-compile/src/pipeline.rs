@@ -47,11 +47,14 @@ pub fn parse_source(kind: SourceKind, text: &str) -> Result<Grammar, CompileErro
     Ok(Compiler::default().parse(kind, text)?.0)
 }
 
+/// The name of [`regex_grammar`]'s one terminal (errors about the pattern name it).
+pub const REGEX_TERMINAL: &str = "REGEX";
+
 /// A grammar accepting exactly the strings matching `pattern` (one terminal).
 pub fn regex_grammar(pattern: &str) -> Grammar {
     let mut g = Grammar::default();
     let t = g.add_terminal(Terminal {
-        name: "REGEX".into(),
+        name: REGEX_TERMINAL.into(),
         regex: pattern.to_string(),
         priority: 0,
         ignored: false,

@@ -311,7 +311,7 @@ pub(crate) fn cache_key(
 /// Check `source` of kind `kind` without compiling it: the errors a compile would report about
 /// the source itself (a grammar's syntax with its line:column, a schema's unsupported keyword
 /// with its JSON pointer), in a small part of a compile's time and without a tokenizer. Returns
-/// the warnings (`lenient`). A regex is checked only by compiling it. No GIL.
+/// the warnings (`lenient`). A regex: its syntax. No GIL.
 #[pyfunction]
 #[pyo3(signature = (kind, source, compact = false, lenient = false, draft = None, max_whitespace = None, strict = false))]
 #[expect(clippy::too_many_arguments, reason = "the Python signature: keyword arguments, each an option")]

@@ -84,7 +84,7 @@ impl Prepared {
 
     /// The front end alone (the grammar parsed, a schema or structural tag translated): the
     /// errors a compile would report about the source itself, in a small part of its time and
-    /// without a tokenizer; the warnings otherwise. A regex is checked only by compiling it.
+    /// without a tokenizer (a regex: its syntax); the warnings otherwise.
     pub(crate) fn check(&self) -> Result<Vec<String>, String> {
         let what = self.what;
         match self.parsed {
@@ -92,7 +92,11 @@ impl Prepared {
                 let (_, w) = self.compiler.parse(k, &self.info.text).map_err(|e| e.located(&what, false))?;
                 Ok(w.into_iter().map(|w| format!("{what}: {w}")).collect())
             }
-            None => Ok(Vec::new()),
+            None => {
+                dwac_compile::lexer::check_pattern(dwac_compile::REGEX_TERMINAL, &self.info.text)
+                    .map_err(|e| e.located(&what, false))?;
+                Ok(Vec::new())
+            }
         }
     }
 

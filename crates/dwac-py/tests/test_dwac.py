@@ -242,12 +242,13 @@ def test_check_gives_the_compiles_message_without_compiling(tok):
         ("lark", 'start: "a"\nb: (\n', {}),
         ("gbnf", "root ::= missing", {}),
         ("structural_tag", {"type": "structural_tag", "format": {"type": "nope"}}, {}),
+        ("regex", "(unclosed", {}),
     ]
     for kind, source, options in bad:
         with pytest.raises(dwac.DwacError) as checked:
             dwac.check(kind, source, **options)
         compile = {"json_schema": dwac.Grammar.from_json_schema, "lark": dwac.Grammar.from_lark, "gbnf": dwac.Grammar.from_gbnf,
-                   "structural_tag": dwac.Grammar.from_structural_tag}[kind]
+                   "structural_tag": dwac.Grammar.from_structural_tag, "regex": dwac.Grammar.from_regex}[kind]
         with pytest.raises(dwac.DwacError) as compiled:
             compile(source, tok, **options)
         assert str(checked.value) == str(compiled.value), (kind, source)

@@ -205,7 +205,8 @@ def test_server_options(model_dir):
         ({"grammar": "start: UNDEFINED_RULE x"}, r"grammar:\d+:\d+", "frontend"),
         ({"json": "{not json"}, "JSON", "frontend"),
         ({"structural_tag": '{"type": "structural_tag", "format": {"type": "nope"}}'}, "nope", "frontend"),
-        ({"regex": "(unclosed"}, "regex", "engine"),
+        ({"regex": "(unclosed"}, "regex", "frontend"),
+        ({"json": {"type": "integer", "minimum": 5, "maximum": 1}}, "no JSON value", "engine"),
     ],
 )
 def test_refusals_fail_only_their_request(manager, constraint, message, where):

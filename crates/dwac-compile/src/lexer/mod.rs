@@ -135,6 +135,14 @@ fn check_text_pattern(t: &Terminal, pattern: &str) -> Result<(), CompileError> {
         .map_err(|e| CompileError::Regex { terminal: t.name.clone(), message: e.to_string() })
 }
 
+/// Whether `pattern` is a regex a text terminal named `terminal` may have, as the lexer build
+/// checks it (the same error, without building anything).
+pub fn check_pattern(terminal: &str, pattern: &str) -> Result<(), CompileError> {
+    syntax::parse_with(pattern, &syntax::Config::new().unicode(true).utf8(true))
+        .map(|_| ())
+        .map_err(|e| CompileError::Regex { terminal: terminal.into(), message: e.to_string() })
+}
+
 /// Build one component's DFA.
 fn build_component(terminals: &[Terminal], active: &[bool]) -> Result<ComponentDfa, CompileError> {
     // One length-bounded terminal: its patterns' DFA times the character counter.

@@ -398,8 +398,8 @@ def check(kind: str, source: Union[str, dict], **options: Any) -> list:
     """Check a source without compiling it (no tokenizer needed): raises ``DwacError`` with the
     message a compile would give about the source itself (a grammar's line:column, a schema's
     unsupported keyword and its JSON pointer), in a small part of a compile's time; returns the
-    warnings otherwise. ``kind`` and ``options`` as ``cache_key``'s. A regex is checked only by
-    compiling it. Releases the GIL."""
+    warnings otherwise (a regex: its syntax). ``kind`` and ``options`` as ``cache_key``'s.
+    Releases the GIL."""
     text = source if isinstance(source, str) else _json.dumps(source)
     return _dwac.check_source(kind, text, **options)
 

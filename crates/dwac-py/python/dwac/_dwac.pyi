@@ -149,8 +149,8 @@ def check_source(
     max_whitespace: Optional[int] = None,
     strict: bool = False,
 ) -> List[str]:
-    """The front end alone: raises DwacError as a compile would about the source itself; the
-    warnings otherwise. A regex is checked only by compiling it."""
+    """The front end alone: raises DwacError as a compile would about the source itself (a
+    regex: its syntax); the warnings otherwise."""
 def cache_key(
     kind: str,
     source: str,

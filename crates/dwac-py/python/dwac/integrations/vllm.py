@@ -36,9 +36,9 @@ What each request kind compiles to:
   ``{"structures", "triggers"}`` form and the ``{"format"}`` form.
 - A constraint dwac cannot honour exactly fails that request with dwac's one-line message (the
   keyword and its JSON pointer, the grammar's line:column, a budget); no other request is
-  touched. The frontend parses each source (``dwac.check``, no compile), so a bad grammar or
-  an unsupported keyword is the client's 400; what only compiling finds (a bad regex, a budget)
-  fails the request in the engine.
+  touched. The frontend parses each source (``dwac.check``, no compile), so a bad grammar,
+  regex or an unsupported keyword is the client's 400; what only compiling finds (a budget, a
+  schema no value satisfies) fails the request in the engine.
 
 Compiles run on vLLM's grammar threads with the GIL released, within a budget
 (``DWAC_MAX_SECONDS``, default 10; ``DWAC_MAX_MEMORY_MB``, default 2048); refusals are
@@ -267,6 +267,8 @@ def validate_request(params, model_config, tokenizer, config=None) -> None:
             dwac.check("gbnf" if is_gbnf(so.grammar) else "lark", so.grammar)
         elif so.structural_tag is not None:
             dwac.check("structural_tag", tools.structural_tag_from_legacy(so.structural_tag))
+        elif so.regex is not None:
+            dwac.check("regex", so.regex)
         elif so.choice is not None:
             choice_grammar(so.choice)
     except dwac.DwacError as e:
