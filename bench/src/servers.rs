@@ -106,14 +106,16 @@ fn environment(script: &str, var: &str, default: &str) -> Result<PathBuf> {
 }
 
 /// The backend's tests in the server's environment: (summary line, passed, output).
-fn backend_tests(py: &Path, file: &str) -> Result<(String, bool, String)> {
+/// `env`: variables for the tests (vLLM's: `DWAC_VLLM_MODEL`, the model its API test loads).
+fn backend_tests(py: &Path, file: &str, env: &[(&str, &Path)]) -> Result<(String, bool, String)> {
     let root = dwac_testdata::repo_root();
     eprintln!("the backend's tests ({file})");
-    let tests = Command::new(py)
-        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
-        .arg(root.join(file))
-        .output()
-        .context("running pytest")?;
+    let mut cmd = Command::new(py);
+    cmd.args(["-m", "pytest", "-q", "-p", "no:cacheprovider"]).arg(root.join(file));
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let tests = cmd.output().context("running pytest")?;
     let out = String::from_utf8_lossy(&tests.stdout).to_string();
     let summary = out.lines().rev().find(|l| l.contains("passed") || l.contains("failed")).unwrap_or("no result");
     eprintln!("  {summary}");
@@ -128,7 +130,8 @@ fn vllm(a: &Args) -> Result<(String, Vec<String>)> {
         Command::new(&py).arg(root.join("bench/python/vllm_model.py")).arg(&smol).stdout(std::io::stderr()),
         "vllm_model.py",
     )?;
-    let (summary, ok, out) = backend_tests(&py, "crates/dwac-py/tests/test_vllm.py")?;
+    let model = std::path::absolute(&smol)?;
+    let (summary, ok, out) = backend_tests(&py, "crates/dwac-py/tests/test_vllm.py", &[("DWAC_VLLM_MODEL", &model)])?;
     let manager = a.out_dir.join("vllm-manager.json");
     eprintln!("vLLM's StructuredOutputManager, dwac next to xgrammar and guidance (vllm_bench.py manager)");
     run_ok(
@@ -166,7 +169,7 @@ fn sglang(a: &Args) -> Result<(String, Vec<String>)> {
     let root = dwac_testdata::repo_root();
     let py = environment("bench/servers/setup-sglang.sh", "DWAC_SGLANG_VENV", "target/peers/sglang-venv")?;
     let model = config_only_model_dir(&a.out_dir)?;
-    let (summary, ok, out) = backend_tests(&py, "crates/dwac-py/tests/test_sglang.py")?;
+    let (summary, ok, out) = backend_tests(&py, "crates/dwac-py/tests/test_sglang.py", &[])?;
     let json = a.out_dir.join("sglang.json");
     eprintln!("SGLang's grammar path, dwac next to xgrammar and llguidance (bench/python/sglang_bench.py)");
     run_ok(

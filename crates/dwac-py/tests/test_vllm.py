@@ -7,6 +7,7 @@ Needs vLLM importable (``cargo dwac-bench servers`` builds such an environment);
 otherwise (CI runs the package's own tests without it)."""
 
 import json
+import os
 import pathlib
 import time
 
@@ -330,3 +331,27 @@ def test_gbnf_or_lark():
     assert dvllm.choice_grammar(['a"b', "c\\d\n"]) == 'root ::= "a\\"b" | "c\\\\d\\x0a"'
     with pytest.raises(dwac.DwacError):
         dvllm.choice_grammar([])
+
+
+@pytest.mark.skipif(not os.environ.get("DWAC_VLLM_MODEL"), reason="needs a model folder (DWAC_VLLM_MODEL; cargo dwac-bench servers sets it)")
+def test_the_llm_api_generates_through_dwac():
+    """vLLM's Python API, as the README says to use it: register, then
+    LLM(structured_outputs_config={"backend": "dwac"}); a real model's output is valid."""
+    import jsonschema
+
+    os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
+    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+    dvllm.register()
+    from vllm import LLM, SamplingParams
+    from vllm.sampling_params import StructuredOutputsParams
+
+    llm = LLM(model=os.environ["DWAC_VLLM_MODEL"], dtype="float32", max_model_len=1024, enforce_eager=True,
+              structured_outputs_config={"backend": "dwac"})
+    schema = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 20}, "days": {"type": "integer"}},
+              "required": ["city", "days"], "additionalProperties": False}
+    params = SamplingParams(max_tokens=80, temperature=0, structured_outputs=StructuredOutputsParams(json=schema))
+    out = llm.generate(["Plan a trip. Answer as JSON with a city and a number of days: "], params)[0].outputs[0]
+    assert out.finish_reason == "stop", out
+    jsonschema.validate(json.loads(out.text), schema)
+    choice = SamplingParams(max_tokens=8, temperature=0, structured_outputs=StructuredOutputsParams(choice=["yes", "no"]))
+    assert llm.generate(["Is water wet? "], choice)[0].outputs[0].text in ("yes", "no")
