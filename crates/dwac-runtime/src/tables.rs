@@ -412,7 +412,8 @@ fn check(cond: bool, what: &str) -> Result<(), TableError> {
 fn check_offsets(off: &[u32], n: usize, len: usize, what: &str) -> Result<(), TableError> {
     check(off.len() == n + 1, what)?;
     check(off.first() == Some(&0) && off.last().map(|&x| x as usize) == Some(len), what)?;
-    check(off.windows(2).all(|w| w[0] <= w[1]), what)
+    // (Branch-free, so that it vectorizes: a vocabulary's 150k offsets are checked at every open.)
+    check(!off.iter().zip(&off[1..]).fold(false, |bad, (a, b)| bad | (b < a)), what)
 }
 
 impl Vocabulary {
@@ -422,7 +423,8 @@ impl Vocabulary {
         check(n < u32::MAX as usize, "vocabulary too large")?;
         check_offsets(&self.offsets, n, self.bytes.len(), "vocabulary offsets")?;
         check(self.special.len() == n, "vocabulary special flags length")?;
-        check(self.special.iter().all(|&s| s <= 1), "vocabulary special flag is not 0 or 1")?;
+        // (Every flag is 0 or 1 exactly when their OR is: branch-free, as above.)
+        check(self.special.iter().fold(0u8, |or, &s| or | s) <= 1, "vocabulary special flag is not 0 or 1")?;
         check(self.eos.windows(2).all(|w| w[0] < w[1]), "end token ids must be sorted")?;
         check(self.eos.iter().all(|&e| (e as usize) < n), "end token id out of range")
     }
