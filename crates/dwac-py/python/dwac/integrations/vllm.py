@@ -8,7 +8,7 @@ structured_outputs_config={"backend": "dwac"})`` checks its arguments before it 
 plug-ins, so call ``dwac.integrations.vllm.register()`` once before creating the ``LLM``.
 
 vLLM has no registry for structured-output backends (an RFC for one is open upstream), so
-``register`` extends three of its names, each only where the configured backend is ``dwac``, so
+``register`` extends four of its names, each only where the configured backend is ``dwac``, so
 that no backend an operator chose is ever replaced:
 
 - ``StructuredOutputsConfig``: ``"dwac"`` a valid ``backend``, with ``disable_any_whitespace``
@@ -16,7 +16,9 @@ that no backend an operator chose is ever replaced:
 - ``SamplingParams._validate_structured_outputs``: the request's checks vLLM makes for every
   backend (empty sources, nesting depth, NUL in a regex), then the request marked for dwac;
   per-request options are honoured or refused here, with a 400 naming them;
-- ``StructuredOutputManager.grammar_init``: the ``DwacBackend`` created on the first request.
+- ``StructuredOutputManager.grammar_init``: the ``DwacBackend`` created on the first request;
+- ``StructuredOutputManager.grammar_bitmask``: without speculative tokens, the batch step's
+  rows filled in one dwac call, in parallel with the GIL released (vLLM fills them one by one).
 
 On a vLLM whose names moved, ``register`` raises, naming the installed version, and the server
 does not start: better than a backend half in place.
