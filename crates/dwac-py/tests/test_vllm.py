@@ -274,6 +274,34 @@ def test_batch_bitmask_and_terminated_rows(manager):
     assert manager.tokenizer.encode("x", add_special_tokens=False)[0] in allowed(mask[2])
 
 
+@pytest.mark.parametrize("batch", [1, 3])
+def test_reasoning_is_vllms_and_the_batch_step_keeps_it(model_dir, batch):
+    """With a reasoning parser, vLLM feeds the grammar only after the think-end token: until
+    then the rows stay open, in vLLM's own step (one request) and in dwac's batch step (more)."""
+    m = make_manager(model_dir, reasoning_parser="deepseek_r1")
+    rs = [request(m, json=SCHEMA) for _ in range(batch)]
+    ids = [r.request_id for r in rs]
+    reqs = {r.request_id: r for r in rs}
+    tok = m.tokenizer
+    think = tok.encode("Let me think.", add_special_tokens=False)
+    for r in rs:
+        assert m.accept_tokens(r, think)
+    mask = m.grammar_bitmask(reqs, ids, {})
+    for row in mask:
+        assert len(allowed(row)) == VOCAB  # still reasoning: unconstrained
+    end = tok.convert_tokens_to_ids("</think>")
+    for r in rs:
+        assert m.accept_tokens(r, [end])
+    mask = m.grammar_bitmask(reqs, ids, {})
+    brace = tok.encode("{", add_special_tokens=False)[0]
+    letter = tok.encode("x", add_special_tokens=False)[0]
+    for row in mask:
+        a = allowed(row)
+        assert brace in a and letter not in a  # the schema's object from here on
+    for r in rs:
+        walk(m, r, '{"city": "Oslo"}')
+
+
 def test_the_end_tokens_are_the_requests(manager):
     """vLLM passes the request's end and stop tokens: each is allowed exactly where the output
     may end, and nowhere else."""
