@@ -62,10 +62,11 @@ def requests(n):
                 out.append(("json", json.dumps(d["schema"]), json.dumps(ordered(d["schema"], docs[0]))))
     out.append(("ebnf", (GBNF / "arithmetic.gbnf").read_text(), "(1+2)*3"))
     schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
-    tag = {"type": "structural_tag", "format": {"type": "triggered_tags", "triggers": ["<tool_call>"], "tags": [
-        {"type": "tag", "begin": '<tool_call>\n{"name": "get_weather", "arguments": ',
-         "content": {"type": "json_schema", "json_schema": schema}, "end": "}\n</tool_call>"}]}}
-    out.append(("structural_tag", json.dumps(tag), 'Sure.<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>'))
+    # The older {structures, triggers} form with a text trigger: the one form every backend of
+    # both servers takes (their llguidance backends refuse the {"format"} form, and do not match
+    # a trigger that is a special token, as qwen3's <tool_call> is).
+    tag = {"structures": [{"begin": "<function=get_weather>", "schema": schema, "end": "</function>"}], "triggers": ["<function="]}
+    out.append(("structural_tag", json.dumps(tag), 'Sure.<function=get_weather>{"city": "Oslo"}</function>'))
     return out
 
 

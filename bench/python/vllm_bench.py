@@ -160,7 +160,7 @@ def manager_bench(args):
 
     # The requests of the batch and first-mask runs: every backend compiles them and accepts
     # their traces.
-    reqs = [r for r in requests(args.schemas) if r[0] != "structural_tag"] + [tool_call_request()]
+    reqs = requests(args.schemas)
     kept = []
     for kind, key, text in reqs:
         ids = tok.encode(text, add_special_tokens=False)
@@ -235,15 +235,6 @@ def manager_bench(args):
             del os.environ["DWAC_CACHE_DIR"]
     report["dwac_version"] = getattr(dwac, "__version__", "")
     return report
-
-
-def tool_call_request():
-    """A tool call in the structural-tag form all three backends take (vLLM's guidance backend
-    refuses the {"format"} form, and does not match a trigger that is a special token, as
-    qwen3's <tool_call> is)."""
-    schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
-    tag = {"structures": [{"begin": "<function=get_weather>", "schema": schema, "end": "</function>"}], "triggers": ["<function="]}
-    return ("structural_tag", json.dumps(tag), 'Sure.<function=get_weather>{"city": "Oslo"}</function>')
 
 
 def artifact_directory_faults(mgrs):
