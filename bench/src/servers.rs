@@ -55,9 +55,9 @@ pub struct Args {
     pub out_dir: PathBuf,
 }
 
-/// A model folder SGLang's `ServerArgs` accepts without weights: qwen3's tokenizer files and a
-/// small config of its architecture (the grammar path reads the tokenizer and the vocabulary
-/// size, never the weights).
+/// A model folder SGLang's `ServerArgs` and vLLM's `ModelConfig` accept without weights:
+/// qwen3's tokenizer files and a small config of its architecture (the grammar paths read the
+/// tokenizer and the vocabulary size, never the weights).
 fn config_only_model_dir(out: &Path) -> Result<PathBuf> {
     let d = out.join("qwen3-config-only");
     std::fs::create_dir_all(&d)?;
