@@ -94,6 +94,19 @@ def compile_one(b, key):
     return g
 
 
+def first_masks(b, kept):
+    """Time to first mask per request, ms: dispatch (a compile or a cache hit), a fresh copy, its
+    first fill."""
+    xs = []
+    for kind, key, _ in kept:
+        t = time.perf_counter()
+        g = compile_one(b, (kind, key)).copy()
+        m = g.allocate_vocab_mask(VOCAB, 1, "cpu")
+        g.fill_vocab_mask(m, 0)
+        xs.append((time.perf_counter() - t) * 1e3)
+    return xs
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model-dir", required=True)
@@ -128,7 +141,9 @@ def main():
             kept.append((kind, key, ids))
             for n in names:
                 compiled[n].append(gs[n])
-    report = {"requests": len(kept), "of": len(reqs), "kinds": sorted({k for k, _, _ in kept}), "batch": {}, "ttfm_ms": {}}
+    from importlib.metadata import version
+
+    report = {"sglang": version("sglang"), "requests": len(kept), "of": len(reqs), "kinds": sorted({k for k, _, _ in kept}), "batch": {}, "ttfm_ms": {}}
     print(f"{len(kept)} of {len(reqs)} requests kept", file=sys.stderr)
     for B in [int(x) for x in args.batches.split(",")]:
         row = {}
@@ -154,15 +169,7 @@ def main():
     # Time to first mask, every kept request, backends fresh (no memory cache).
     fresh = backends(args.model_dir, names)[1]
     for n in names:
-        b = fresh[n]
-        xs = []
-        for kind, key, _ in kept:
-            t = time.perf_counter()
-            g = compile_one(b, (kind, key)).copy()
-            m = g.allocate_vocab_mask(VOCAB, 1, "cpu")
-            g.fill_vocab_mask(m, 0)
-            xs.append((time.perf_counter() - t) * 1e3)
-        report["ttfm_ms"][n] = summary(xs)
+        report["ttfm_ms"][n] = summary(first_masks(fresh[n], kept))
     if "dwac" in names:
         with tempfile.TemporaryDirectory() as d:
             os.environ["DWAC_CACHE_DIR"] = d
@@ -170,14 +177,7 @@ def main():
             for kind, key, _ in kept:  # (precompile: every artifact written under its key)
                 compile_one(warm, (kind, key))
             hit = backends(args.model_dir, ["dwac"])[1]["dwac"]
-            xs = []
-            for kind, key, _ in kept:
-                t = time.perf_counter()
-                g = compile_one(hit, (kind, key)).copy()
-                m = g.allocate_vocab_mask(VOCAB, 1, "cpu")
-                g.fill_vocab_mask(m, 0)
-                xs.append((time.perf_counter() - t) * 1e3)
-            report["ttfm_ms"]["dwac (artifact directory hit)"] = summary(xs)
+            report["ttfm_ms"]["dwac (artifact directory hit)"] = summary(first_masks(hit, kept))
             report["disk_hits"] = hit.compiler.cache_info()["disk_hits"]
             del os.environ["DWAC_CACHE_DIR"]
     text = json.dumps(report, indent=1)

@@ -217,31 +217,13 @@ fn vllm_report(manager: &Path, server: &Path, tests: &str, ok: bool) -> Result<S
          backend compiles and whose trace every backend accepts; between steps each row accepts its next \
          trace token:\n\n| batch | backend | p50 | p90 | p99 | max | steps |\n|---:|---|---:|---:|---:|---:|---:|\n",
         m["requests"],
-        m["request_kinds"]
-            .as_array()
-            .map(|k| k.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", "))
-            .unwrap_or_default()
+        kinds_list(&m["request_kinds"])
     );
-    for (b, rows) in m["batch"].as_object().into_iter().flatten() {
-        for (e, r) in rows.as_object().into_iter().flatten() {
-            let x = &r["ms_per_step"];
-            md += &format!(
-                "| {} | {e} | {} | {} | {} | {} | {} |\n",
-                b.trim_start_matches("B="),
-                x["p50"],
-                x["p90"],
-                x["p99"],
-                x["max"],
-                r["steps"]
-            );
-        }
-    }
+    md += &batch_rows(&m["batch"]);
     md += "\nTime to first mask, ms per request (`grammar_init`, the grammar ready on vLLM's grammar thread, the \
            first `grammar_bitmask`; each backend fresh, its tokenizer loaded):\n\n\
            | backend | p50 | p90 | p99 | max |\n|---|---:|---:|---:|---:|\n";
-    for (e, x) in m["ttfm_ms"].as_object().into_iter().flatten() {
-        md += &format!("| {e} | {} | {} | {} | {} |\n", x["p50"], x["p90"], x["p99"], x["max"]);
-    }
+    md += &ttfm_rows(&m["ttfm_ms"]);
     md += "\n## vLLM's OpenAI server, SmolLM2-135M-Instruct, greedy\n\n\
            | backend | ready (s) | requests | HTTP 200 | ended | valid of ended | invalid | tokens/s | bad inputs: server alive | dwac's share of decoding |\n\
            |---|---:|---:|---:|---:|---:|---|---:|---|---:|\n";
@@ -308,20 +290,34 @@ fn vllm_report(manager: &Path, server: &Path, tests: &str, ok: bool) -> Result<S
 fn report(json: &Path, tests: &str, ok: bool) -> Result<String> {
     let v: Value = serde_json::from_str(&std::fs::read_to_string(json)?)?;
     let mut md = format!(
-        "# dwac in SGLang 0.5.23 (grammar-backend level, CPU)\n\nBackend tests against the real package \
+        "# dwac in SGLang {} (grammar-backend level, CPU)\n\nBackend tests against the real package \
          (`test_sglang.py`): {tests}{}.\n\n\
          Batch step (`fill_vocab_mask_batched`, what SGLang calls once per decoding step), ms per step over \
          {} requests ({}) every backend compiles and whose trace every backend accepts; rows cycle over them, \
          each accepting its next trace token between steps:\n\n\
          | batch | backend | p50 | p90 | p99 | max | steps |\n|---:|---|---:|---:|---:|---:|---:|\n",
+        v["sglang"].as_str().unwrap_or("(version not recorded)"),
         if ok { "" } else { " — FAILED" },
         v["requests"],
-        v["kinds"]
-            .as_array()
-            .map(|k| k.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", "))
-            .unwrap_or_default()
+        kinds_list(&v["kinds"])
     );
-    for (b, rows) in v["batch"].as_object().into_iter().flatten() {
+    md += &batch_rows(&v["batch"]);
+    md += "\nTime to first mask, ms per request (dispatch, a fresh copy, its first fill; each backend fresh, \
+           nothing in memory): compiled, and for dwac from an artifact directory (`DWAC_CACHE_DIR`) holding \
+           every request's artifact under its key:\n\n| backend | p50 | p90 | p99 | max |\n|---|---:|---:|---:|---:|\n";
+    md += &ttfm_rows(&v["ttfm_ms"]);
+    Ok(md)
+}
+
+/// The kinds of the requests a run kept, comma-separated.
+fn kinds_list(v: &Value) -> String {
+    v.as_array().map(|k| k.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", ")).unwrap_or_default()
+}
+
+/// The batch-step table's rows: per batch size and backend, ms per step.
+fn batch_rows(batch: &Value) -> String {
+    let mut md = String::new();
+    for (b, rows) in batch.as_object().into_iter().flatten() {
         for (e, r) in rows.as_object().into_iter().flatten() {
             let x = &r["ms_per_step"];
             md += &format!(
@@ -335,11 +331,14 @@ fn report(json: &Path, tests: &str, ok: bool) -> Result<String> {
             );
         }
     }
-    md += "\nTime to first mask, ms per request (dispatch, a fresh copy, its first fill; each backend fresh, \
-           nothing in memory): compiled, and for dwac from an artifact directory (`DWAC_CACHE_DIR`) holding \
-           every request's artifact under its key:\n\n| backend | p50 | p90 | p99 | max |\n|---|---:|---:|---:|---:|\n";
-    for (e, x) in v["ttfm_ms"].as_object().into_iter().flatten() {
+    md
+}
+
+/// The time-to-first-mask table's rows: per backend (and dwac path), ms.
+fn ttfm_rows(ttfm: &Value) -> String {
+    let mut md = String::new();
+    for (e, x) in ttfm.as_object().into_iter().flatten() {
         md += &format!("| {e} | {} | {} | {} | {} |\n", x["p50"], x["p90"], x["p99"], x["max"]);
     }
-    Ok(md)
+    md
 }

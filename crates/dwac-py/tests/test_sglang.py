@@ -6,7 +6,6 @@ Needs SGLang importable (``cargo dwac-bench servers`` builds such an environment
 otherwise (CI runs the package's own tests without it)."""
 
 import json
-import pathlib
 
 import numpy as np
 import pytest
@@ -18,24 +17,7 @@ import dwac  # noqa: E402
 from dwac.integrations import sglang as dsgl  # noqa: E402
 from sglang.srt.constrained import base_grammar_backend as base  # noqa: E402
 
-ROOT = pathlib.Path(__file__).resolve().parents[3]
-QWEN3 = ROOT.parent / "shared/data/tokenizers/qwen3"
 SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city"]}
-
-
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    """A model folder SGLang's ServerArgs accepts: qwen3's tokenizer files and a config."""
-    d = tmp_path_factory.mktemp("qwen3-model")
-    for f in ("tokenizer.json", "tokenizer_config.json"):
-        (d / f).write_bytes((QWEN3 / f).read_bytes())
-    (d / "config.json").write_text(json.dumps({
-        "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "vocab_size": 151936, "hidden_size": 64,
-        "intermediate_size": 128, "num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 1,
-        "head_dim": 32, "max_position_embeddings": 1024, "rms_norm_eps": 1e-6, "rope_theta": 10000,
-        "torch_dtype": "float32", "bos_token_id": 151643, "eos_token_id": 151645, "tie_word_embeddings": True,
-    }))
-    return d
 
 
 def make_backend(model_dir, **args):
