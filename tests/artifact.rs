@@ -574,6 +574,59 @@ fn a_different_tokenizer_is_refused_naming_both_fingerprints_and_the_first_token
     assert!(e.contains("given \"changed\""), "{e}");
 }
 
+/// Opened with its tokenizer ([`OpenOptions::tokenizer`]), an artifact takes the tokenizer's
+/// vocabulary in place of its own: the same masks; its vocabulary sections are not read (a
+/// flipped byte there does not matter, while the plain open refuses its checksum); every other
+/// section is still checksummed; a grammar that names tokens keeps its own vocabulary; another
+/// tokenizer's artifact is refused as `check_tokenizer` refuses it.
+#[test]
+fn opened_with_its_tokenizer_an_artifact_takes_the_tokenizers_vocabulary() {
+    let tok = dwac_vocab::Tokenizer::default_embedded().unwrap();
+    let fp = tok.fingerprint();
+    let text = std::fs::read_to_string(repo_root().join("grammars/json.lark")).unwrap();
+    let (_, _, bytes) = compile(SourceKind::Lark, "json.lark", &text, tok.vocab(), &tok_info(&tok));
+    let plain = Artifact::from_bytes(&bytes).unwrap();
+    let given = OpenOptions::new().tokenizer(tok.vocab(), &fp).from_bytes(&bytes).unwrap();
+    assert_eq!(given.engine().vocab(), plain.engine().vocab());
+    let traces: Vec<Vec<u32>> = [r#"{"a": [1, 2.5e3, "x\n"], "b": {"c": null}}"#, "[true, false, {}]", r#"{"a" 1}"#]
+        .iter()
+        .map(|t| tok.encode(t).unwrap())
+        .collect();
+    assert!(same_masks(plain.engine(), given.engine(), &traces) > 20);
+
+    let section = |k: u32| plain.sections().iter().find(|e| e.kind == k).unwrap().offset as usize;
+    let mut flipped = bytes.clone();
+    flipped[section(artifact::kind::VOCAB_BYTES) + 3] ^= 0x20;
+    let e = Artifact::from_bytes(&flipped).unwrap_err();
+    assert!(matches!(&e, ArtifactError::Checksum { section } if section == "vocab.bytes"), "{e}");
+    let a = OpenOptions::new().tokenizer(tok.vocab(), &fp).from_bytes(&flipped).unwrap();
+    assert_eq!(a.engine().vocab(), tok.vocab());
+    assert!(same_masks(plain.engine(), a.engine(), &traces) > 20);
+    let mut flipped = bytes.clone();
+    flipped[section(artifact::kind::LEX_TRANS) + 1] ^= 0x01;
+    let e = OpenOptions::new().tokenizer(tok.vocab(), &fp).from_bytes(&flipped).unwrap_err();
+    assert!(matches!(&e, ArtifactError::Checksum { section } if section == "lexer.trans"), "{e}");
+
+    // A grammar that names a token stores its own vocabulary (the token spelled by its escape):
+    // that one is read, not the tokenizer's.
+    let named = "start: \"[\" <[1000]> \"]\"\n";
+    let (_, _, bytes_named) = compile(SourceKind::Lark, "named.lark", named, tok.vocab(), &tok_info(&tok));
+    let plain_named = Artifact::from_bytes(&bytes_named).unwrap();
+    assert_ne!(plain_named.engine().vocab(), tok.vocab());
+    let a = OpenOptions::new().tokenizer(tok.vocab(), &fp).from_bytes(&bytes_named).unwrap();
+    assert_eq!(a.engine().vocab(), plain_named.engine().vocab());
+    let trace = vec![tok.encode("[").unwrap()[0], 1000, tok.encode("]").unwrap()[0]];
+    assert_eq!(same_masks(plain_named.engine(), a.engine(), &[trace]), 3);
+
+    let qwen = dwac_vocab::Tokenizer::from_file(&tokenizer_json("qwen3")).unwrap();
+    let e = OpenOptions::new().tokenizer(qwen.vocab(), &qwen.fingerprint()).from_bytes(&bytes).unwrap_err();
+    assert!(matches!(e, ArtifactError::TokenizerMismatch { .. }), "{e}");
+    assert!(e.to_string().contains("vocabulary sizes differ: artifact 50257, given 151669"), "{e}");
+    // Under the artifact's fingerprint, another vocabulary is not taken in place of its own.
+    let a = OpenOptions::new().tokenizer(qwen.vocab(), &fp).from_bytes(&bytes).unwrap();
+    assert_eq!(a.engine().vocab(), tok.vocab());
+}
+
 /// The golden artifact of each format version of the current major still opens, verifies and
 /// gives exact masks (equal to its own reference oracle) on random walks; one of an older major
 /// is refused with an error naming both versions. `DWAC_BLESS=1` writes the current version's

@@ -150,9 +150,12 @@ pub(crate) fn open_artifact(
     path: &std::path::Path,
     tok: Option<(&Arc<dwac_vocab::Tokenizer>, usize)>,
 ) -> Result<Grammar, String> {
-    let opened = match &tok {
-        Some((t, _)) => OpenOptions::new().vocabulary(t.vocab()).open(path),
-        None => Artifact::open(path),
+    // (With the tokenizer, its vocabulary stands in for the artifact's: 1.7 MB of a 150k-token
+    // artifact neither checksummed nor read.)
+    let fingerprint = tok.as_ref().map(|(t, _)| t.fingerprint());
+    let opened = match (&tok, &fingerprint) {
+        (Some((t, _)), Some(fp)) => OpenOptions::new().tokenizer(t.vocab(), fp).open(path),
+        _ => Artifact::open(path),
     };
     let artifact = opened.map_err(|e| {
         let given = tok.as_ref().map_or(String::new(), |(t, _)| format!(" (the tokenizer given is {:?})", t.name()));

@@ -150,6 +150,14 @@ impl<T: Elem> Array<T> {
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
     }
 
+    /// The elements copied once into a fresh heap buffer that clones share (a clone is a
+    /// reference count, not a copy): for columns copied often, such as a tokenizer's
+    /// vocabulary, which every compile and every artifact opened with it takes.
+    pub fn shared(xs: &[T]) -> Array<T> {
+        let buf = Backing::copy_from(xs.as_bytes());
+        Array::view(&buf, 0, xs.len()).expect("a fresh heap buffer is aligned and holds the elements")
+    }
+
     /// Is this a view of an artifact (not an owned copy)?
     pub fn is_view(&self) -> bool {
         matches!(self.repr, Repr::View { .. })
@@ -366,7 +374,24 @@ impl Col {
         (a..b).map(move |i| self.get(i))
     }
 
+    /// Is every value [`u32::MAX`] or below `n`, and none `not`? One branch-free pass over
+    /// the slice, so that it vectorizes: a lexer's transition table is checked at every open.
+    pub fn all_below_or_max_except(&self, n: u32, not: u32) -> bool {
+        match self {
+            Col::Wide(a) => !a.iter().fold(false, |bad, &s| bad | ((s != u32::MAX) & (s >= n)) | (s == not)),
+            Col::Narrow(a) => {
+                // (Narrow `0xFFFF` is `u32::MAX`; any other value is itself.)
+                let not_max = not == u32::MAX;
+                !a.iter().fold(false, |bad, &s| {
+                    let max = s == u16::MAX;
+                    bad | (!max & (s as u32 >= n)) | (max & not_max) | (!max & (s as u32 == not))
+                })
+            }
+        }
+    }
+
     /// Does the column hold `x`?
+    #[cfg(feature = "unstable")]
     pub fn contains(&self, x: u32) -> bool {
         self.iter().any(|y| y == x)
     }
@@ -488,6 +513,29 @@ mod tests {
         let mut m = narrow.clone();
         m.push(1 << 20);
         assert!(matches!(m, Col::Wide(_)) && m.get(5) == 1 << 20 && m.len() == 6);
+    }
+
+    #[test]
+    fn the_branch_free_target_check_agrees_with_the_plain_one_on_both_widths() {
+        let cols: [Vec<u32>; 4] = [vec![0, 5, u32::MAX, 2], vec![0, 6, 1], vec![u32::MAX, 3], vec![]];
+        for v in cols {
+            let wide: Col = v.clone().into();
+            let narrow = Col::Narrow(wide.narrowed().expect("fits").into());
+            for n in [0, 3, 6, 7] {
+                for not in [0, 2, 5, 9, u32::MAX] {
+                    let plain = v.iter().all(|&s| (s == u32::MAX || s < n) && s != not);
+                    assert_eq!(wide.all_below_or_max_except(n, not), plain, "{v:?} {n} {not}");
+                    assert_eq!(narrow.all_below_or_max_except(n, not), plain, "{v:?} {n} {not} narrow");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn shared_arrays_clone_without_copying() {
+        let a = Array::shared(&[1u32, 2, 3]);
+        let b = a.clone();
+        assert_eq!((&a[..], a.as_ptr()), (&[1, 2, 3][..], b.as_ptr()));
     }
 
     #[test]

@@ -182,6 +182,8 @@ use transport::{decompress_with, is_transport};
 #[derive(Clone, Copy, Debug)]
 pub struct OpenOptions<'v> {
     vocabulary: Option<&'v Vocabulary>,
+    /// The tokenizer's own vocabulary and fingerprint, used in place of the artifact's.
+    tokenizer: Option<(&'v Vocabulary, &'v [u8; 32])>,
     verify: bool,
 }
 
@@ -194,7 +196,7 @@ impl Default for OpenOptions<'_> {
 impl<'v> OpenOptions<'v> {
     /// The defaults: full validation, no vocabulary given.
     pub fn new() -> OpenOptions<'v> {
-        OpenOptions { vocabulary: None, verify: true }
+        OpenOptions { vocabulary: None, tokenizer: None, verify: true }
     }
 
     /// The vocabulary a transport form may leave out (`dwac compile --zstd
@@ -204,6 +206,24 @@ impl<'v> OpenOptions<'v> {
     /// a transport form is refused with [`ArtifactError::VocabularyNeeded`].
     pub fn vocabulary(mut self, vocab: &'v Vocabulary) -> OpenOptions<'v> {
         self.vocabulary = Some(vocab);
+        self
+    }
+
+    /// The tokenizer the artifact is for, by its vocabulary and that vocabulary's fingerprint
+    /// (`dwac_vocab::Tokenizer::vocab` and `fingerprint`; the caller vouches that the
+    /// fingerprint is the vocabulary's). An artifact whose header names another fingerprint is
+    /// refused with [`ArtifactError::TokenizerMismatch`], naming the first token that differs
+    /// (as [`Artifact::check_tokenizer`]). In one compiled for it, the vocabulary sections whose
+    /// lengths and checksums are this vocabulary's ([`Vocabulary::section_checksums`]) are
+    /// neither checksummed again nor read: this vocabulary stands in for them (with a
+    /// 150k-token vocabulary, 1.7 MB of a typical 2.8 MB artifact left untouched; a vocabulary
+    /// built by [`Vocabulary::from_tokens`] is shared, not copied). A grammar that names
+    /// tokens stores its own vocabulary (FORMAT.md §4), whose sections differ: they are
+    /// verified and read as without this option. Implies [`OpenOptions::vocabulary`] for a
+    /// transport form that leaves the vocabulary out.
+    pub fn tokenizer(mut self, vocab: &'v Vocabulary, fingerprint: &'v [u8; 32]) -> OpenOptions<'v> {
+        self.vocabulary = Some(vocab);
+        self.tokenizer = Some((vocab, fingerprint));
         self
     }
 
@@ -222,7 +242,7 @@ impl<'v> OpenOptions<'v> {
     /// plain file is memory-mapped (feature `mmap`, on by default) or else read into an aligned
     /// buffer.
     pub fn open(&self, path: impl AsRef<std::path::Path>) -> Result<Artifact, ArtifactError> {
-        Artifact::from_backing(load_with(path.as_ref(), self.vocabulary)?, self.verify)
+        Artifact::from_backing(load_with(path.as_ref(), self.vocabulary)?, self.verify, self.tokenizer)
     }
 
     /// Read an artifact (or its zstd transport form) from bytes, copying them once into an
@@ -230,7 +250,7 @@ impl<'v> OpenOptions<'v> {
     pub fn from_bytes(&self, bytes: &[u8]) -> Result<Artifact, ArtifactError> {
         let backing =
             if is_transport(bytes) { decompress_with(bytes, self.vocabulary)? } else { Backing::copy_from(bytes) };
-        Artifact::from_backing(backing, self.verify)
+        Artifact::from_backing(backing, self.verify, self.tokenizer)
     }
 
     /// Use a static buffer holding a plain artifact without copying it (it must be 8-byte
@@ -240,7 +260,7 @@ impl<'v> OpenOptions<'v> {
         if is_transport(bytes) {
             return self.from_bytes(bytes);
         }
-        Artifact::from_backing(Backing::from_static(bytes), self.verify)
+        Artifact::from_backing(Backing::from_static(bytes), self.verify, self.tokenizer)
     }
 }
 
@@ -260,15 +280,30 @@ impl Artifact {
 
     /// Validate and open an artifact held in `backing`. With `verify`, checksums are checked
     /// and the tables validated (FORMAT.md §5, steps 1–9); without it, steps 1–6 minus the
-    /// checksums.
-    fn from_backing(backing: Backing, verify: bool) -> Result<Artifact, ArtifactError> {
+    /// checksums. With `tokenizer` (see [`OpenOptions::tokenizer`]), its vocabulary stands in
+    /// for the artifact's, whose sections are not checksummed.
+    fn from_backing(
+        backing: Backing,
+        verify: bool,
+        tokenizer: Option<(&Vocabulary, &[u8; 32])>,
+    ) -> Result<Artifact, ArtifactError> {
         let bytes = backing.bytes();
         let h = read::header(bytes)?;
-        let sections = read::sections(bytes, &h, verify)?;
+        if let Some((vocab, fingerprint)) = tokenizer.filter(|(_, fp)| **fp != h.tokenizer_fingerprint) {
+            // Another tokenizer's artifact: opened whole, to name the first token that differs.
+            return Err(Artifact::from_backing(backing, verify, None)?.mismatch(fingerprint, vocab));
+        }
+        // (A grammar that names tokens stores its own vocabulary, not the tokenizer's: FORMAT.md
+        // §4, "Special tokens". The tokenizer's stands in only for sections that are its own.)
+        let given = tokenizer.map(|(v, _)| v).filter(|v| read::same_vocabulary(bytes, &h, v));
+        let sections = read::sections(bytes, &h, verify, given.is_some())?;
         read::presence(&h, &sections)?;
         let has_mask = h.flags & FLAG_MASK != 0;
         let v = read::Views { backing: &backing, sections: &sections };
-        let vocab = read::vocabulary(&v, &h)?;
+        let vocab = match given {
+            Some(vocab) => read::given_vocabulary(vocab, &h)?,
+            None => read::vocabulary(&v, &h)?,
+        };
         let lexer = read::lexer(&v, &h)?;
         let lr = read::lr(&v, &h)?;
         let terminal_names = read::terminal_names(&v, &h)?;
@@ -329,6 +364,11 @@ impl Artifact {
         if *fingerprint == self.header.tokenizer_fingerprint {
             return Ok(());
         }
+        Err(self.mismatch(fingerprint, vocab))
+    }
+
+    /// The refusal of a tokenizer whose fingerprint is not the artifact's.
+    fn mismatch(&self, fingerprint: &[u8; 32], vocab: &Vocabulary) -> ArtifactError {
         let mine = self.engine.vocab();
         let first_difference = if mine.len() != vocab.len() {
             format!("vocabulary sizes differ: artifact {}, given {}", mine.len(), vocab.len())
@@ -354,10 +394,25 @@ impl Artifact {
                     }
                 })
         };
-        Err(ArtifactError::TokenizerMismatch {
+        ArtifactError::TokenizerMismatch {
             artifact: hex(&self.header.tokenizer_fingerprint),
             given: hex(fingerprint),
             first_difference,
+        }
+    }
+}
+
+// (Here rather than in `tables.rs`: the checksum is the artifact's.)
+impl Vocabulary {
+    /// The length and checksum of the sections `vocab.offsets`, `vocab.bytes`,
+    /// `vocab.special` and `vocab.eos` an artifact would hold for this vocabulary (FORMAT.md
+    /// §3–4), computed once and shared by clones: an artifact whose sections have these is
+    /// opened with this vocabulary in their place ([`crate::OpenOptions::tokenizer`]).
+    pub fn section_checksums(&self) -> &[(u64, u64); 4] {
+        self.section_sums.get_or_init(|| {
+            use zerocopy::IntoBytes;
+            let sum = |b: &[u8]| (b.len() as u64, crc32c(b) as u64);
+            [sum(self.offsets.as_bytes()), sum(&self.bytes), sum(&self.special), sum(self.eos.as_bytes())]
         })
     }
 }

@@ -60,8 +60,15 @@ pub(super) fn header(bytes: &[u8]) -> Result<Header, ArtifactError> {
 
 /// Steps 3–4: the section table and the header checksum over it; every section (known kind or
 /// optional, aligned, in bounds, in increasing kind and offset order without overlap, a whole
-/// number of elements, zero padding, its checksum); nothing after the last.
-pub(super) fn sections(bytes: &[u8], h: &Header, verify: bool) -> Result<Vec<SectionEntry>, ArtifactError> {
+/// number of elements, zero padding, its checksum); nothing after the last. With
+/// `vocabulary_given`, the vocabulary sections' checksums are not checked (their bytes are not
+/// used: a vocabulary with the same section lengths and checksums stands in for them).
+pub(super) fn sections(
+    bytes: &[u8],
+    h: &Header,
+    verify: bool,
+    vocabulary_given: bool,
+) -> Result<Vec<SectionEntry>, ArtifactError> {
     // 3. The section table, and the header checksum over it.
     let n = h.section_count as usize;
     let table_end = n
@@ -114,7 +121,8 @@ pub(super) fn sections(bytes: &[u8], h: &Header, verify: bool) -> Result<Vec<Sec
             }
             _ => {}
         }
-        if verify && crc32c(&bytes[off..end]) as u64 != e.checksum {
+        let unused = vocabulary_given && matches!(e.kind, VOCAB_OFFSETS | VOCAB_BYTES | VOCAB_SPECIAL | VOCAB_EOS);
+        if verify && !unused && crc32c(&bytes[off..end]) as u64 != e.checksum {
             return Err(ArtifactError::Checksum { section: name });
         }
     }
@@ -192,14 +200,43 @@ pub(super) fn vocabulary(v: &Views, h: &Header) -> Result<Vocabulary, ArtifactEr
         special: v.c8(VOCAB_SPECIAL)?,
         eos: v.c32(VOCAB_EOS)?,
         special_names: Default::default(),
+        section_sums: Default::default(),
     };
+    counts(&vocab, h)?;
+    Ok(vocab)
+}
+
+/// Do the artifact's vocabulary sections have `vocab`'s lengths and checksums (so `vocab` can
+/// stand in for them)? (Read from the section table before it is validated: these are plain
+/// numbers compared, nothing indexed.)
+pub(super) fn same_vocabulary(bytes: &[u8], h: &Header, vocab: &Vocabulary) -> bool {
+    let n = h.section_count as usize;
+    let Some(table) = n.checked_mul(size_of::<SectionEntry>()).and_then(|l| bytes.get(HEADER_LEN..HEADER_LEN + l))
+    else {
+        return false;
+    };
+    let Ok(entries) = <[SectionEntry]>::ref_from_bytes(table) else { return false };
+    let sums = vocab.section_checksums();
+    [VOCAB_OFFSETS, VOCAB_BYTES, VOCAB_SPECIAL, VOCAB_EOS].iter().zip(sums).all(|(&k, &(len, crc))| {
+        entries.iter().any(|e| e.kind == k && e.flags == 0 && e.len == len && e.checksum == crc)
+    })
+}
+
+/// A vocabulary in place of the artifact's (the same sections), checked against the header's
+/// counts.
+pub(super) fn given_vocabulary(vocab: &Vocabulary, h: &Header) -> Result<Vocabulary, ArtifactError> {
+    counts(vocab, h)?;
+    Ok(vocab.clone())
+}
+
+fn counts(vocab: &Vocabulary, h: &Header) -> Result<(), ArtifactError> {
     if vocab.len() != h.vocab_size as usize || vocab.eos.len() != h.eos_count as usize {
         return Err(corrupt("vocabulary size or end-token count differs from the header"));
     }
     if h.mask_words != h.vocab_size.div_ceil(32) {
         return Err(corrupt("mask words differ from the vocabulary size"));
     }
-    Ok(vocab)
+    Ok(())
 }
 
 /// The lexer tables (a whole number of transition rows).
