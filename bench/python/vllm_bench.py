@@ -16,7 +16,8 @@ plug-in), the same requests and token traces:
   each batch size over requests mixing MaskBench schemas, a llama.cpp GBNF grammar and a
   tool-calling structural tag, ms per step; between steps each row accepts its next trace token;
 - time to first mask (``grammar_init``, the grammar ready on vLLM's grammar thread, the first
-  ``grammar_bitmask``) per request, each backend fresh and its tokenizer loaded; dwac also from a precompiled artifact directory and with a miss
+  ``grammar_bitmask``) per request, each backend fresh, its tokenizer loaded and one request
+  served; dwac also from a precompiled artifact directory and with a miss
   written to it.
 
 ``server``: vLLM's OpenAI server (``python -m vllm.entrypoints.openai.api_server``) started once
@@ -208,7 +209,10 @@ def manager_bench(args):
     def ttfm(m):
         """grammar_init (vLLM compiles on its grammar thread) to the first mask, per request;
         the request built and checked by the frontend beforehand."""
-        mgrs.request(m, regex="warm-up")  # (the backend created, its tokenizer loaded)
+        # (Warm-up: the backend created, its tokenizer loaded, vLLM's batch bitmask allocated by
+        # a first step, as in a server that has served a request.)
+        w = mgrs.request(m, regex="warm-up")
+        m.grammar_bitmask({w.request_id: w}, [w.request_id], {})
         xs = []
         for kind, key, _ in kept:
             r = mgrs.request(m, wait=False, init=False, **{KIND_FIELD[kind]: key})

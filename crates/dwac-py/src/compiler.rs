@@ -127,6 +127,11 @@ impl Compiler {
         max_memory_mb: Option<u64>,
         cache_dir: Option<PathBuf>,
     ) -> PyResult<Compiler> {
+        if cache_dir.is_some() {
+            // (Computed once per vocabulary, shared by its clones: now, with the tokenizer's
+            // loading, rather than in the first request's time to first mask.)
+            tokenizer.inner.vocab().section_checksums();
+        }
         Ok(Compiler {
             tok: Arc::clone(&tokenizer.inner),
             width: tokenizer.width,
