@@ -227,8 +227,9 @@ impl Grammar {
     }
 
     /// Map and verify an artifact file (`.dwa` or `.dwa.zst`). With `tokenizer`, the artifact
-    /// must have been compiled for it (refused by name otherwise); a `.dwa.zst` saved without
-    /// the vocabulary needs it.
+    /// must have been compiled for it (refused by name otherwise), and the tokenizer's
+    /// vocabulary stands in for the artifact's copy of it (`OpenOptions::tokenizer`); a
+    /// `.dwa.zst` saved without the vocabulary needs it.
     #[staticmethod]
     #[pyo3(signature = (path, tokenizer = None))]
     fn open(py: Python<'_>, path: std::path::PathBuf, tokenizer: Option<&Tokenizer>) -> PyResult<Grammar> {

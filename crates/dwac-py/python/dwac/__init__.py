@@ -249,8 +249,9 @@ class Grammar:
     @classmethod
     def open(cls, path: Any, tokenizer: Any = None) -> "Grammar":
         """Map and verify an artifact (``.dwa`` or ``.dwa.zst``). With ``tokenizer``, the
-        artifact must have been compiled for it (refused by name otherwise); a ``.dwa.zst``
-        saved ``without_vocabulary`` needs it."""
+        artifact must have been compiled for it (refused by name otherwise), and the
+        tokenizer's vocabulary stands in for the artifact's copy of it (not read again: faster
+        to open); a ``.dwa.zst`` saved ``without_vocabulary`` needs it."""
         tok = None if tokenizer is None else _tokenizer(tokenizer)
         return cls(_dwac.Grammar.open(str(path), tok), tok)
 
