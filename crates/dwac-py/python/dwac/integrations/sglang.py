@@ -100,7 +100,20 @@ def _sglang_version() -> str:
         return "(unknown version)"
 
 
-class DwacGrammarBackend(BaseGrammarBackend):
+class _MaskMoves:
+    """What SGLang asks of both the backend and its grammar objects: moving a mask to the
+    logits' device and applying it."""
+
+    @staticmethod
+    def move_vocab_mask(vocab_mask: torch.Tensor, device) -> torch.Tensor:
+        return vocab_mask.to(device, non_blocking=True)
+
+    @staticmethod
+    def apply_vocab_mask(logits: torch.Tensor, vocab_mask: torch.Tensor) -> None:
+        _apply(logits, vocab_mask)
+
+
+class DwacGrammarBackend(_MaskMoves, BaseGrammarBackend):
     """Compiles each request's constraint with a ``dwac.Compiler`` (cached by source and options,
     refusals too, and by key in ``cache_dir``)."""
 
@@ -196,14 +209,6 @@ class DwacGrammarBackend(BaseGrammarBackend):
     def allocate_vocab_mask(vocab_size: int, batch_size: int, device) -> torch.Tensor:
         return _allocate(vocab_size, batch_size)
 
-    @staticmethod
-    def move_vocab_mask(vocab_mask: torch.Tensor, device) -> torch.Tensor:
-        return vocab_mask.to(device, non_blocking=True)
-
-    @staticmethod
-    def apply_vocab_mask(logits: torch.Tensor, vocab_mask: torch.Tensor) -> None:
-        _apply(logits, vocab_mask)
-
     def reset(self):
         super().reset()
         self.compiler.clear()
@@ -226,7 +231,7 @@ def _apply(logits: torch.Tensor, vocab_mask: torch.Tensor) -> None:
     logits.view(-1, n)[: allowed.shape[0]].masked_fill_(~allowed, float("-inf"))
 
 
-class DwacGrammar(BaseGrammarObject):
+class DwacGrammar(_MaskMoves, BaseGrammarObject):
     """One request's state: a ``dwac.Matcher`` (and, with a reasoning parser, where the request
     is in its reasoning)."""
 
@@ -309,14 +314,6 @@ class DwacGrammar(BaseGrammarObject):
     @staticmethod
     def reset_vocab_mask(vocab_mask: torch.Tensor) -> None:
         vocab_mask.fill_(-1)
-
-    @staticmethod
-    def move_vocab_mask(vocab_mask: torch.Tensor, device) -> torch.Tensor:
-        return vocab_mask.to(device, non_blocking=True)
-
-    @staticmethod
-    def apply_vocab_mask(logits: torch.Tensor, vocab_mask: torch.Tensor) -> None:
-        _apply(logits, vocab_mask)
 
     def copy(self) -> "DwacGrammar":
         stats = self.grammar_stats
