@@ -221,7 +221,7 @@ fn vllm_report(manager: &Path, server: &Path, tests: &str, ok: bool) -> Result<S
     );
     md += &batch_rows(&m["batch"]);
     md += "\nTime to first mask, ms per request (`grammar_init`, the grammar ready on vLLM's grammar thread, the \
-           first `grammar_bitmask`; each backend fresh, its tokenizer loaded):\n\n\
+           first `grammar_bitmask`; each backend fresh, its tokenizer loaded, one warm-up request served):\n\n\
            | backend | p50 | p90 | p99 | max |\n|---|---:|---:|---:|---:|\n";
     md += &ttfm_rows(&m["ttfm_ms"]);
     md += "\n## vLLM's OpenAI server, SmolLM2-135M-Instruct, greedy\n\n\
@@ -303,7 +303,7 @@ fn report(json: &Path, tests: &str, ok: bool) -> Result<String> {
     );
     md += &batch_rows(&v["batch"]);
     md += "\nTime to first mask, ms per request (dispatch, a fresh copy, its first fill; each backend fresh, \
-           nothing in memory): compiled, and for dwac from an artifact directory (`DWAC_CACHE_DIR`) holding \
+           one warm-up request served, none of these requests in memory): compiled, and for dwac from an artifact directory (`DWAC_CACHE_DIR`) holding \
            every request's artifact under its key:\n\n| backend | p50 | p90 | p99 | max |\n|---|---:|---:|---:|---:|\n";
     md += &ttfm_rows(&v["ttfm_ms"]);
     Ok(md)
