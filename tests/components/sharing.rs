@@ -196,3 +196,51 @@ fn kill_sets_shared_between_grammars() {
     }
     assert!(checked >= 6, "{checked}");
 }
+
+/// The positions of a bounded whitespace run (`Whitespace::Around`, vLLM's default bound of 16)
+/// lex alike but hold other tokens (Qwen3 has whitespace tokens up to 128 bytes long, so each
+/// position keeps fewer of them): they take one automaton per set of lexings instead of one
+/// each (`assemble/reuse.rs`), and the masks stay the reference's along pretty-printed
+/// documents, and along one with a run past the bound, which the mask refuses.
+#[test]
+fn whitespace_counter_positions_share_automata_and_keep_exact_masks() {
+    use dwac_grammar::schema::{compile_schema, SchemaOptions, Whitespace};
+    use dwac_tests::differential::differential;
+    let tok = dwac_vocab::Tokenizer::from_file(&tokenizer_json("qwen3")).unwrap();
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "n": {"type": "integer"},
+            "tags": {"type": "array", "items": {"type": "string"}},
+            "pos": {"type": "object", "properties": {"x": {"type": "number"}}, "required": ["x"]}
+        },
+        "required": ["name", "tags"]
+    });
+    let opts = SchemaOptions { whitespace: Whitespace::Around { max: Some(16) }, ..Default::default() };
+    let sg = compile_schema(&schema, &opts).unwrap();
+    let (engine, stats) = dwac_compile::compile_engine(&sg.grammar, tok.vocab().clone()).unwrap();
+    let m = stats.mask.expect("a Parser DWA");
+    // The positions of the four punctuation families (`,` `:` `[` `{`) and of the whitespace
+    // before a closing mark take an earlier position's automaton: 379 of 468 builds are
+    // reused, 264 when classes are not put in the first state's order and automata with links
+    // serve only their own tokens.
+    assert!(m.automata_reused >= 340, "{m:?}");
+    assert_eq!(m.undecided_tokens, 0, "{m:?}");
+    let doc = serde_json::json!({"name": "a b", "n": 3, "tags": ["x", "yz"], "pos": {"x": -1.5}});
+    let mut texts: Vec<String> = [2usize, 4, 8]
+        .iter()
+        .map(|&indent| {
+            let pretty = serde_json::to_string_pretty(&doc).unwrap();
+            pretty.lines().map(|l| l.replacen("  ", &" ".repeat(indent / 2), 1)).collect::<Vec<_>>().join("\n")
+        })
+        .collect();
+    texts.push("{\"name\":\t\t \"a\" ,\n\n\n\n   \"tags\" : [ ] }".into());
+    let over = format!("{{\"name\":{}\"a\",\"tags\":[]}}", " ".repeat(17));
+    let mut traces: Vec<Vec<u32>> = texts.iter().map(|t| tok.encode(t).expect("encodes")).collect();
+    traces.push(tok.encode(&over).expect("encodes"));
+    let r = differential(&std::sync::Arc::new(engine), &traces, 2, &mut |_| {});
+    assert_eq!((r.mismatches, r.fallbacks), (0, 0), "{r:?}");
+    assert_eq!(r.rejected_traces, 1, "only the run of 17 spaces is refused: {r:?}");
+    assert!(r.steps_compared > 100, "{r:?}");
+}

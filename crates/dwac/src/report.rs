@@ -55,6 +55,7 @@ pub(crate) fn mask_stats_json(stats: &CompileStats) -> serde_json::Value {
             "second_starts": m.second_starts,
             "lexer_states_shared": m.lexer_states_shared,
             "lexer_states_renamed": m.lexer_states_renamed,
+            "automata_reused": m.automata_reused,
             "slowest_lexer_state_ms": (m.slowest_lexer_state_ms * 10.0).round() / 10.0,
             "carried_inhibitors": m.carried_inhibitors,
             "dwa_build_ms": (m.build_ms * 10.0).round() / 10.0,

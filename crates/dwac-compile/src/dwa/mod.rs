@@ -189,6 +189,10 @@ pub struct MaskStats {
     /// Lexer states whose classes were those of a state alike up to its lexeme's terminal,
     /// renamed rather than walked ([`Walker::renaming_key`]).
     pub lexer_states_renamed: usize,
+    /// Automata taken from an earlier lexer state with the same lexings instead of being
+    /// determinized again (`assemble/reuse.rs`): the positions of a counter, such as a bounded
+    /// run of whitespace, whose classes lex alike.
+    pub automata_reused: usize,
     /// The longest time one lexer state's automaton took (including one that ran over budget).
     pub slowest_lexer_state_ms: f64,
     /// Wall time of the whole build, ms.

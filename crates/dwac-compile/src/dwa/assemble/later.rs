@@ -224,6 +224,7 @@ impl Assembler {
         // The attempt did not win: stopped at some point, finished, or failed, it leaves
         // nothing behind, so what comes next does not depend on where it was.
         self.built_for.remove(&key);
+        self.unlinked.remove(&key);
         det.forget();
         self.sources.push((key.clone(), ours.iter().map(|c| c.sigs.clone()).collect()));
         self.later_keys.insert(key, ());

@@ -4,7 +4,6 @@
 //! bounded-horizon equivalence. Then the `KILL` sets, minimization across lexer states and
 //! the compaction of token sets.
 
-use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use dwac_runtime::unstable::Inhibitor;
@@ -12,18 +11,19 @@ use dwac_runtime::unstable::DEAD;
 use dwac_runtime::unstable::{DwaWriter, MaskTables, NONE};
 
 use super::compose::Step;
-use super::determinize::{Assembled, Determinizer, LocalDwa, StateKey};
+use super::determinize::{Determinizer, LocalDwa, StateKey};
 use super::minimize;
 use super::saturate;
 use super::terminal_dwa::{TokenClass, Tokens};
 use super::token_sets::{TokenSets, Union};
 use super::{FastMap, MaskOptions, MaskStats};
 use crate::stages::Stages;
-use later::{Attempt, Built, LexingsKey, Pending};
+use later::{Attempt, Built, Lexings, LexingsKey, Pending};
 
 mod apart;
 mod helper;
 mod later;
+mod reuse;
 
 /// The shortest lexing length an over-budget lexer state is cut at (`Assembler::state`): below
 /// it, the state's tokens are all left UNDECIDED, as they were.
@@ -128,31 +128,6 @@ impl Shared {
     }
 }
 
-/// The assembled tables as [`Determinizer::build`] sees them: token sets of the lexer state's
-/// classes, and the states already assembled by key.
-struct Tables<'a> {
-    union: &'a mut Union,
-    sets: &'a mut TokenSets,
-    classes: &'a [TokenClass],
-    n_tokens: u32,
-    keys: &'a FastMap<StateKey, u32>,
-    link: bool,
-}
-
-impl Assembled for Tables<'_> {
-    fn tokens(&mut self, members: &[u32]) -> u32 {
-        self.union.intern(members, self.classes, self.sets, self.n_tokens)
-    }
-
-    fn state(&self, key: &StateKey) -> Option<u32> {
-        self.keys.get(key).copied()
-    }
-
-    fn links(&self) -> bool {
-        self.link
-    }
-}
-
 /// The mask tables as they are assembled, lexer state by lexer state in state order, and what
 /// lets later states reuse the work of earlier ones.
 pub(super) struct Assembler {
@@ -194,7 +169,7 @@ pub(super) struct Assembler {
     later_keys: FastMap<LexingsKey, ()>,
     /// The saturations started for the states that wait, in order: each state's key and the
     /// lexings of the classes it saturates, by index ([`later::Saturation::Of`]).
-    sources: Vec<(LexingsKey, later::Lexings)>,
+    sources: Vec<(LexingsKey, Lexings)>,
     later_shares: FastMap<(u64, u32), ()>,
     /// Entries of the first state of each (block, thread class), for the states that share them.
     shared: FastMap<(u64, u32), Shared>,
@@ -206,6 +181,12 @@ pub(super) struct Assembler {
     /// and the same tokens in every class has the same tables: it takes those entries.
     #[allow(clippy::type_complexity, reason = "a memo table whose key and value are documented above")]
     assembled: FastMap<(usize, Vec<usize>), Vec<(Vec<Tokens>, u32, u32)>>,
+    /// The class order of the first state with each (thread class, set of lexings): a later
+    /// state with the same lexings in another order takes that order ([`Assembler::align`]).
+    orders: FastMap<(u32, Lexings), Lexings>,
+    /// Automata built without links, by the same key as `built_for`: for the states whose
+    /// lexings `built_for` has with links but whose tokens differ ([`Assembler::attempt`]).
+    unlinked: FastMap<LexingsKey, Result<Built, (u64, u64)>>,
 }
 
 impl Assembler {
@@ -243,6 +224,8 @@ impl Assembler {
             shared: FastMap::default(),
             keys: FastMap::default(),
             assembled: FastMap::default(),
+            orders: FastMap::default(),
+            unlinked: FastMap::default(),
         }
     }
 
@@ -289,6 +272,7 @@ impl Assembler {
         (walk, tq): (Duration, Instant),
         stages: &mut Stages,
     ) {
+        let classes = self.align(thread, classes);
         let before = StateCounts::of(&self.stats);
         self.stats.undecided_tokens += undecided.len();
         self.out.undecided.to_mut()[q as usize] = self.sets.intern(undecided);
@@ -629,72 +613,6 @@ impl Assembler {
             self.out.aux_start = vec![NONE; self.out.start.len()].into();
         }
         self.out.aux_start.to_mut()[q as usize] = d;
-    }
-
-    /// The automaton of a lexer state with these classes: built within `budget` (work), or an
-    /// earlier state's with the same thread class and lexings (`None`: over budget). Classes are
-    /// referred to by index.
-    fn build_or_reuse(
-        &mut self,
-        det: &mut Determinizer,
-        nodes: &[(u32, Step)],
-        thread: u32,
-        classes: &[TokenClass],
-        budget: u64,
-    ) -> Option<Built> {
-        self.attempt(det, nodes, thread, classes, budget).ok()
-    }
-
-    /// [`Assembler::build_or_reuse`], telling what a build over budget cost: `Err` holds its
-    /// [`Race`](super::race::Race) ticks (`Composer::ticks`).
-    fn attempt(
-        &mut self,
-        det: &mut Determinizer,
-        nodes: &[(u32, Step)],
-        thread: u32,
-        classes: &[TokenClass],
-        budget: u64,
-    ) -> Result<Built, u64> {
-        // A lexer state's automaton depends only on its thread's class and its classes'
-        // lexings (classes are referred to by index): states with the same share one.
-        let key = later::lexings_key(thread, classes);
-        // (An automaton with links was built for its classes' tokens: another state with the
-        // same lexings but other tokens builds its own, unless assembly finds it has the
-        // same tokens too.)
-        let reusable = self.built_for.get(&key).filter(|b| match b {
-            Ok((local, _, id)) => {
-                local.links.is_empty() || {
-                    let akey = (*id, classes.iter().map(|c| c.tokens.len()).collect::<Vec<_>>());
-                    self.assembled.get(&akey).is_some_and(|variants| {
-                        variants.iter().any(|v| v.0.iter().zip(classes.iter()).all(|(t, c)| t.same(&c.tokens)))
-                    })
-                }
-            }
-            Err((over, _)) => *over >= budget,
-        });
-        match reusable {
-            Some(b) => b.clone().map_err(|(_, ticks)| ticks),
-            None => {
-                let mut asm = Tables {
-                    union: &mut self.union,
-                    sets: &mut self.sets,
-                    classes,
-                    n_tokens: self.n_tokens,
-                    keys: &self.keys,
-                    link: self.link,
-                };
-                det.work_budget = budget;
-                let b = match det.build(classes, nodes, thread, &mut asm) {
-                    Ok(l) => {
-                        self.serial += 1;
-                        Ok((Rc::new(l), det.num_configs(), self.serial))
-                    }
-                    Err(_) => Err((budget, det.comp.ticks())),
-                };
-                self.built_for.insert(key, b.clone());
-                b.map_err(|(_, ticks)| ticks)
-            }
-        }
     }
 
     /// The assembled automaton has grown past [`MaskOptions::max_dwa_states`].
