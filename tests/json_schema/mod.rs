@@ -179,6 +179,28 @@ fn policies_whitespace_order_and_recursion() {
     assert!(err.contains("no text is in this grammar's language"), "{err}");
 }
 
+/// Bounded whitespace (`Whitespace::Around`, vLLM's default) lives beside the marks only: at
+/// most `max` characters on each side of `{ } [ ] , :`, none before or after the whole value,
+/// and none around `null`, `true` or `false` beyond what the marks beside them allow.
+#[test]
+fn bounded_whitespace_surrounds_marks_only() {
+    let around = |max| SchemaOptions { whitespace: Whitespace::Around { max: Some(max) }, ..Default::default() };
+    let boolean = engine(&json!({"type": "boolean"}), &around(4)).unwrap();
+    assert!(accepts(&boolean, "true"));
+    for text in [" true", "true ", "\nfalse"] {
+        assert!(!accepts(&boolean, text), "{text:?}");
+    }
+    let schema = json!({"type": "object", "properties": {"a": {"type": ["null", "boolean"]}}, "required": ["a"]});
+    let object = engine(&schema, &around(4)).unwrap();
+    for text in ["{\"a\":null}", "{ \"a\" :    true }", "{\n   \"a\": false\n}", "{\"a\":\t\t\t\tnull\t\t\t\t}"] {
+        assert!(accepts(&object, text), "{text:?}");
+    }
+    // Five after the colon, or five before the brace: past the bound (the literal takes none).
+    for text in ["{\"a\":     true}", "{\"a\":true     }", " {\"a\":true}", "{\"a\":true} "] {
+        assert!(!accepts(&object, text), "{text:?}");
+    }
+}
+
 /// The schema compiler never panics: real schemas with random mutations (keywords given odd
 /// values, subschemas swapped for booleans or numbers) either compile or are refused.
 #[test]

@@ -259,9 +259,10 @@ impl<'a> Builder<'a> {
         id
     }
 
-    /// A punctuation terminal: `lit`, or with fixed separators ([`Whitespace::Separators`]) a
-    /// `,` or `:` spelled as its separator (the whitespace around it is part of the lexeme), or
-    /// with [`Whitespace::Around`] `lit` with the whitespace allowed on each side.
+    /// A punctuation terminal (or `null`, `true`, `false`): `lit`, or with fixed separators
+    /// ([`Whitespace::Separators`]) a `,` or `:` spelled as its separator (the whitespace around
+    /// it is part of the lexeme), or with [`Whitespace::Around`] a mark with the whitespace
+    /// allowed on its sides.
     fn punct(&mut self, lit: &str) -> Symbol {
         let spelled = match (&self.opts.whitespace, lit) {
             (Whitespace::Separators { item, .. }, ",") => item.clone(),
@@ -281,7 +282,11 @@ impl<'a> Builder<'a> {
                 match lit {
                     "{" | "[" => format!("{p}{ws}"),
                     "}" | "]" => format!("{ws}{p}"),
-                    _ => format!("{ws}{p}{ws}"),
+                    "," | ":" => format!("{ws}{p}{ws}"),
+                    // `null`, `true`, `false`: values, not marks (whitespace around them
+                    // belongs to the marks beside them, and none comes before or after a
+                    // whole value that is one of them).
+                    _ => p,
                 }
             }
             _ => regex_syntax::escape(&spelled),
