@@ -8,6 +8,7 @@ use dwac_runtime::unstable::DEAD;
 
 /// Partition `0..256` into classes of bytes that every state treats alike (equal columns of
 /// the transition table), numbered in order of their smallest byte.
+#[cfg(test)]
 pub(crate) fn byte_classes(n: usize, trans: &[u32]) -> (Vec<u16>, usize) {
     column_classes(n, 256, trans)
 }
@@ -83,6 +84,9 @@ pub(crate) fn doomed_states(n: usize, k: usize, trans: &mut [u32], accs: &[Vec<u
 
 /// Coarsest partition of the states `0..n` (transitions `trans[q*256+b]`, [`DEAD`] = none)
 /// refining `initial` (block ids) and compatible with the transitions. Returns each state's block.
+/// (The compiler's tables come with their byte classes and call [`minimize_classes`]; this
+/// byte-wide form is the tests' reference.)
+#[cfg(test)]
 pub fn minimize(n: usize, trans: &[u32], initial: &[u32]) -> Vec<u32> {
     let (class, k) = byte_classes(n, trans);
     let mut rep_byte = vec![0usize; k];
@@ -96,8 +100,10 @@ pub fn minimize(n: usize, trans: &[u32], initial: &[u32]) -> Vec<u32> {
     minimize_classes(n, k, &by_class, initial)
 }
 
-/// [`minimize`] over a table already reduced to `k` input classes (`trans[q*k+c]`): every class
-/// stands for bytes with equal columns, so the partition is the same as over the bytes.
+/// The coarsest partition of the states `0..n` refining `initial` (block ids) and compatible
+/// with the transitions, over a table reduced to `k` input classes (`trans[q*k+c]`, [`DEAD`] =
+/// none): where every class stands for bytes with equal columns, the partition is the same as
+/// over the bytes. Returns each state's block.
 pub fn minimize_classes(n: usize, k: usize, trans: &[u32], initial: &[u32]) -> Vec<u32> {
     debug_assert_eq!(trans.len(), n * k);
     // Inverse transitions, CSR by target and then class: the predecessors of `t` on class `c`

@@ -72,11 +72,15 @@ impl KillClasses<'_> {
                     acc.binary_search(&k).is_ok()
                 }
             };
-            let mut trans = vec![DEAD; (n + 1) * 256];
+            // One column per byte class: the bytes of a class step every state alike, so the
+            // partition is the one over all 256 bytes.
+            let reps = class_representatives(lex);
+            let w = reps.len();
+            let mut trans = vec![DEAD; (n + 1) * w];
             for q in 0..n {
-                for b in 0..256 {
-                    let t = lex.step(q as u32, b as u8);
-                    trans[q * 256 + b] = if t == DEAD {
+                for (c, &b) in reps.iter().enumerate() {
+                    let t = lex.step(q as u32, b);
+                    trans[q * w + c] = if t == DEAD {
                         DEAD
                     } else if hits(t) {
                         killed
@@ -85,10 +89,10 @@ impl KillClasses<'_> {
                     };
                 }
             }
-            trans[n * 256..].iter_mut().for_each(|t| *t = killed);
+            trans[n * w..].iter_mut().for_each(|t| *t = killed);
             let mut initial = vec![0u32; n + 1];
             initial[n] = 1;
-            super::minimize::minimize(n + 1, &trans, &initial)
+            super::minimize::minimize_classes(n + 1, w, &trans, &initial)
         });
         blocks.get(s as usize).copied().unwrap_or(u32::MAX)
     }
@@ -107,7 +111,11 @@ struct Explorer<'a> {
     b: Boundaries,
     /// Emissions from `(q, ∅)` on one or more further bytes, per lexer state (memoized).
     free: HashMap<u32, Vec<(u32, u32)>>,
+    /// Lexer steps taken, each byte counted (the work budget's unit).
     steps: u64,
+    /// One byte per group of bytes every step treats alike, with the group's size
+    /// ([`byte_representatives`]).
+    reps: std::rc::Rc<[(u8, u64)]>,
 }
 
 impl<'a> Explorer<'a> {
@@ -139,13 +147,13 @@ impl<'a> Explorer<'a> {
         if let Some(e) = self.free.get(&q) {
             return Some(e.clone());
         }
-        let lex = self.lex;
+        let (lex, reps) = (self.lex, std::rc::Rc::clone(&self.reps));
         let mut seen: HashSet<u32> = HashSet::new();
         let mut stack = vec![q];
         let mut out: HashSet<(u32, u32)> = HashSet::new();
         while let Some(x) = stack.pop() {
-            for b in 0..=255u8 {
-                self.steps += 1;
+            for &(b, bytes) in reps.iter() {
+                self.steps += bytes;
                 for q2 in lex.successors(x, b) {
                     for &t in lex.accepts(q2) {
                         let to = self.after(t, q2, &[]);
@@ -168,7 +176,7 @@ impl<'a> Explorer<'a> {
 
     /// Every emission from boundary state `id`.
     fn explore(&mut self, id: u32) -> Option<Vec<(u32, u32)>> {
-        let lex = self.lex;
+        let (lex, reps) = (self.lex, std::rc::Rc::clone(&self.reps));
         let h = self.b.sets[id as usize].clone();
         if h.is_empty() {
             return self.free_from(lex.start);
@@ -178,8 +186,8 @@ impl<'a> Explorer<'a> {
         let mut stack = vec![(lex.start, h)];
         let mut h1 = Vec::new();
         while let Some((q, hs)) = stack.pop() {
-            for b in 0..=255u8 {
-                self.steps += 1;
+            for &(b, bytes) in reps.iter() {
+                self.steps += bytes;
                 if lex.step_inhibitors(&hs, b, &mut h1).is_none() {
                     continue;
                 }
@@ -208,6 +216,34 @@ impl<'a> Explorer<'a> {
     }
 }
 
+/// The first byte of each byte class (`LexerTables::byte_class`): every lexer state, and so
+/// every inhibitor, steps the bytes of a class alike.
+fn class_representatives(lex: &LexerTables) -> Vec<u8> {
+    let mut reps = vec![None; lex.num_classes as usize];
+    for b in 0..=255u8 {
+        reps[lex.byte_class[b as usize] as usize].get_or_insert(b);
+    }
+    reps.into_iter().flatten().collect()
+}
+
+/// One byte per group of bytes in one byte class with the same forks from the start state
+/// (`LexerTables::successors`), with the group's size: the exploration steps a group's bytes
+/// alike (their successors, the inhibitors they fire and keep), so one stands for all, and the
+/// work budget still counts every byte.
+fn byte_representatives(lex: &LexerTables) -> Vec<(u8, u64)> {
+    let mut groups: Vec<(u8, u64)> = Vec::new();
+    let mut index: HashMap<(u8, &[u32]), usize> = HashMap::new();
+    for b in 0..=255u8 {
+        let forks = &lex.fork[lex.fork_off[b as usize] as usize..lex.fork_off[b as usize + 1] as usize];
+        let i = *index.entry((lex.byte_class[b as usize], forks)).or_insert_with(|| {
+            groups.push((b, 0));
+            groups.len() - 1
+        });
+        groups[i].1 += 1;
+    }
+    groups
+}
+
 /// Build the boundary automaton reachable from the empty inhibitor set (state 0).
 fn boundaries(lex: &LexerTables) -> Option<Boundaries> {
     let mut ex = Explorer {
@@ -216,6 +252,7 @@ fn boundaries(lex: &LexerTables) -> Option<Boundaries> {
         b: Boundaries { ids: HashMap::new(), sets: Vec::new(), edges: Vec::new() },
         free: HashMap::new(),
         steps: 0,
+        reps: byte_representatives(lex).into(),
     };
     ex.boundary(Vec::new());
     let mut next = 0;
