@@ -31,7 +31,8 @@ pub struct Args {
     #[arg(long, default_value = "HEAD~1")]
     pub base: String,
     /// Tokenizers of the MaskBench schemas (every one by default); the large inputs, tool
-    /// calling and the grammars take the first two.
+    /// calling, the MaskBench schemas under vLLM's whitespace bound and the grammars take the
+    /// first two.
     #[arg(long = "tokenizer", default_values_t = default_tokenizers())]
     pub tokenizers: Vec<String>,
     /// Compiles of each input by each binary (the least time is kept).
@@ -129,6 +130,12 @@ fn corpus(a: &Args, work: &Path) -> Result<Vec<Input>> {
         }
         for t in &a.tokenizers {
             add(format!("maskbench/{split}/{file}"), vec![path(schema_file.clone())], t);
+        }
+        // The vLLM backend's default: whitespace bounded to 16 characters around punctuation
+        // (`DWAC_MAX_WHITESPACE`), each position of the run a lexer state.
+        for t in &two {
+            let args = vec![path(schema_file.clone()), "--max-whitespace".into(), "16".into()];
+            add(format!("maskbench-ws16/{split}/{file}"), args, t);
         }
     }
     let gbnf = root.join("tests/data/gbnf");
