@@ -145,7 +145,10 @@ pub fn canonical_source(kind: &str, text: &str) -> String {
 pub fn cache_key(source: &SourceInfo, tokenizer: &[u8; 32], schema: &SchemaOptions, engine: &EngineOptions) -> String {
     let canonical = SourceInfo { text: canonical_source(source.kind, &source.text), ..source.clone() };
     let mut h = Sha256::new();
-    h.update(b"dwac-cache-key-v1");
+    // (v2: the language of a bounded whitespace, `--max-whitespace`, changed: `null`, `true`
+    // and `false` take none around them. An artifact directory made before holds artifacts of
+    // the older language under the v1 keys, never found again.)
+    h.update(b"dwac-cache-key-v2");
     h.update(grammar_fingerprint(&canonical, schema, engine));
     h.update(tokenizer);
     hex(&h.finalize())
