@@ -2,8 +2,8 @@
 //! (no lexeme ends, the lexer never returns to its start) are walked once per closure table and
 //! replayed for every lexer state, of any grammar, that has the same table.
 
-use super::{step_action, Branch, FastMap, Scratch, SetPool, Walker, ACT_LEAVE, ACT_SKIP};
-use std::sync::Arc;
+use super::{step_action, Branch, FastMap, LexerTables, Scratch, SetPool, Trie, Walker, ACT_LEAVE, ACT_SKIP};
+use std::sync::{Arc, Mutex};
 
 /// One event of a subtree walk inside a closure ([`Walker::closure_walk`]), in the walk's
 /// order: the first tokens ending in closure state `cs` (where the walk interns its
@@ -83,66 +83,14 @@ pub(super) struct Closure {
 }
 
 impl<'a> Walker<'a> {
-    /// The closure of lexer state `e` (not the start): the states reachable from it by bytes
-    /// that only move the lexer on (no lexeme accepted, not back at the start), numbered in
-    /// breadth-first order from `e` over bytes in order, and per (closure state, byte) the
-    /// closure state reached, [`CL_DEAD`] or [`CL_LEAVE`]. The table is what
-    /// [`Self::walk_single`] reads while it stays in the closure, so two states with equal
-    /// tables (in any grammar) walk a subtree alike up to where they leave it. `None` past
-    /// [`MAX_CLOSURE`] states.
+    /// The closure of lexer state `e` (not the start), memoized per walker ([`closure`]).
     pub(super) fn closure_of(&mut self, e: u32) -> Option<Arc<Closure>> {
         if let Some(c) = self.closure_memo.get(&e) {
             return c.clone();
         }
-        let lex = self.lex;
-        let mut states = vec![e];
-        let mut canon: FastMap<u32, u32> = FastMap::from_iter([(e, 0)]);
-        let mut table = Vec::new();
-        let mut i = 0;
-        let mut ok = true;
-        while i < states.len() {
-            let q = states[i];
-            for b in 0..=255u8 {
-                let code = match step_action(lex, lex.step(q, b)) {
-                    ACT_SKIP => CL_DEAD,
-                    ACT_LEAVE => CL_LEAVE,
-                    q2 => {
-                        let next = states.len() as u32;
-                        *canon.entry(q2).or_insert_with(|| {
-                            states.push(q2);
-                            next
-                        })
-                    }
-                };
-                table.push(code);
-            }
-            if states.len() > MAX_CLOSURE {
-                ok = false;
-                break;
-            }
-            i += 1;
-        }
-        let closure = ok
-            .then(|| {
-                // One copy of each table per process, shared by the states that have it.
-                let mut cache = self.index.closures.lock().unwrap_or_else(|p| p.into_inner());
-                if let Some(&id) = cache.ids.get(table.as_slice()) {
-                    let table = Arc::clone(&cache.tables[id as usize]);
-                    return Some(Arc::new(Closure { id, states, table }));
-                }
-                if cache.table_words + table.len() > CLOSURE_TABLE_WORDS {
-                    return None;
-                }
-                let id = cache.tables.len() as u32;
-                let table: Arc<[u32]> = table.into();
-                cache.table_words += table.len();
-                cache.tables.push(Arc::clone(&table));
-                cache.ids.insert(Arc::clone(&table), id);
-                Some(Arc::new(Closure { id, states, table }))
-            })
-            .flatten();
-        self.closure_memo.insert(e, closure.clone());
-        closure
+        let c = closure(self.lex, &self.index.closures, e);
+        self.closure_memo.insert(e, c.clone());
+        c
     }
 
     /// [`Self::walk_single`] below the root's `child` entered at lexer state `e` with one fresh
@@ -153,29 +101,8 @@ impl<'a> Walker<'a> {
     /// is interned as it would be). False if `e` has no closure.
     pub(super) fn closure_walk(&mut self, child: u32, e: u32, sc: &mut Scratch, terms: &mut SetPool) -> bool {
         let Some(cl) = self.closure_of(e) else { return false };
-        let cached = {
-            let cache = self.index.closures.lock().unwrap_or_else(|p| p.into_inner());
-            cache.walks.get(&(cl.id, child)).cloned()
-        };
-        let walk = match cached {
-            Some(w) => {
-                self.closure_hits += 1;
-                w
-            }
-            None => {
-                let mut events = Vec::new();
-                let mut by_cs: Vec<Vec<u32>> = vec![Vec::new(); cl.states.len()];
-                self.record(child, 0, &cl.table, &mut events, &mut by_cs);
-                let walk = Arc::new(ClosureWalk::new(events, by_cs));
-                let size = walk.size();
-                let mut cache = self.index.closures.lock().unwrap_or_else(|p| p.into_inner());
-                if cache.events + size <= CLOSURE_EVENTS {
-                    cache.events += size;
-                    cache.walks.insert((cl.id, child), Arc::clone(&walk));
-                }
-                walk
-            }
-        };
+        let (walk, hit) = closure_walk_of(self.trie, &self.index.closures, &cl, child);
+        self.closure_hits += hit as usize;
         self.replay_events(&cl.states, &walk, sc, terms);
         true
     }
@@ -202,23 +129,101 @@ impl<'a> Walker<'a> {
             sc.bulk.push((sig[*cs as usize], *min, Arc::clone(tokens)));
         }
     }
+}
 
-    /// The events of a walk below `node` at closure state `cs`, and its tokens by the closure
-    /// state they end in (see [`Self::closure_walk`]).
-    pub(super) fn record(&self, node: u32, cs: u32, table: &[u32], out: &mut Vec<Event>, by_cs: &mut [Vec<u32>]) {
-        let at = self.trie.tokens_at(node);
-        if !at.is_empty() {
-            if by_cs[cs as usize].is_empty() {
-                out.push(Event::First { cs });
-            }
-            by_cs[cs as usize].extend_from_slice(at);
+/// The closure of lexer state `e` (not the start): the states reachable from it by bytes that
+/// only move the lexer on (no lexeme accepted, not back at the start), numbered in
+/// breadth-first order from `e` over bytes in order, and per (closure state, byte) the closure
+/// state reached, [`CL_DEAD`] or [`CL_LEAVE`]. The table is what [`Walker::walk_single`] reads
+/// while it stays in the closure, so two states with equal tables (in any grammar) walk a
+/// subtree alike up to where they leave it. `None` past [`MAX_CLOSURE`] states, or when the
+/// vocabulary's cache of tables (`TrieIndex::closures`) is full.
+pub(super) fn closure(lex: &LexerTables, caches: &Mutex<ClosureCache>, e: u32) -> Option<Arc<Closure>> {
+    let mut states = vec![e];
+    let mut canon: FastMap<u32, u32> = FastMap::from_iter([(e, 0)]);
+    let mut table = Vec::new();
+    let mut i = 0;
+    while i < states.len() {
+        let q = states[i];
+        for b in 0..=255u8 {
+            let code = match step_action(lex, lex.step(q, b)) {
+                ACT_SKIP => CL_DEAD,
+                ACT_LEAVE => CL_LEAVE,
+                q2 => {
+                    let next = states.len() as u32;
+                    *canon.entry(q2).or_insert_with(|| {
+                        states.push(q2);
+                        next
+                    })
+                }
+            };
+            table.push(code);
         }
-        for &(b, child) in self.trie.children(node) {
-            match table[cs as usize * 256 + b as usize] {
-                CL_DEAD => {}
-                CL_LEAVE => out.push(Event::Leave { node, b, child, cs }),
-                next => self.record(child, next, table, out, by_cs),
-            }
+        if states.len() > MAX_CLOSURE {
+            return None;
+        }
+        i += 1;
+    }
+    // One copy of each table per process, shared by the states that have it.
+    let mut cache = caches.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(&id) = cache.ids.get(table.as_slice()) {
+        let table = Arc::clone(&cache.tables[id as usize]);
+        return Some(Arc::new(Closure { id, states, table }));
+    }
+    if cache.table_words + table.len() > CLOSURE_TABLE_WORDS {
+        return None;
+    }
+    let id = cache.tables.len() as u32;
+    let table: Arc<[u32]> = table.into();
+    cache.table_words += table.len();
+    cache.tables.push(Arc::clone(&table));
+    cache.ids.insert(Arc::clone(&table), id);
+    Some(Arc::new(Closure { id, states, table }))
+}
+
+/// The walk below the root's `child` inside closure `cl`: the cached one of any grammar whose
+/// state had the same table (`true`), else recorded now and kept while the cache has room.
+pub(super) fn closure_walk_of(
+    trie: &Trie,
+    caches: &Mutex<ClosureCache>,
+    cl: &Closure,
+    child: u32,
+) -> (Arc<ClosureWalk>, bool) {
+    let cached = {
+        let cache = caches.lock().unwrap_or_else(|p| p.into_inner());
+        cache.walks.get(&(cl.id, child)).cloned()
+    };
+    if let Some(w) = cached {
+        return (w, true);
+    }
+    let mut events = Vec::new();
+    let mut by_cs: Vec<Vec<u32>> = vec![Vec::new(); cl.states.len()];
+    record(trie, child, 0, &cl.table, &mut events, &mut by_cs);
+    let walk = Arc::new(ClosureWalk::new(events, by_cs));
+    let size = walk.size();
+    let mut cache = caches.lock().unwrap_or_else(|p| p.into_inner());
+    if cache.events + size <= CLOSURE_EVENTS {
+        cache.events += size;
+        cache.walks.insert((cl.id, child), Arc::clone(&walk));
+    }
+    (walk, false)
+}
+
+/// The events of a walk below `node` at closure state `cs`, and its tokens by the closure
+/// state they end in (see [`Walker::closure_walk`]).
+fn record(trie: &Trie, node: u32, cs: u32, table: &[u32], out: &mut Vec<Event>, by_cs: &mut [Vec<u32>]) {
+    let at = trie.tokens_at(node);
+    if !at.is_empty() {
+        if by_cs[cs as usize].is_empty() {
+            out.push(Event::First { cs });
+        }
+        by_cs[cs as usize].extend_from_slice(at);
+    }
+    for &(b, child) in trie.children(node) {
+        match table[cs as usize * 256 + b as usize] {
+            CL_DEAD => {}
+            CL_LEAVE => out.push(Event::Leave { node, b, child, cs }),
+            next => record(trie, child, next, table, out, by_cs),
         }
     }
 }

@@ -16,9 +16,10 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Condvar, Mutex};
 
+use super::closure::{closure, closure_walk_of};
 use super::{
     step_action, Arc, ClosureWalk, Event, FastMap, Horizon, LexerTables, LiveHeights, Scratch, SetPool, StepRows, Trie,
-    TrieIndex, Walker, ACT_LEAVE, ACT_SKIP,
+    TrieIndex, Walker, ACT_LEAVE, ACT_SKIP, CLOSURE_WALK_FROM,
 };
 
 /// Tokens below a root child from which its walk may be a prewalk.
@@ -35,7 +36,7 @@ const HELD: usize = 16 << 20;
 /// events) and events.
 pub(super) struct Recorded {
     pub(super) states: Vec<u32>,
-    pub(super) walk: ClosureWalk,
+    pub(super) walk: Arc<ClosureWalk>,
 }
 
 impl Recorded {
@@ -204,17 +205,18 @@ impl<'a> Prewalker<'a> {
         };
         let Some((key, e, q)) = key else { return false };
         let mut release = Release { prewalks, key: Some(key) };
-        let mut states = Vec::new();
-        let mut cs_of = std::mem::take(&mut self.cs_of);
-        cs_of.resize(lex.num_states as usize, u32::MAX);
-        let mut events = Vec::new();
-        let mut by_cs: Vec<Vec<u32>> = Vec::new();
-        self.record(key.0, e, &mut states, &mut cs_of, &mut events, &mut by_cs);
-        for &q in &states {
-            cs_of[q as usize] = u32::MAX;
-        }
-        self.cs_of = cs_of;
-        let rec = Arc::new(Recorded { states, walk: ClosureWalk::new(events, by_cs) });
+        // A large subtree through `e`'s closure, as the walker would take it
+        // ([`Walker::closure_walk`]): the walk of another grammar's (or an earlier compile's)
+        // state with the same closure table, recorded once per process; else recorded here.
+        let large = self.index.subtree_len[key.0 as usize] >= CLOSURE_WALK_FROM;
+        let through = large.then(|| closure(lex, &self.index.closures, e)).flatten();
+        let rec = match through {
+            Some(cl) => {
+                let (walk, _) = closure_walk_of(self.trie, &self.index.closures, &cl, key.0);
+                Arc::new(Recorded { states: cl.states.clone(), walk })
+            }
+            None => Arc::new(self.record_walk(key.0, e)),
+        };
         release.key = None;
         let mut sh = prewalks.shared.lock().unwrap_or_else(|e| e.into_inner());
         sh.held += rec.size();
@@ -222,6 +224,22 @@ impl<'a> Prewalker<'a> {
         sh.order.push_back((q, key));
         prewalks.done.notify_all();
         true
+    }
+
+    /// The walk below `child` entered at lexer state `e` (one fresh branch), recorded with
+    /// its lexer states numbered at their first use ([`Prewalker::record`]).
+    fn record_walk(&mut self, child: u32, e: u32) -> Recorded {
+        let mut states = Vec::new();
+        let mut cs_of = std::mem::take(&mut self.cs_of);
+        cs_of.resize(self.lex.num_states as usize, u32::MAX);
+        let mut events = Vec::new();
+        let mut by_cs: Vec<Vec<u32>> = Vec::new();
+        self.record(child, e, &mut states, &mut cs_of, &mut events, &mut by_cs);
+        for &q in &states {
+            cs_of[q as usize] = u32::MAX;
+        }
+        self.cs_of = cs_of;
+        Recorded { states, walk: Arc::new(ClosureWalk::new(events, by_cs)) }
     }
 
     /// [`Walker::walk_single`] below `node` at lexer state `q` (one fresh branch), recorded as
