@@ -143,21 +143,29 @@ pub(super) fn closure(lex: &LexerTables, caches: &Mutex<ClosureCache>, e: u32) -
     let mut canon: FastMap<u32, u32> = FastMap::from_iter([(e, 0)]);
     let mut table = Vec::new();
     let mut i = 0;
+    // (Each byte class's code once per state: the bytes of a class step alike. Bytes are still
+    // visited in order, so new closure states are numbered as over the bytes.)
+    const UNSET: u32 = u32::MAX - 2;
+    let mut by_class = vec![UNSET; lex.num_classes as usize];
     while i < states.len() {
         let q = states[i];
+        by_class.fill(UNSET);
         for b in 0..=255u8 {
-            let code = match step_action(lex, lex.step(q, b)) {
-                ACT_SKIP => CL_DEAD,
-                ACT_LEAVE => CL_LEAVE,
-                q2 => {
-                    let next = states.len() as u32;
-                    *canon.entry(q2).or_insert_with(|| {
-                        states.push(q2);
-                        next
-                    })
-                }
-            };
-            table.push(code);
+            let c = lex.byte_class[b as usize] as usize;
+            if by_class[c] == UNSET {
+                by_class[c] = match step_action(lex, lex.step(q, b)) {
+                    ACT_SKIP => CL_DEAD,
+                    ACT_LEAVE => CL_LEAVE,
+                    q2 => {
+                        let next = states.len() as u32;
+                        *canon.entry(q2).or_insert_with(|| {
+                            states.push(q2);
+                            next
+                        })
+                    }
+                };
+            }
+            table.push(by_class[c]);
         }
         if states.len() > MAX_CLOSURE {
             return None;

@@ -18,8 +18,8 @@ use std::sync::{Condvar, Mutex};
 
 use super::closure::{closure, closure_walk_of};
 use super::{
-    step_action, Arc, ClosureWalk, Event, FastMap, Horizon, LexerTables, LiveHeights, Scratch, SetPool, StepRows, Trie,
-    TrieIndex, Walker, ACT_LEAVE, ACT_SKIP, CLOSURE_WALK_FROM,
+    step_action, Arc, Closure, ClosureWalk, Event, FastMap, Horizon, LexerTables, LiveHeights, Scratch, SetPool,
+    StepRows, Trie, TrieIndex, Walker, ACT_LEAVE, ACT_SKIP, CLOSURE_WALK_FROM,
 };
 
 /// Tokens below a root child from which its walk may be a prewalk.
@@ -140,6 +140,8 @@ pub struct Prewalker<'a> {
     cs_of: Vec<u32>,
     /// As the walker's (the same keys).
     live: LiveHeights,
+    /// The closure of each entry state looked up so far ([`closure`]), as the walker's memo.
+    closures: FastMap<u32, Option<Arc<Closure>>>,
 }
 
 impl<'a> Prewalker<'a> {
@@ -154,6 +156,7 @@ impl<'a> Prewalker<'a> {
             step_rows: StepRows::new(lex),
             cs_of: Vec::new(),
             live: LiveHeights::default(),
+            closures: FastMap::default(),
         }
     }
 
@@ -209,7 +212,9 @@ impl<'a> Prewalker<'a> {
         // ([`Walker::closure_walk`]): the walk of another grammar's (or an earlier compile's)
         // state with the same closure table, recorded once per process; else recorded here.
         let large = self.index.subtree_len[key.0 as usize] >= CLOSURE_WALK_FROM;
-        let through = large.then(|| closure(lex, &self.index.closures, e)).flatten();
+        let through = large
+            .then(|| self.closures.entry(e).or_insert_with(|| closure(lex, &self.index.closures, e)).clone())
+            .flatten();
         let rec = match through {
             Some(cl) => {
                 let (walk, _) = closure_walk_of(self.trie, &self.index.closures, &cl, key.0);
