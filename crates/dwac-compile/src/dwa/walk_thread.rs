@@ -71,7 +71,7 @@ pub(super) struct Kills<'a> {
     index: &'a TrieIndex,
     carried: Vec<Inhibitor>,
     next: AtomicUsize,
-    done: Mutex<Vec<Option<Vec<u32>>>>,
+    done: Mutex<Vec<Option<Arc<[u32]>>>>,
     /// Time spent on them, in both threads (ns).
     busy: AtomicU64,
 }
@@ -99,7 +99,7 @@ impl<'a> Kills<'a> {
     }
 
     /// Every kill set, in inhibitor order (after [`Kills::all`] in every thread that helped).
-    pub(super) fn into_sets(self) -> (Vec<Inhibitor>, Vec<Vec<u32>>, Duration) {
+    pub(super) fn into_sets(self) -> (Vec<Inhibitor>, Vec<Arc<[u32]>>, Duration) {
         let done = self.done.into_inner().unwrap_or_else(|e| e.into_inner());
         // (Every one is done by then; one that is not is computed here rather than left empty.)
         let sets = done

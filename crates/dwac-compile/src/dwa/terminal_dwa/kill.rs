@@ -51,7 +51,7 @@ pub fn carried_inhibitors(lex: &LexerTables) -> Vec<Inhibitor> {
 /// breadth-first from `i.s` over bytes in order, and per state and byte: fires, dropped, or the
 /// state it moves to). Grammars whose inhibitor has an equal table (in JSON-Schema grammars:
 /// the number and whitespace terminals') have the same kill set, computed once per process.
-pub fn kill_set_shared(lex: &LexerTables, trie: &Trie, index: &TrieIndex, i: Inhibitor) -> Vec<u32> {
+pub fn kill_set_shared(lex: &LexerTables, trie: &Trie, index: &TrieIndex, i: Inhibitor) -> Arc<[u32]> {
     let mut states = vec![i.s];
     let mut number: FastMap<u32, u32> = FastMap::from_iter([(i.s, 0)]);
     let mut table = Vec::new();
@@ -76,23 +76,23 @@ pub fn kill_set_shared(lex: &LexerTables, trie: &Trie, index: &TrieIndex, i: Inh
             table.push(code);
         }
         if states.len() > MAX_KILL_TABLE {
-            return kill_set(lex, trie, i);
+            return kill_set(lex, trie, i).into();
         }
         at += 1;
     }
     let table: Arc<[u32]> = table.into();
     {
         let mut cache = index.kills.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(set) = cache.sets.get(&table).map(|s| s.to_vec()) {
+        if let Some(set) = cache.sets.get(&table).map(Arc::clone) {
             cache.hits += 1;
             return set;
         }
     }
-    let set = kill_set(lex, trie, i);
+    let set: Arc<[u32]> = kill_set(lex, trie, i).into();
     let mut cache = index.kills.lock().unwrap_or_else(|p| p.into_inner());
     if cache.words + table.len() + set.len() <= KILL_CACHE_WORDS {
         cache.words += table.len() + set.len();
-        cache.sets.insert(table, set.as_slice().into());
+        cache.sets.insert(table, Arc::clone(&set));
     }
     set
 }
