@@ -51,7 +51,7 @@ impl TokenSets {
     }
 
     /// The id of the set of (sorted, distinct) `tokens`, or [`NONE`] for the empty set.
-    pub(super) fn intern(&mut self, tokens: Vec<u32>) -> u32 {
+    pub(super) fn intern(&mut self, tokens: &[u32]) -> u32 {
         let mut ranges = Vec::new();
         let mut i = 0;
         while i < tokens.len() {

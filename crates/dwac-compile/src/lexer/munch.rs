@@ -72,13 +72,13 @@ impl KillClasses<'_> {
                     acc.binary_search(&k).is_ok()
                 }
             };
-            // One column per byte class: the bytes of a class step every state alike, so the
-            // partition is the one over all 256 bytes.
-            let reps = class_representatives(lex);
+            // One column per group of bytes that step every state alike
+            // ([`byte_representatives`]), so the partition is the one over all 256 bytes.
+            let reps = byte_representatives(lex);
             let w = reps.len();
             let mut trans = vec![DEAD; (n + 1) * w];
             for q in 0..n {
-                for (c, &b) in reps.iter().enumerate() {
+                for (c, &(b, _)) in reps.iter().enumerate() {
                     let t = lex.step(q as u32, b);
                     trans[q * w + c] = if t == DEAD {
                         DEAD
@@ -214,16 +214,6 @@ impl<'a> Explorer<'a> {
         v.sort_unstable();
         Some(v)
     }
-}
-
-/// The first byte of each byte class (`LexerTables::byte_class`): every lexer state, and so
-/// every inhibitor, steps the bytes of a class alike.
-fn class_representatives(lex: &LexerTables) -> Vec<u8> {
-    let mut reps = vec![None; lex.num_classes as usize];
-    for b in 0..=255u8 {
-        reps[lex.byte_class[b as usize] as usize].get_or_insert(b);
-    }
-    reps.into_iter().flatten().collect()
 }
 
 /// One byte per group of bytes in one byte class with the same forks from the start state

@@ -181,9 +181,10 @@ pub(super) struct Assembler {
     /// and the same tokens in every class has the same tables: it takes those entries.
     #[allow(clippy::type_complexity, reason = "a memo table whose key and value are documented above")]
     assembled: FastMap<(usize, Vec<usize>), Vec<(Vec<Tokens>, u32, u32)>>,
-    /// The class order of the first state with each (thread class, set of lexings): a later
-    /// state with the same lexings in another order takes that order ([`Assembler::align`]).
-    orders: FastMap<(u32, Lexings), Lexings>,
+    /// Per (thread class, lexings of its classes in sorted order): the first such state's
+    /// position of each of those classes. A later state with the same lexings in another
+    /// order takes that order ([`Assembler::align`]).
+    orders: FastMap<(u32, Lexings), Vec<u32>>,
     /// Automata built without links, by the same key as `built_for`: for the states whose
     /// lexings `built_for` has with links but whose tokens differ ([`Assembler::attempt`]).
     unlinked: FastMap<LexingsKey, Result<Built, (u64, u64)>>,
@@ -275,7 +276,7 @@ impl Assembler {
         let classes = self.align(thread, classes);
         let before = StateCounts::of(&self.stats);
         self.stats.undecided_tokens += undecided.len();
-        self.out.undecided.to_mut()[q as usize] = self.sets.intern(undecided);
+        self.out.undecided.to_mut()[q as usize] = self.sets.intern(&undecided);
         self.stats.token_classes += classes.len();
         stages.skip();
         // With saturation on, the forward build first gets a share of the work budget: a state
@@ -604,7 +605,7 @@ impl Assembler {
         all.sort_unstable();
         all.dedup();
         self.stats.undecided_tokens += all.len() - had;
-        self.out.undecided.to_mut()[q as usize] = self.sets.intern(all);
+        self.out.undecided.to_mut()[q as usize] = self.sets.intern(&all);
     }
 
     /// Lexer state `q`'s second start (`MaskTables::aux_start`, filled with `NONE` on first use).
@@ -636,7 +637,7 @@ impl Assembler {
         // with Qwen3's 54,000 tokens that start with whitespace. Interned once per allocation.)
         let mut interned: FastMap<*const u32, u32> = FastMap::default();
         for (i, kill) in carried.into_iter().zip(&kills) {
-            let set = *interned.entry(kill.as_ptr()).or_insert_with(|| sets.intern(kill.to_vec()));
+            let set = *interned.entry(kill.as_ptr()).or_insert_with(|| sets.intern(kill));
             // An empty kill set kills nothing: store no entry, and a missing entry would be a
             // bug, so store it as an empty range list.
             let set = if set == NONE { sets.intern_empty() } else { set };

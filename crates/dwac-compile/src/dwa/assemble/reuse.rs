@@ -45,28 +45,20 @@ impl Assembler {
     /// tokens (the positions of a whitespace counter, where the longer whitespace tokens drop
     /// out one by one) can list them in other orders, and would build the same automaton twice.
     /// A permutation of the classes changes no mask: each class keeps its tokens and lexings.
-    pub(super) fn align(&mut self, thread: u32, mut classes: Vec<TokenClass>) -> Vec<TokenClass> {
-        let mut by_lexings: Vec<usize> = (0..classes.len()).collect();
-        by_lexings.sort_by(|&a, &b| classes[a].sigs.cmp(&classes[b].sigs));
-        let sorted: Lexings = by_lexings.iter().map(|&i| classes[i].sigs.clone()).collect();
-        let order = match self.orders.entry((thread, sorted)) {
-            std::collections::hash_map::Entry::Vacant(v) => {
-                v.insert(classes.iter().map(|c| c.sigs.clone()).collect());
-                return classes;
-            }
-            std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
-        };
-        if order.iter().zip(&classes).all(|(o, c)| *o == c.sigs) {
+    pub(super) fn align(&mut self, thread: u32, classes: Vec<TokenClass>) -> Vec<TokenClass> {
+        // The classes by their lexings (the walk never gives two classes the same lexings).
+        let mut by_lexings: Vec<u32> = (0..classes.len() as u32).collect();
+        by_lexings.sort_by(|&a, &b| classes[a as usize].sigs.cmp(&classes[b as usize].sigs));
+        let sorted: Lexings = by_lexings.iter().map(|&i| classes[i as usize].sigs.clone()).collect();
+        // Per sorted lexings, the first state's position of that class.
+        let first = self.orders.entry((thread, sorted)).or_insert_with(|| by_lexings.clone());
+        if *first == by_lexings {
             return classes;
         }
-        // The first state's position of each lexings, in sorted order (equal lexings, which
-        // the walk never gives two classes, would pair in order).
-        let mut first: Vec<usize> = (0..order.len()).collect();
-        first.sort_by(|&a, &b| order[a].cmp(&order[b]));
-        let mut slots: Vec<Option<TokenClass>> = classes.drain(..).map(Some).collect();
+        let mut slots: Vec<Option<TokenClass>> = classes.into_iter().map(Some).collect();
         let mut out: Vec<Option<TokenClass>> = (0..slots.len()).map(|_| None).collect();
         for (&at, &from) in first.iter().zip(&by_lexings) {
-            out[at] = slots[from].take();
+            out[at as usize] = slots[from as usize].take();
         }
         out.into_iter().flatten().collect()
     }
