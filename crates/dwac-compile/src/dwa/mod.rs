@@ -293,20 +293,28 @@ pub fn build_mask_tables_prepared(
             .then(|| std::thread::Builder::new().name("dwac-walk".into()).spawn_scoped(scope, carry(walk)).ok())
             .flatten();
         let inline = if walking.is_none() { walk() } else { None };
+        let mut pending = std::collections::VecDeque::new();
         loop {
             // Kill sets while no classes are waiting (interned after the states).
-            let msg = match rx.try_recv() {
-                Ok(msg) => msg,
-                Err(mpsc::TryRecvError::Disconnected) => break,
-                Err(mpsc::TryRecvError::Empty) => {
-                    // (Then subtrees the walker will need: [`Prewalks`].)
-                    if kills.one() || prewalker.one(&prewalks) {
-                        continue;
-                    }
-                    match rx.recv() {
-                        Ok(msg) => msg,
-                        Err(_) => break,
-                    }
+            let msg = match pending.pop_front() {
+                Some(msg) => msg,
+                None => {
+                    let batch = match rx.try_recv() {
+                        Ok(batch) => batch,
+                        Err(mpsc::TryRecvError::Disconnected) => break,
+                        Err(mpsc::TryRecvError::Empty) => {
+                            // (Then subtrees the walker will need: [`Prewalks`].)
+                            if kills.one() || prewalker.one(&prewalks) {
+                                continue;
+                            }
+                            match rx.recv() {
+                                Ok(batch) => batch,
+                                Err(_) => break,
+                            }
+                        }
+                    };
+                    pending.extend(batch);
+                    continue;
                 }
             };
             let tq = Instant::now();

@@ -41,6 +41,14 @@ pub(super) fn shared_trie(vocab: &Vocabulary) -> (Arc<Trie>, Arc<TrieIndex>) {
     (trie, index)
 }
 
+/// The walking thread sends its states once it has walked for this long since its last
+/// batch (or [`BATCH_STATES`] states): the assembling thread, which waits for them, lags by at
+/// most this.
+const BATCH_FOR: Duration = Duration::from_micros(100);
+
+/// States a batch holds at most.
+const BATCH_STATES: usize = 64;
+
 /// What the walking thread hands the assembling thread for one lexer state, in state order.
 pub(super) enum Walked {
     /// A state with the automaton of the earlier state of the same key (its block of
@@ -126,7 +134,7 @@ pub(super) fn walk_states(
     (trie, index, (horizon, renaming), follow): Parts<'_>,
     mut terms: SetPool,
     (eof_class, eos): (u32, Vec<u32>),
-    tx: mpsc::Sender<Walked>,
+    tx: mpsc::Sender<Vec<Walked>>,
     kills: &Kills,
     prewalks: &Prewalks,
 ) -> (Duration, LimitHits, usize) {
@@ -141,6 +149,9 @@ pub(super) fn walk_states(
     let mut renamed = 0;
     let mut seen: FastMap<(u64, u32), ()> = FastMap::default();
     let (mut nodes_sent, mut sets_sent) = (0, terms.len());
+    // States go to the assembling thread in batches: a message per state would wake it (a
+    // system call) hundreds of times in a small grammar's walk.
+    let (mut batch, mut batch_start) = (Vec::new(), Instant::now());
     for q in 0..lex.num_states {
         if q != lex.start && !lex.can_continue(q) {
             continue;
@@ -178,9 +189,16 @@ pub(super) fn walk_states(
                 Walked::State { q, thread, share_key, classes, undecided, nodes, sets, walk: tq.elapsed() }
             }
         };
-        if tx.send(msg).is_err() {
-            break;
+        batch.push(msg);
+        if batch_start.elapsed() >= BATCH_FOR || batch.len() >= BATCH_STATES {
+            if tx.send(std::mem::take(&mut batch)).is_err() {
+                break;
+            }
+            batch_start = Instant::now();
         }
+    }
+    if !batch.is_empty() {
+        let _ = tx.send(batch);
     }
     drop(tx);
     let walked = t0.elapsed();
