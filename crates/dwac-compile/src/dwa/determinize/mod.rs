@@ -24,6 +24,8 @@ mod plan;
 
 /// Marks an accepting settled entry (the end id is in the low bits).
 const ACCEPT_BIT: u64 = 1 << 40;
+/// [`Determinizer::canon_ids`]: not found yet.
+const NO_CANON: u32 = u32::MAX;
 /// The DEFAULT label in the read memo.
 const DEFAULT: u32 = u32::MAX;
 
@@ -150,6 +152,10 @@ pub struct Determinizer<'a> {
     /// Configurations without their trie node (or end), interned for [`StateKey`]s; kept for
     /// the whole build (never dropped with the memos, since the tables' keys name them).
     canon: FastMap<Config, u32>,
+    /// Per configuration: its canonical id and trie node ([`Determinizer::canon_of`]) once
+    /// found, `(NO_CANON, None)` until then; dropped with the configurations, so found once
+    /// per configuration rather than once per lexer state whose keys name it.
+    canon_ids: Vec<(u32, Option<u32>)>,
     /// Lexings below a node (steps from it, lookahead class), interned for [`StateKey`]s.
     relsigs: FastMap<Vec<(Vec<Step>, u32)>, u32>,
     /// Per trie node, its index in the plan being made (`u32::MAX` between plans): scratch of
@@ -184,6 +190,7 @@ impl<'a> Determinizer<'a> {
             labels: FastMap::default(),
             sub_plans: FastMap::default(),
             canon: FastMap::default(),
+            canon_ids: Vec::new(),
             relsigs: FastMap::default(),
             plan_local: Vec::new(),
             linked: 0,
@@ -386,11 +393,14 @@ impl<'a> Determinizer<'a> {
         let triples = &mut ctx.triples;
         triples.clear();
         for &(c, set) in v {
-            let (cc, node) = match ctx.canon.get(&c) {
-                Some(&x) => x,
-                None => {
+            let (cc, node) = match self.canon_ids.get(c as usize) {
+                Some(&x) if x.0 != NO_CANON => x,
+                _ => {
                     let x = self.canon_of(c);
-                    ctx.canon.insert(c, x);
+                    if self.canon_ids.len() <= c as usize {
+                        self.canon_ids.resize(c as usize + 1, (NO_CANON, None));
+                    }
+                    self.canon_ids[c as usize] = x;
                     x
                 }
             };
@@ -479,6 +489,7 @@ impl<'a> Determinizer<'a> {
     pub fn forget(&mut self) {
         self.configs.clear();
         self.config_ids.clear();
+        self.canon_ids.clear();
         self.labels.clear();
         self.read_tables.clear();
         self.dense_reads.clear();
@@ -540,14 +551,7 @@ impl<'a> Determinizer<'a> {
         let entries: BTreeMap<u32, u32> = parts.into_iter().map(|(c, p)| (c, sets.union_many(&p))).collect();
 
         let mut local = Building::default();
-        let mut ctx = KeyCtx {
-            classes,
-            nodes,
-            canon: FastMap::default(),
-            relsig: FastMap::default(),
-            triples: Vec::new(),
-            cis: Vec::new(),
-        };
+        let mut ctx = KeyCtx { classes, nodes, relsig: FastMap::default(), triples: Vec::new(), cis: Vec::new() };
         let start = self.intern_state(entries.into_iter().collect(), &mut local, &mut ctx, &sets, asm)?;
         let mut states: Vec<DState> = Vec::new();
         let lr_states = self.comp.lr.tables.num_states;
@@ -685,8 +689,6 @@ struct Building {
 struct KeyCtx<'c> {
     classes: &'c [TokenClass],
     nodes: &'c [(u32, Step)],
-    /// Configuration id → (canonical id, trie node).
-    canon: FastMap<u32, (u32, Option<u32>)>,
     /// (class, node) → lexings below.
     relsig: FastMap<(u32, u32), u32>,
     /// Scratch of [`Determinizer::key_of`].
