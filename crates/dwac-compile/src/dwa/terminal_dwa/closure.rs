@@ -54,7 +54,7 @@ pub(super) struct ClosureCache {
 
 /// Tokens below a root child from which its walk goes through the closure cache
 /// ([`Walker::closure_walk`]); smaller subtrees are walked directly.
-pub(super) const CLOSURE_WALK_FROM: u32 = 1024;
+pub(super) const CLOSURE_WALK_FROM: u32 = 256;
 
 /// Closure states a closure walk may have (a bound on the canonical table's size).
 pub(super) const MAX_CLOSURE: usize = 64;
