@@ -503,6 +503,29 @@ fn the_transport_form_without_vocabulary_needs_its_own() {
     assert!(matches!(Artifact::from_bytes(&data), Err(ArtifactError::Checksum { .. })));
 }
 
+/// `tables_len` (what the Python `Compiler`'s cache charges a grammar) is every section but
+/// the metadata and the vocabulary's, as read from the file; a compiled engine holds its
+/// narrowable columns wide, so at most twice that.
+#[test]
+fn tables_len_counts_every_section_but_the_vocabulary() {
+    use artifact::kind::{META, VOCAB_BYTES, VOCAB_EOS, VOCAB_OFFSETS, VOCAB_SPECIAL};
+    let tok = dwac_vocab::Tokenizer::default_embedded().unwrap();
+    let text = std::fs::read_to_string(repo_root().join("grammars/json.lark")).unwrap();
+    let (engine, _, bytes) = compile(SourceKind::Lark, "json.lark", &text, tok.vocab(), &tok_info(&tok));
+    let a = Artifact::from_bytes(&bytes).unwrap();
+    let own: usize = a
+        .sections()
+        .iter()
+        .filter(|e| ![META, VOCAB_OFFSETS, VOCAB_BYTES, VOCAB_SPECIAL, VOCAB_EOS].contains(&e.kind))
+        .map(|e| e.len as usize)
+        .sum();
+    assert_eq!(artifact::tables_len(a.engine()), own);
+    let vocab_bytes = bytes.len() - own;
+    assert!(vocab_bytes > 500_000, "gpt2's vocabulary is most of a small artifact: {vocab_bytes} of {}", bytes.len());
+    let compiled = artifact::tables_len(&engine);
+    assert!(own <= compiled && compiled <= 2 * own, "{compiled} against {own}");
+}
+
 /// Narrow columns (format 3.1 on): the writer stores the big index columns as `u16`s when
 /// they fit, the reader reads them as the same values (the masks are the reference oracle's),
 /// and the narrow flag on any other section, or a narrow length that is not whole rows, is a

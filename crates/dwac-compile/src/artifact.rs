@@ -230,6 +230,18 @@ pub fn metadata(
     meta
 }
 
+/// The metadata section's text, as [`artifact_bytes`] writes it.
+pub fn metadata_text(
+    source: &SourceInfo,
+    tokenizer: &TokenizerInfo,
+    engine: &Engine,
+    stats: &CompileStats,
+    schema: &SchemaOptions,
+    opts: &EngineOptions,
+) -> String {
+    serde_json::to_string_pretty(&metadata(source, tokenizer, engine, stats, schema, opts)).unwrap_or_default()
+}
+
 /// The artifact's bytes.
 pub fn artifact_bytes(
     engine: &Engine,
@@ -242,8 +254,7 @@ pub fn artifact_bytes(
     let mut header = artifact::header_for(engine);
     header.tokenizer_fingerprint = tokenizer.fingerprint;
     header.grammar_fingerprint = grammar_fingerprint(source, schema, opts);
-    let meta = metadata(source, tokenizer, engine, stats, schema, opts);
-    let meta = serde_json::to_string_pretty(&meta).unwrap_or_default();
+    let meta = metadata_text(source, tokenizer, engine, stats, schema, opts);
     artifact::layout(header, &meta, &artifact::columns(engine))
 }
 

@@ -94,6 +94,69 @@ pub fn columns(engine: &Engine) -> Vec<(u32, u32, Vec<u8>)> {
     out.into_iter().map(|(k, (f, bytes))| (k, f, bytes)).collect()
 }
 
+/// Bytes `engine`'s tables take in memory, apart from its vocabulary: what a compiled grammar
+/// holds of its own (the vocabulary is its tokenizer's, shared by every grammar compiled for
+/// it). The sections [`columns`] writes but the vocabulary's, each column at its width in
+/// memory (a wide column that would fit `u16`s counts 4 bytes an entry here, 2 in the file).
+pub fn tables_len(engine: &Engine) -> usize {
+    fn b<T: Elem>(a: &[T]) -> usize {
+        size_of_val(a)
+    }
+    fn n(c: &Col) -> usize {
+        match c {
+            Col::Wide(a) => size_of_val(&a[..]),
+            Col::Narrow(a) => size_of_val(&a[..]),
+        }
+    }
+    let t = engine.tables();
+    let (l, r) = (&t.lexer, &t.lr);
+    // (As the names' sections: their bytes, and an offset per name and one more.)
+    let names = t.terminal_names.iter().map(String::len).sum::<usize>() + 4 * (t.terminal_names.len() + 1);
+    let mut len = names
+        + n(&l.trans)
+        + b(&l.accept_off)
+        + b(&l.accept)
+        + b(&l.next_plus)
+        + b(&l.ignored)
+        + b(&l.munch)
+        + b(&l.priority)
+        + b(&l.fork_off)
+        + b(&l.fork)
+        + b(&l.byte_class)
+        + n(&l.next_plus_row)
+        + b(&r.action_row)
+        + b(&r.action_term)
+        + b(&r.action_off)
+        + b(&r.actions)
+        + b(&r.goto_row)
+        + b(&r.goto_nt)
+        + b(&r.goto_target)
+        + b(&r.rule_lhs)
+        + b(&r.rule_len);
+    if let Some(m) = engine.mask_tables() {
+        len += b(&m.start)
+            + b(&m.start_rho)
+            + b(&m.undecided)
+            + b(&m.edge_off)
+            + n(&m.edge_label)
+            + b(&m.label_off)
+            + n(&m.edge_outcome)
+            + b(&m.outcome_off)
+            + n(&m.outcome_target)
+            + n(&m.outcome_rho)
+            + b(&m.set_off)
+            + b(&m.set_ranges)
+            + b(&m.set_dense)
+            + b(&m.block_refs)
+            + b(&m.blocks)
+            + b(&m.kill_s)
+            + b(&m.kill_k)
+            + b(&m.kill_set)
+            + b(&m.aux_start);
+    }
+    len
+}
+
 /// The header fields that describe `engine` (counts; fingerprints and layout fields zero).
 pub fn header_for(engine: &Engine) -> Header {
     let (v, t) = (engine.vocab(), engine.tables());
