@@ -47,7 +47,8 @@ type Key = (String, CompileOptions, (Option<u64>, Option<u64>), String);
 
 /// A compiler for one tokenizer with a cache of compiled grammars and of refusals, keyed by the
 /// source's kind and text, the options, the budget and the tokenizer's fingerprint (one per
-/// compiler), holding at most `cache_bytes` of artifacts. Every compile runs within the
+/// compiler), holding at most `cache_bytes` of grammars (`Grammar::own_bytes`: their tables,
+/// without the vocabulary they share). Every compile runs within the
 /// compiler's budget (`budget.rs`). Thread-safe; compiles release the GIL.
 #[pyclass(module = "dwac._dwac", frozen)]
 pub(crate) struct Compiler {
@@ -101,7 +102,7 @@ fn compile_through(
     }
     let g = prepared.compile(tok, width, budget)?;
     let written = std::fs::create_dir_all(dir)
-        .and_then(|()| dwac_compile::artifact::write_atomically(&path, g.artifact.as_bytes()));
+        .and_then(|()| dwac_compile::artifact::write_atomically(&path, &g.artifact_bytes()));
     match written {
         Ok(()) => disk.writes.fetch_add(1, Ordering::Relaxed),
         Err(_) => disk.write_errors.fetch_add(1, Ordering::Relaxed),
@@ -194,7 +195,7 @@ impl Compiler {
         let mut c = self.lock();
         let same = c.entries.get(&key).is_some_and(|e| Arc::ptr_eq(&e.slot, &slot));
         let size = match done {
-            Ok(g) => g.get().artifact.as_bytes().len(),
+            Ok(g) => g.get().own_bytes(),
             Err(m) => m.len() + REFUSAL_BYTES,
         };
         if same {

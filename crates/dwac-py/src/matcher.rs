@@ -144,7 +144,7 @@ impl Matcher {
                 .and_then(|g| g.extract::<PyRef<'_, Grammar>>().map_err(Into::into))
                 .map_err(|_| PyValueError::new_err("Matcher(grammar): grammar must be a dwac.Grammar"))?,
         };
-        let engine = Arc::clone(native.artifact.engine());
+        let engine = Arc::clone(&native.engine);
         let inner = match max_rollback {
             Some(n) => RMatcher::with_max_rollback(engine, n),
             None => RMatcher::new(engine),

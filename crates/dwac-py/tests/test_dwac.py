@@ -65,6 +65,11 @@ def test_round_trips_and_tokenizer_check(tok, tmp_path):
     h = dwac.Grammar.open(path, tok)
     assert h.metadata["tokenizer"]["name"] == "gpt2"
     assert h.metadata["options"]["schema.whitespace"] == "Compact"
+    # A grammar compiled in process has no artifact until saved: its metadata is the one saved.
+    assert g._g.metadata == h._g.metadata
+    g.save(tmp_path / "again.dwa")
+    h.save(tmp_path / "reopened.dwa")
+    assert path.read_bytes() == (tmp_path / "again.dwa").read_bytes() == (tmp_path / "reopened.dwa").read_bytes()
     a, b = dwac.Matcher(g), dwac.Matcher(h)
     ids = tok.encode("[1,22,333]")
     for t in ids:

@@ -169,12 +169,18 @@ def test_the_compiler_caches_by_source_and_options():
     assert c.json_schema(schema)._g is not g1._g, "cleared: compiled again"
 
 
-def test_the_compiler_evicts_the_least_recently_used():
+def test_the_compiler_evicts_the_least_recently_used(tmp_path):
     tok = dwac.Tokenizer.default()
-    probe = dwac.Compiler(tok)
-    probe.json_schema({"type": "integer"})
-    size = probe.cache_info()["bytes"]
-    c = dwac.Compiler(tok, cache_bytes=int(size * 2.5))
+    sizes = []
+    for schema in ({"type": "integer"}, {"type": "boolean"}, {"type": "null"}):
+        probe = dwac.Compiler(tok)
+        g = probe.json_schema(schema)
+        sizes.append(probe.cache_info()["bytes"])
+    # A grammar is charged its tables, not the vocabulary every grammar of the tokenizer shares,
+    # which its artifact holds a copy of (GPT-2's: some 570 kB).
+    g.save(tmp_path / "null.dwa")
+    assert 0 < sizes[2] and (tmp_path / "null.dwa").stat().st_size > sizes[2] + 500_000, sizes
+    c = dwac.Compiler(tok, cache_bytes=sum(sizes) - 1)  # room for any two, not for the three
     a = c.json_schema({"type": "integer"})
     c.json_schema({"type": "boolean"})
     assert c.json_schema({"type": "integer"})._g is a._g  # a is now the most recent

@@ -302,8 +302,9 @@ class Grammar:
 class Compiler:
     """Compiles for one tokenizer and keeps what it compiled: asked again for the same source
     and options, it returns the grammar compiled before (a server receiving the same schemas
-    or tools again compiles each once). The cache holds at most ``cache_bytes`` of artifacts
-    (least recently used out first), keyed by the source's kind and text, the options and the
+    or tools again compiles each once). The cache holds at most ``cache_bytes`` of compiled
+    tables (least recently used out first; a grammar's tables, not counting the vocabulary,
+    which every grammar of the tokenizer shares), keyed by the source's kind and text, the options and the
     tokenizer's fingerprint. Thread-safe: compiles release the GIL, and threads asking for a
     grammar being compiled wait for it instead of compiling it again. Every compile runs within
     ``max_seconds`` and ``max_memory_mb`` (defaults 10 s and 2048 MiB; ``None`` lifts a limit);
