@@ -7,36 +7,11 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use dwac_grammar::schema::{compile_schema, SchemaOptions};
-use dwac_runtime::{unstable::GrammarTables, Matcher, Vocabulary};
+use dwac_runtime::unstable::artifact::grammar_tables_len;
+use dwac_runtime::{Matcher, Vocabulary};
 use serde_json::{json, Value};
 
 use crate::util::{catch, tokenizer_file, Silenced};
-
-/// Bytes of the runtime tables: every `Vec`'s length × element size, plus the terminal names' bytes.
-fn tables_bytes(t: &GrammarTables) -> u64 {
-    fn b<T>(v: &[T]) -> u64 {
-        size_of_val(v) as u64
-    }
-    let l = &t.lexer;
-    let r = &t.lr;
-    (l.trans.len() * 4) as u64
-        + b(&l.accept_off)
-        + b(&l.accept)
-        + b(&l.next_plus)
-        + (l.next_plus_row.len() * 4) as u64
-        + b(&l.ignored)
-        + b(&l.munch)
-        + b(&r.action_row)
-        + b(&r.action_term)
-        + b(&r.action_off)
-        + b(&r.actions)
-        + b(&r.goto_row)
-        + b(&r.goto_nt)
-        + b(&r.goto_target)
-        + b(&r.rule_lhs)
-        + b(&r.rule_len)
-        + t.terminal_names.iter().map(|s| s.len() as u64).sum::<u64>()
-}
 
 fn load_vocab(tokenizer: &str) -> Result<Vocabulary> {
     if tokenizer == "bytes" {
@@ -88,7 +63,7 @@ fn worker_job(job: &Value, vocab: &Vocabulary, out: &mut impl Write) -> Result<(
                 .collect();
             json!({"id": id, "compiled": true, "error": null, "panic": panic, "compile_ms": compile_ms,
                    "judge_ms": t1.elapsed().as_secs_f64() * 1e3,
-                   "tables_bytes": tables_bytes(engine.tables()), "warnings": warnings, "accepted": accepted})
+                   "tables_bytes": grammar_tables_len(engine.tables()), "warnings": warnings, "accepted": accepted})
         }
     };
     writeln!(out, "{r}")?;

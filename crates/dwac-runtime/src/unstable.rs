@@ -22,9 +22,9 @@ pub use crate::trie::Trie;
 /// writer's layout (the reader is [`Artifact`](crate::Artifact)).
 pub mod artifact {
     pub use crate::artifact::{
-        columns, crc32c, header_for, hex, kind, kind_info, layout, narrowable, reseal, reseal_all, tables_len, Header,
-        SectionEntry, ENDIAN_PROBE, FLAG_MASK, HEADER_LEN, LABEL, MAGIC, MAJOR, MINOR, SECTION_ALIGN, SECTION_NARROW,
-        SECTION_OPTIONAL,
+        columns, crc32c, grammar_tables_len, header_for, hex, kind, kind_info, layout, narrowable, reseal, reseal_all,
+        tables_len, Header, SectionEntry, ENDIAN_PROBE, FLAG_MASK, HEADER_LEN, LABEL, MAGIC, MAJOR, MINOR,
+        SECTION_ALIGN, SECTION_NARROW, SECTION_OPTIONAL,
     };
 }
 

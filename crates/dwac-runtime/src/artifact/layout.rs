@@ -2,6 +2,7 @@
 //! file laid out with its checksums (the compiler's `artifact_bytes` calls these).
 
 use crate::array::{Col, Elem};
+use crate::tables::GrammarTables;
 
 use super::{
     crc32c, header_checksum, kind, Engine, FromBytes, Header, IntoBytes, SectionEntry, ENDIAN_PROBE, FLAG_MASK,
@@ -99,40 +100,7 @@ pub fn columns(engine: &Engine) -> Vec<(u32, u32, Vec<u8>)> {
 /// it). The sections [`columns`] writes but the vocabulary's, each column at its width in
 /// memory (a wide column that would fit `u16`s counts 4 bytes an entry here, 2 in the file).
 pub fn tables_len(engine: &Engine) -> usize {
-    fn b<T: Elem>(a: &[T]) -> usize {
-        size_of_val(a)
-    }
-    fn n(c: &Col) -> usize {
-        match c {
-            Col::Wide(a) => size_of_val(&a[..]),
-            Col::Narrow(a) => size_of_val(&a[..]),
-        }
-    }
-    let t = engine.tables();
-    let (l, r) = (&t.lexer, &t.lr);
-    // (As the names' sections: their bytes, and an offset per name and one more.)
-    let names = t.terminal_names.iter().map(String::len).sum::<usize>() + 4 * (t.terminal_names.len() + 1);
-    let mut len = names
-        + n(&l.trans)
-        + b(&l.accept_off)
-        + b(&l.accept)
-        + b(&l.next_plus)
-        + b(&l.ignored)
-        + b(&l.munch)
-        + b(&l.priority)
-        + b(&l.fork_off)
-        + b(&l.fork)
-        + b(&l.byte_class)
-        + n(&l.next_plus_row)
-        + b(&r.action_row)
-        + b(&r.action_term)
-        + b(&r.action_off)
-        + b(&r.actions)
-        + b(&r.goto_row)
-        + b(&r.goto_nt)
-        + b(&r.goto_target)
-        + b(&r.rule_lhs)
-        + b(&r.rule_len);
+    let mut len = grammar_tables_len(engine.tables());
     if let Some(m) = engine.mask_tables() {
         len += b(&m.start)
             + b(&m.start_rho)
@@ -155,6 +123,48 @@ pub fn tables_len(engine: &Engine) -> usize {
             + b(&m.aux_start);
     }
     len
+}
+
+/// [`tables_len`] of the lexer's and the parser's tables and the terminal names alone (no
+/// Parser DWA).
+pub fn grammar_tables_len(t: &GrammarTables) -> usize {
+    let (l, r) = (&t.lexer, &t.lr);
+    // (As the names' sections: their bytes, and an offset per name and one more.)
+    let names = t.terminal_names.iter().map(String::len).sum::<usize>() + 4 * (t.terminal_names.len() + 1);
+    names
+        + n(&l.trans)
+        + b(&l.accept_off)
+        + b(&l.accept)
+        + b(&l.next_plus)
+        + b(&l.ignored)
+        + b(&l.munch)
+        + b(&l.priority)
+        + b(&l.fork_off)
+        + b(&l.fork)
+        + b(&l.byte_class)
+        + n(&l.next_plus_row)
+        + b(&r.action_row)
+        + b(&r.action_term)
+        + b(&r.action_off)
+        + b(&r.actions)
+        + b(&r.goto_row)
+        + b(&r.goto_nt)
+        + b(&r.goto_target)
+        + b(&r.rule_lhs)
+        + b(&r.rule_len)
+}
+
+/// Bytes of a table in memory.
+fn b<T: Elem>(a: &[T]) -> usize {
+    size_of_val(a)
+}
+
+/// Bytes of a column in memory, at its width.
+fn n(c: &Col) -> usize {
+    match c {
+        Col::Wide(a) => size_of_val(&a[..]),
+        Col::Narrow(a) => size_of_val(&a[..]),
+    }
 }
 
 /// The header fields that describe `engine` (counts; fingerprints and layout fields zero).

@@ -31,7 +31,7 @@ pub use format::{
     SECTION_ALIGN, SECTION_NARROW, SECTION_OPTIONAL,
 };
 #[cfg(feature = "unstable")]
-pub use layout::{columns, header_for, layout, reseal, reseal_all, tables_len};
+pub use layout::{columns, grammar_tables_len, header_for, layout, reseal, reseal_all, tables_len};
 
 /// Why an artifact could not be opened or used. Opening never panics: every corrupt, truncated
 /// or foreign file ends here.
