@@ -182,7 +182,7 @@ pub(crate) fn open_artifact(
 
 /// What a compiled grammar's artifact is laid out from ([`artifact_bytes`]'s arguments but the
 /// engine).
-pub(crate) struct Layout {
+struct Layout {
     source: SourceInfo,
     tokenizer: TokenizerInfo,
     stats: CompileStats,
@@ -190,8 +190,8 @@ pub(crate) struct Layout {
     options: EngineOptions,
 }
 
-/// A compiled grammar: an opened, validated artifact. Immutable; share it among threads and
-/// matchers.
+/// A compiled grammar: its engine, compiled in process or from an opened, validated artifact.
+/// Immutable; share it among threads and matchers.
 ///
 /// A grammar compiled in process holds its engine (its tables, and the tokenizer's vocabulary,
 /// shared) and what its artifact is laid out from, when one is asked for (`save`, a compiler's
