@@ -230,16 +230,37 @@ pub fn metadata(
     meta
 }
 
-/// The metadata section's text, as [`artifact_bytes`] writes it.
-pub fn metadata_text(
-    source: &SourceInfo,
-    tokenizer: &TokenizerInfo,
-    engine: &Engine,
-    stats: &CompileStats,
-    schema: &SchemaOptions,
-    opts: &EngineOptions,
-) -> String {
-    serde_json::to_string_pretty(&metadata(source, tokenizer, engine, stats, schema, opts)).unwrap_or_default()
+/// What an artifact is laid out from besides its engine ([`artifact_bytes`]'s other
+/// arguments): kept by a grammar compiled in process that lays its artifact out only when one
+/// is asked for (the Python `Grammar`).
+pub struct ArtifactSource {
+    /// The source compiled.
+    pub source: SourceInfo,
+    /// The tokenizer compiled for.
+    pub tokenizer: TokenizerInfo,
+    /// The compile's statistics.
+    pub stats: CompileStats,
+    /// The JSON Schema options compiled with.
+    pub schema: SchemaOptions,
+    /// The engine options compiled with.
+    pub options: EngineOptions,
+}
+
+impl ArtifactSource {
+    /// The artifact of `engine` ([`artifact_bytes`]).
+    pub fn bytes(&self, engine: &Engine) -> Vec<u8> {
+        artifact_bytes(engine, &self.source, &self.tokenizer, &self.stats, &self.schema, &self.options)
+    }
+
+    /// Its metadata section's text, as [`ArtifactSource::bytes`] writes it.
+    pub fn metadata_text(&self, engine: &Engine) -> String {
+        metadata_text(&metadata(&self.source, &self.tokenizer, engine, &self.stats, &self.schema, &self.options))
+    }
+}
+
+/// The metadata section's text.
+fn metadata_text(meta: &serde_json::Value) -> String {
+    serde_json::to_string_pretty(meta).unwrap_or_default()
 }
 
 /// The artifact's bytes.
@@ -254,7 +275,7 @@ pub fn artifact_bytes(
     let mut header = artifact::header_for(engine);
     header.tokenizer_fingerprint = tokenizer.fingerprint;
     header.grammar_fingerprint = grammar_fingerprint(source, schema, opts);
-    let meta = metadata_text(source, tokenizer, engine, stats, schema, opts);
+    let meta = metadata_text(&metadata(source, tokenizer, engine, stats, schema, opts));
     artifact::layout(header, &meta, &artifact::columns(engine))
 }
 

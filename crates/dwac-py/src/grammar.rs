@@ -7,8 +7,8 @@ use std::sync::Arc;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
-use dwac_compile::artifact::{artifact_bytes, cache_key, metadata_text, write_atomically, SourceInfo, TokenizerInfo};
-use dwac_compile::{regex_grammar, CompileStats, Compiler, EngineOptions, SourceKind};
+use dwac_compile::artifact::{cache_key, write_atomically, ArtifactSource, SourceInfo, TokenizerInfo};
+use dwac_compile::{regex_grammar, Compiler, EngineOptions, SourceKind};
 use dwac_grammar::schema::{Draft, SchemaOptions, Whitespace};
 use dwac_runtime::unstable::artifact::tables_len;
 use dwac_runtime::{Artifact, Engine, OpenOptions};
@@ -136,7 +136,7 @@ impl Prepared {
         }
         let tokenizer = TokenizerInfo { name: tok.name().to_string(), fingerprint: tok.fingerprint() };
         let (schema, options) = (compiler.schema, compiler.engine);
-        let layout = Box::new(Layout { source: info, tokenizer, stats, schema, options });
+        let layout = Box::new(ArtifactSource { source: info, tokenizer, stats, schema, options });
         Ok(Grammar::compiled(Arc::new(engine), layout, warnings, width))
     }
 }
@@ -180,16 +180,6 @@ pub(crate) fn open_artifact(
     Ok(Grammar::opened(artifact, width))
 }
 
-/// What a compiled grammar's artifact is laid out from ([`artifact_bytes`]'s arguments but the
-/// engine).
-struct Layout {
-    source: SourceInfo,
-    tokenizer: TokenizerInfo,
-    stats: CompileStats,
-    schema: SchemaOptions,
-    options: EngineOptions,
-}
-
 /// A compiled grammar: its engine, compiled in process or from an opened, validated artifact.
 /// Immutable; share it among threads and matchers.
 ///
@@ -213,11 +203,11 @@ enum Origin {
     /// An artifact file, opened.
     Opened(Box<Artifact>),
     /// A compile in process, with what its artifact is laid out from.
-    Compiled(Box<Layout>),
+    Compiled(Box<ArtifactSource>),
 }
 
 impl Grammar {
-    fn compiled(engine: Arc<Engine>, layout: Box<Layout>, warnings: Vec<String>, width: usize) -> Grammar {
+    fn compiled(engine: Arc<Engine>, layout: Box<ArtifactSource>, warnings: Vec<String>, width: usize) -> Grammar {
         Grammar { engine, origin: Origin::Compiled(layout), warnings, width }
     }
 
@@ -230,9 +220,7 @@ impl Grammar {
     pub(crate) fn artifact_bytes(&self) -> Cow<'_, [u8]> {
         match &self.origin {
             Origin::Opened(a) => Cow::Borrowed(a.as_bytes()),
-            Origin::Compiled(l) => {
-                Cow::Owned(artifact_bytes(&self.engine, &l.source, &l.tokenizer, &l.stats, &l.schema, &l.options))
-            }
+            Origin::Compiled(l) => Cow::Owned(l.bytes(&self.engine)),
         }
     }
 
@@ -342,9 +330,7 @@ impl Grammar {
     fn metadata(&self) -> String {
         match &self.origin {
             Origin::Opened(a) => a.metadata().to_string(),
-            Origin::Compiled(l) => {
-                metadata_text(&l.source, &l.tokenizer, &self.engine, &l.stats, &l.schema, &l.options)
-            }
+            Origin::Compiled(l) => l.metadata_text(&self.engine),
         }
     }
 
