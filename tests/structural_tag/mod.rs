@@ -273,3 +273,44 @@ fn what_is_not_supported_is_refused_by_name() {
     let e = parse_source(SourceKind::StructuralTag, "{\"type\": \n ]").err().map(|e| e.to_string()).unwrap_or_default();
     assert!(e.contains("--> 2:"), "{e}");
 }
+
+/// A tool whose schema accepts no value (a Glaive tool's: `oneOf` over `required` lists, all
+/// of them required at once) is named by its JSON pointer in the tag, as the schema compiler
+/// says it, and the longest-match analysis does not also report its branch as dead ends behind
+/// the terminal that matches no text. The other tool is called as before.
+#[test]
+fn a_tool_that_accepts_no_value_is_named_by_its_pointer() {
+    let tok = Tokenizer::from_file(&tokenizer_json("qwen3")).expect("qwen3");
+    let number = json!({"type": "number"});
+    let tool = |name: &str, schema: Value| {
+        json!({"type": "tag", "begin": format!("<tool_call>\n{{\"name\": \"{name}\", \"arguments\": "),
+               "content": {"type": "json_schema", "json_schema": schema}, "end": "}\n</tool_call>"})
+    };
+    let health = json!({"type": "object", "required": ["data"], "properties": {"data": {"type": "array",
+        "items": {"type": "object", "required": ["measurement", "value", "timestamp"], "properties": {
+            "measurement": {"type": "string"}, "timestamp": {"type": "string", "format": "date-time"},
+            "value": number}}}}});
+    let area = json!({"type": "object", "required": ["shape", "dimensions"], "properties": {
+        "shape": {"type": "string", "enum": ["circle", "rectangle"]},
+        "dimensions": {"type": "object", "required": ["radius", "length", "width"],
+            "properties": {"radius": number, "length": number, "width": number},
+            "oneOf": [{"required": ["radius"]}, {"required": ["length", "width"]}]}}});
+    let tag = json!({"type": "structural_tag", "format": {"type": "triggered_tags", "triggers": ["<tool_call>"],
+        "tags": [tool("analyze_health_data", health), tool("calculate_area", area)]}});
+    let c = dwac_compile::Compiler::default();
+    let (g, warnings) = c.parse(SourceKind::StructuralTag, &tag.to_string()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        warnings,
+        ["structural tag at /format/tags/1/content/json_schema: the schema accepts no value"],
+        "the front end's warnings"
+    );
+    let (e, stats) = c.compile_engine(&g, tok.vocab().clone()).unwrap_or_else(|e| panic!("{e}"));
+    let analysis: Vec<&str> = stats.warnings.iter().map(|w| w.0.message.as_str()).collect();
+    assert!(analysis.is_empty(), "no dead ends reported: {analysis:?}");
+    assert!(!stats.munch_analysis_skipped);
+    let e = Arc::new(e);
+    let call = "<tool_call>\n{\"name\": \"analyze_health_data\", \"arguments\": {\"data\": []}}\n</tool_call>";
+    assert!(accepts(&e, &tok, call) && accepts(&e, &tok, "Just text."));
+    let never = "<tool_call>\n{\"name\": \"calculate_area\", \"arguments\": {}}\n</tool_call>";
+    assert!(!accepts(&e, &tok, never));
+}

@@ -279,7 +279,8 @@ impl Compiler {
     /// Parse a grammar source into the IR, with the front-end's warnings: for JSON Schemas the
     /// schema compiler's (dropped keywords in lenient mode, unenforced formats, unknown keywords;
     /// for Lark, those of its `%json` schemas), for GBNF the front-end's (`line:column: message`:
-    /// what llama.cpp makes of a construct that may not mean what it says).
+    /// what llama.cpp makes of a construct that may not mean what it says), for a structural tag
+    /// those of its schemas and grammars, each at its JSON pointer in the tag.
     pub fn parse(&self, kind: SourceKind, text: &str) -> Result<(Grammar, Vec<String>), CompileError> {
         Ok(match kind {
             SourceKind::Lark => {
@@ -291,7 +292,7 @@ impl Compiler {
                 let (g, w) = dwac_grammar::gbnf::parse_with_warnings(text)?;
                 (g, w.into_iter().map(|w| format!("{}:{}: {}", w.0.line, w.0.column, w.0.message)).collect())
             }
-            SourceKind::StructuralTag => (dwac_grammar::structural::parse_with(text, self.schema.strict)?, Vec::new()),
+            SourceKind::StructuralTag => dwac_grammar::structural::parse_with_warnings(text, self.schema.strict)?,
             SourceKind::JsonSchema => {
                 let value: serde_json::Value =
                     serde_json::from_str(text).map_err(|e| CompileError::Json(e.to_string()))?;

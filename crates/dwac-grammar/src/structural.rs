@@ -45,8 +45,15 @@ pub fn parse(text: &str) -> Result<Grammar, GrammarError> {
 /// ([`SchemaOptions::strict`]: keys and items a schema does not name are not allowed, the
 /// language XGrammar gives the same structural tag).
 pub fn parse_with(text: &str, strict: bool) -> Result<Grammar, GrammarError> {
+    Ok(parse_with_warnings(text, strict)?.0)
+}
+
+/// [`parse_with`], with the warnings of the schemas and grammars it holds, each located by its
+/// JSON pointer in the tag (`structural tag at /format/tags/3/content/json_schema: the schema
+/// accepts no value`).
+pub fn parse_with_warnings(text: &str, strict: bool) -> Result<(Grammar, Vec<String>), GrammarError> {
     let v: Value = serde_json::from_str(text).map_err(|e| GrammarError::at(text, span_at(text, &e), e.to_string()))?;
-    compile_with(&v, strict)
+    compile_with_warnings(&v, strict)
 }
 
 fn span_at(text: &str, e: &serde_json::Error) -> crate::Span {
@@ -62,6 +69,11 @@ pub fn compile(v: &Value) -> Result<Grammar, GrammarError> {
 
 /// [`compile`], strict as in [`parse_with`].
 pub fn compile_with(v: &Value, strict: bool) -> Result<Grammar, GrammarError> {
+    Ok(compile_with_warnings(v, strict)?.0)
+}
+
+/// [`compile_with`], with the warnings as [`parse_with_warnings`] gives them.
+pub fn compile_with_warnings(v: &Value, strict: bool) -> Result<(Grammar, Vec<String>), GrammarError> {
     let mut b = Builder {
         strict,
         g: Grammar::default(),
@@ -70,6 +82,7 @@ pub fn compile_with(v: &Value, strict: bool) -> Result<Grammar, GrammarError> {
         texts: HashMap::new(),
         tokens: HashMap::new(),
         schemas: 0,
+        warnings: Vec::new(),
     };
     let start = b.g.add_nonterminal("structural_tag", None);
     b.helpers.reserve("structural_tag");
@@ -97,7 +110,7 @@ pub fn compile_with(v: &Value, strict: bool) -> Result<Grammar, GrammarError> {
         _ => b.format(v, "")?,
     };
     b.g.add_rule(start, seq, None);
-    Ok(b.g)
+    Ok((b.g, b.warnings))
 }
 
 fn err(pointer: &str, msg: impl std::fmt::Display) -> GrammarError {
@@ -168,6 +181,8 @@ struct Builder {
     schemas: usize,
     /// `json_schema` contents in strict mode.
     strict: bool,
+    /// The embedded schemas' and grammars' warnings, located.
+    warnings: Vec<String>,
 }
 
 impl Builder {
@@ -272,6 +287,7 @@ impl Builder {
         let opts =
             SchemaOptions { whitespace: Whitespace::Around { max }, strict: self.strict, ..SchemaOptions::default() };
         let sg = compile_schema(schema, &opts).map_err(|e| err(&format!("{p}/json_schema"), e))?;
+        self.warnings.extend(sg.warnings.iter().map(|w| format!("structural tag at {p}/json_schema: {w}")));
         self.schemas += 1;
         let nt = self.g.splice(sg.grammar, &format!("schema{}:", self.schemas), None, true);
         Ok(vec![Symbol::N(nt)])
@@ -329,7 +345,13 @@ impl Builder {
             "grammar" => {
                 keys(v, p, &["type", "grammar"])?;
                 let src = string(v, p, "grammar")?;
-                let sub = crate::gbnf::parse(src).map_err(|e| err(&format!("{p}/grammar"), e.located(&"grammar")))?;
+                let (sub, warnings) = crate::gbnf::parse_with_warnings(src)
+                    .map_err(|e| err(&format!("{p}/grammar"), e.located(&"grammar")))?;
+                self.warnings.extend(
+                    warnings.iter().map(|w| {
+                        format!("structural tag at {p}/grammar: {}:{}: {}", w.0.line, w.0.column, w.0.message)
+                    }),
+                );
                 self.schemas += 1;
                 let nt = self.g.splice(sub, &format!("grammar{}:", self.schemas), None, false);
                 Ok(vec![Symbol::N(nt)])

@@ -592,10 +592,14 @@ pub fn analyse(
         let Some(r) = normalized.rules.get(rule as usize) else { continue };
         let Some(Symbol::T(t)) = dot.checked_sub(1).and_then(|i| r.rhs.get(i as usize)) else { continue };
         let p = p as u32;
-        if !lr.actions(p, lr.eof()).is_empty() {
+        if !lr.actions(p, lr.eof()).is_empty() || !lexable[*t as usize] {
             continue;
         }
-        let next: Vec<u32> = (0..lr.num_terminals).filter(|&u| !lr.actions(p, u).is_empty()).collect();
+        // (Terminals that match no text are left out: a branch needing one ends there whatever
+        // longest match does. A grammar they leave empty is refused above, and a JSON Schema that
+        // accepts no value says so itself.)
+        let next: Vec<u32> =
+            (0..lr.num_terminals).filter(|&u| lexable[u as usize] && !lr.actions(p, u).is_empty()).collect();
         if next.is_empty() {
             continue;
         }
