@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 
 mod keywords;
 mod one_of;
+mod open_objects;
 
 fn engine(schema: &Value, opts: &SchemaOptions) -> Result<Arc<Engine>, String> {
     let sg = compile_schema(schema, opts).map_err(|e| e.to_string())?;

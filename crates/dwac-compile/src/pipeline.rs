@@ -66,6 +66,7 @@ pub fn regex_grammar(pattern: &str) -> Grammar {
         lazy: false,
         tokens: None,
         origin: None,
+        key_complement: None,
     });
     let s = g.add_nonterminal("start", None);
     g.add_rule(s, vec![Symbol::T(t)], None);
@@ -148,9 +149,10 @@ impl Compiler {
 }
 
 /// What the longest-match analysis ([`crate::lexer::munch::analyse`]) reads that [`Compiled`] does not
-/// keep: the LR states' kernels and, after lexer inference, the lifted grammar (its warnings are
-/// located in it). The analysis only reports (dead ends, or a language left empty), so it may run
-/// beside the Parser DWA's build; an empty language still refuses the grammar.
+/// keep: the LR states' kernels and, after lexer inference or shared key terminals, the rewritten
+/// grammar (its warnings are located in it). The analysis only reports (dead ends, or a language
+/// left empty), so it may run beside the Parser DWA's build; an empty language still refuses the
+/// grammar.
 struct PendingAnalysis {
     kernels: Vec<Vec<dwac_lr::Item>>,
     lifted: Option<Grammar>,
@@ -196,6 +198,13 @@ fn compile_tables(g: &Grammar, opts: &NormalizeOptions) -> Result<(Compiled, Pen
     } else {
         (None, None)
     };
+    // Open objects' extra keys shared (`dwac_grammar::open_keys`): after a key, one parser state
+    // whichever object of its group it is in.
+    let shared = dwac_grammar::open_keys::share_open_keys(lifted.as_ref().unwrap_or(g));
+    if shared.is_some() {
+        stages.lap("open keys");
+    }
+    let lifted = shared.or(lifted);
     let g = lifted.as_ref().unwrap_or(g);
     let normalized = normalize_with(g, opts)?;
     stages.lap("normalize");

@@ -211,6 +211,7 @@ impl Lower<'_> {
                     lazy: false,
                     tokens: None,
                     origin: None,
+                    key_complement: None,
                 });
                 self.terms.insert(regex.clone(), id);
                 Ok(vec![Symbol::T(id)])

@@ -61,6 +61,11 @@ pub struct Terminal {
     /// pointer and keywords: `/properties/url: maxLength 500, format uri`). Not part of its
     /// language.
     pub origin: Option<String>,
+    /// A JSON object's key terminal for the keys it does not name: exactly the JSON strings whose
+    /// decoded value is none of these (its `regex` and `except` say the same, so it is a terminal
+    /// like any other as it stands). The compiler gives groups of such terminals one shared
+    /// terminal and leaves the difference to the parser ([`crate::open_keys`]).
+    pub key_complement: Option<Vec<String>>,
 }
 
 /// The first lexer component of grammars embedded in others ([`Grammar::splice`]); the
@@ -130,6 +135,7 @@ impl Terminal {
             lazy: false,
             tokens: None,
             origin: None,
+            key_complement: None,
         }
     }
 

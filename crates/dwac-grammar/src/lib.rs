@@ -12,6 +12,7 @@ pub mod ir;
 pub mod lark;
 pub mod lift;
 pub mod normalize;
+pub mod open_keys;
 pub mod schema;
 pub mod structural;
 pub mod tools;

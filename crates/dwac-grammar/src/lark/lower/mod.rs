@@ -453,6 +453,7 @@ impl<'s> Ctx<'s> {
             lazy: c.lazy,
             tokens: None,
             origin: None,
+            key_complement: None,
         });
         lw.named_terms.insert(name.to_string(), id);
         Ok(id)
@@ -570,6 +571,7 @@ impl<'s> Ctx<'s> {
                     lazy: c.lazy,
                     tokens: None,
                     origin: None,
+                    key_complement: None,
                 });
                 lw.anon_terms.insert(key, id);
                 lw.anon_by_regex.insert(lw.g.terminals[id as usize].regex.clone(), id);

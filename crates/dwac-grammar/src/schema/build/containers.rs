@@ -11,8 +11,10 @@ use super::{
 /// The most "some member" constraints one object may carry (each doubles the kinds of members).
 const MAX_SOME_MEMBERS: usize = 4;
 
-/// An extra member's kind: its key terminal (name, main regex, also, except) and value parts.
-type ExtraMember = (&'static str, String, Vec<String>, Vec<String>, Vec<Part>);
+/// An extra member's kind: its key terminal (name, main regex, also, except) and value parts,
+/// and for keys the object does not name when nothing else constrains them, those names
+/// ([`dwac_grammar::Terminal::key_complement`](crate::Terminal::key_complement)).
+type ExtraMember = (&'static str, String, Vec<String>, Vec<String>, Vec<Part>, Option<Vec<String>>);
 
 /// A named key's member: its variants (the "some member" bits each sets, its symbol) and whether
 /// the key is required.
@@ -282,9 +284,14 @@ impl Builder<'_> {
                 let mut except = named_literals.clone();
                 except.extend(pattern_res.iter().cloned());
                 except.extend(names_not.iter().cloned());
+                // Any key but the named ones: the terminal the compiler may share. (With no names,
+                // it is the value strings' terminal: not marked.)
+                let plain =
+                    !names.is_empty() && pattern_res.is_empty() && names_not.is_empty() && name_regexes.is_empty();
+                let complement = plain.then(|| names.to_vec());
                 let mut also = name_regexes.to_vec();
                 let main = if also.is_empty() { strings::json_string_any() } else { also.remove(0) };
-                extra_alts.push(("KEY_ADDITIONAL", main, also, except, parts));
+                extra_alts.push(("KEY_ADDITIONAL", main, also, except, parts, complement));
             }
         }
         // Keys matching a set of patterns (all subsets for up to 4 patterns, else single patterns;
@@ -327,7 +334,7 @@ impl Builder<'_> {
             let mut except = named_literals.clone();
             except.extend((0..k).filter(|i| !subset.contains(i)).map(|i| pattern_res[i].clone()));
             except.extend(names_not.iter().cloned());
-            extra_alts.push(("KEY_PATTERN", main, also, except, parts));
+            extra_alts.push(("KEY_PATTERN", main, also, except, parts, None));
         }
         Ok(extra_alts)
     }
@@ -346,7 +353,7 @@ impl Builder<'_> {
         // the extra members that set those bits.
         let mut kinds: Vec<(u32, u32)> = Vec::new();
         let everyone: Vec<usize> = (0..witnesses.len()).collect();
-        for (name, main, also, except, parts) in extra_alts {
+        for (name, main, also, except, parts, complement) in extra_alts {
             for wbits in subsets_of(&everyone) {
                 let (mut also, mut except, mut parts) = (also.clone(), except.clone(), parts.clone());
                 for wi in bits_of(wbits) {
@@ -369,6 +376,11 @@ impl Builder<'_> {
                     continue;
                 }
                 let key = self.term(name, main.clone(), also, except);
+                if wbits == 0 {
+                    if let Some(names) = &complement {
+                        self.g.terminals[key as usize].key_complement = Some(names.clone());
+                    }
+                }
                 let v = self.conj(parts)?;
                 let m = self.nt(if name == "KEY_PATTERN" { "member pattern" } else { "member additional" }.into())?;
                 self.rule(m, vec![Symbol::T(key), colon, Symbol::N(v)]);
