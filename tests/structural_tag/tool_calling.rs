@@ -220,3 +220,64 @@ fn special_tokens_are_found_by_their_names() {
         assert_eq!(allowed, vec![id], "{}: only {name} after `a`", tok.name());
     }
 }
+
+/// The free text of a tool-calling turn is lexed in a component of its own
+/// (`structural::Builder::separate_texts`): the same masks as with the text among the tags'
+/// literals, byte by byte along DeepSeek and Hermes turns (calls, text, a reasoning block, and
+/// prefixes that go wrong).
+#[test]
+fn free_text_in_a_component_of_its_own_keeps_the_masks() {
+    let ds = |name: &str, args: &str| {
+        format!("<｜tool▁call▁begin｜>function<｜tool▁sep｜>{name}\n```json\n{args}\n```<｜tool▁call▁end｜>")
+    };
+    let deepseek = [
+        format!("Checking.<｜tool▁calls▁begin｜>{}<｜tool▁calls▁end｜>", ds("get_weather", "{\"city\": \"Oslo\"}")),
+        format!(
+            "<think>\nhm</think>\n\nok<｜tool▁calls▁begin｜>{}\n{}<｜tool▁calls▁end｜>",
+            ds("get_time", "{}"),
+            ds("get_time", "{}")
+        ),
+        "Text <｜tool▁call▁begin｜>function<｜tool▁sep｜>get_time".to_string(),
+        format!("<think>x</think>\n\n<｜tool▁calls▁begin｜>{}", ds("get_date", "{}")),
+    ];
+    let hermes = [
+        "Let me look.\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>".to_string(),
+        "<think>\nno</think>\n\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\"}}\n</tool_call>"
+            .to_string(),
+        "Text <tool_call> inside".to_string(),
+    ];
+    for (format, turns) in [(ToolFormat::DeepSeek, &deepseek[..]), (ToolFormat::Hermes, &hermes[..])] {
+        let c = ToolCalling { reasoning: true, ..ToolCalling::new(format) };
+        let tag = structural_tag(&tools(), &c).expect("tag");
+        let g = parse_source(SourceKind::StructuralTag, &tag.to_string()).expect("parses");
+        let text = |t: &dwac_grammar::Terminal| t.name.starts_with("any_text");
+        assert!(g.terminals.iter().any(|t| text(t) && t.component != 0), "{format:?}: the text is apart");
+        let mut together = g.clone();
+        for t in together.terminals.iter_mut().filter(|t| text(t)) {
+            t.component = 0;
+        }
+        // Every byte of the turns a token, and some longer pieces.
+        let mut tokens: Vec<Vec<u8>> = turns.iter().flat_map(|s| s.bytes()).map(|b| vec![b]).collect();
+        tokens.extend(
+            ["<tool_call>", "<｜tool▁sep｜>", "function", "get_", "\n```", "</think>"].map(|s| s.as_bytes().to_vec()),
+        );
+        tokens.sort();
+        tokens.dedup();
+        let refs: Vec<&[u8]> = tokens.iter().map(|t| t.as_slice()).collect();
+        let apart = Arc::new(compile_engine(&g, dwac_tests::synthetic_vocab(&refs)).expect("compiles").0);
+        let one = Arc::new(compile_engine(&together, dwac_tests::synthetic_vocab(&refs)).expect("compiles").0);
+        for turn in turns {
+            let (mut a, mut b) = (Matcher::new(apart.clone()), Matcher::new(one.clone()));
+            for (i, byte) in turn.bytes().enumerate() {
+                assert_eq!(a.allowed(), b.allowed(), "{format:?} {turn:?}: masks after {} bytes", i);
+                let t = tokens.iter().position(|t| t.as_slice() == [byte]).expect("a byte token") as u32;
+                let (x, y) = (a.commit(t).is_ok(), b.commit(t).is_ok());
+                assert_eq!(x, y, "{format:?} {turn:?}: byte {i}");
+                if !x {
+                    break;
+                }
+            }
+            assert_eq!(a.is_accepting(), b.is_accepting(), "{format:?} {turn:?}");
+        }
+    }
+}

@@ -26,7 +26,8 @@
 //! `any_text`'s and `any_tokens`' `max_tokens`, `max_chars`).
 //!
 //! Every terminal but an embedded schema's lets the parser decide where it ends
-//! ([`Munch::None`]), as in GBNF: text ends where the next tag can begin.
+//! ([`Munch::None`]), as in GBNF: text ends where the next tag can begin. Free text is lexed in
+//! a lexer component of its own, apart from the tags' literals (`Builder::separate_texts`).
 
 use std::collections::HashMap;
 
@@ -80,6 +81,7 @@ pub fn compile_with_warnings(v: &Value, strict: bool) -> Result<(Grammar, Vec<St
         helpers: Helpers::default(),
         literals: HashMap::new(),
         texts: HashMap::new(),
+        text_terms: Vec::new(),
         tokens: HashMap::new(),
         schemas: 0,
         warnings: Vec::new(),
@@ -110,6 +112,7 @@ pub fn compile_with_warnings(v: &Value, strict: bool) -> Result<(Grammar, Vec<St
         _ => b.format(v, "")?,
     };
     b.g.add_rule(start, seq, None);
+    b.separate_texts();
     Ok((b.g, b.warnings))
 }
 
@@ -177,6 +180,8 @@ struct Builder {
     literals: HashMap<String, u32>,
     /// Text terminals by their sorted excluded strings.
     texts: HashMap<Vec<String>, u32>,
+    /// The free-text terminals ([`Builder::separate_texts`]).
+    text_terms: Vec<u32>,
     tokens: HashMap<TokenSet, u32>,
     schemas: usize,
     /// `json_schema` contents in strict mode.
@@ -220,11 +225,34 @@ impl Builder {
                 let except = excludes.iter().map(|x| format!("(?s:.)*{}(?s:.)*", escape_literal(x))).collect();
                 let t = Terminal { munch: Munch::None, except, ..Terminal::new(name, "(?s:.)+") };
                 let id = self.g.add_terminal(t);
+                self.text_terms.push(id);
                 self.texts.insert(excludes, id);
                 id
             }
         };
         self.optional(vec![Symbol::T(id)], p)
+    }
+
+    /// The free-text terminals (`any_text`, text up to an end string) leave the main lexer
+    /// component for one of their own. In the main component, every state of a tag's `begin`
+    /// (or any literal) that the text does not exclude also carries the text, and every
+    /// token is live there: with DeepSeek's tool calls (text excluding
+    /// `<｜tool▁calls▁begin｜>`, calls beginning `<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME`),
+    /// each node of the trie of tool names was a lexer state whose whole vocabulary was walked
+    /// (1,200 states for 100 tools). Apart, the text's states follow only its excluded strings.
+    ///
+    /// Sound: no inhibition crosses components, and none is lost: every terminal of the main
+    /// component here lets the parser decide where it ends ([`Munch::None`]: it inhibits
+    /// nothing), as the text terminals do. (Embedded schemas are in components of their own
+    /// already.) Where some main-component terminal does inhibit, nothing moves.
+    fn separate_texts(&mut self) {
+        if self.text_terms.is_empty() || self.g.terminals.iter().any(|t| t.component == 0 && t.munch != Munch::None) {
+            return;
+        }
+        let own = self.g.terminals.iter().map(|t| t.component).max().unwrap_or(0) + 1;
+        for &t in &self.text_terms {
+            self.g.terminals[t as usize].component = own;
+        }
     }
 
     fn token_set(&mut self, set: TokenSet) -> Vec<Symbol> {
@@ -517,6 +545,8 @@ impl Builder {
         except.extend(excludes.iter().map(|x| format!("(?s:.)*{}(?s:.)*", escape_literal(x))));
         let name = format!("any_text until {ends:?}");
         let t = Terminal { munch: Munch::None, except, ..Terminal::new(name, format!("(?s:.)*(?:{alt})")) };
-        Ok(vec![Symbol::T(self.g.add_terminal(t))])
+        let id = self.g.add_terminal(t);
+        self.text_terms.push(id);
+        Ok(vec![Symbol::T(id)])
     }
 }
