@@ -281,3 +281,68 @@ fn free_text_in_a_component_of_its_own_keeps_the_masks() {
         }
     }
 }
+
+/// The ten Glaive tools of `schemas/large/tools-10.json`, their argument objects open (no
+/// `additionalProperties`: their extra keys shared, `dwac_grammar::open_keys`), as DeepSeek-R1
+/// tool calls with its tokenizer: valid calls with extra keys, among them other tools' names, are
+/// accepted, and the masks equal the reference mask at every step.
+#[test]
+fn open_tool_arguments_with_deepseek_tokens() {
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(dwac_testdata::repo_root().join("schemas/large/tools-10.json")).unwrap(),
+    )
+    .unwrap();
+    let tools: Vec<Value> = schema["anyOf"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            json!({"type": "function", "function": {"name": b["properties"]["name"]["const"],
+                   "parameters": b["properties"]["arguments"]}})
+        })
+        .collect();
+    let c = ToolCalling { tool_choice: ToolChoice::Required, ..ToolCalling::new(ToolFormat::DeepSeek) };
+    let tag = structural_tag(&tools, &c).expect("tag");
+    let g = parse_source(SourceKind::StructuralTag, &tag.to_string()).expect("parses");
+    assert!(dwac_grammar::open_keys::share_open_keys(&g).is_some(), "open objects to share");
+    let tok = Tokenizer::from_file(&tokenizer_json("deepseek-r1")).expect("deepseek-r1");
+    let (e, stats) = compile_engine(&g, tok.vocab().clone()).expect("compiles");
+    assert_eq!(stats.mask.map(|m| m.undecided_tokens), Some(0));
+    let e = Arc::new(e);
+    let call = |name: &Value, args: &str| {
+        format!(
+            "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>{}\n```json\n{args}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+            name.as_str().unwrap()
+        )
+    };
+    let mut names: Vec<&str> = Vec::new();
+    for t in &tools {
+        let props = t["function"]["parameters"]["properties"].as_object();
+        names.extend(props.into_iter().flatten().map(|(k, _)| k.as_str()));
+    }
+    // The instances of the first tools (in the schema's key order), each with two extra keys
+    // after its own: a name another tool has, and a new one.
+    let instances =
+        std::fs::read_to_string(dwac_testdata::repo_root().join("schemas/large/tools-10.instances.jsonl")).unwrap();
+    let mut traces = Vec::new();
+    for (i, line) in instances.lines().take(4).enumerate() {
+        let d: Value = serde_json::from_str(line).unwrap();
+        let t = tools.iter().find(|t| t["function"]["name"] == d["name"]).expect("its tool");
+        let p = &t["function"]["parameters"];
+        let args = dwac_testdata::json_dumps(&dwac_grammar::schema::order_instance(p, &d["arguments"]));
+        let other = names.iter().find(|n| p["properties"].get(**n).is_none()).expect("a name of another tool");
+        let args = format!("{}, \"{other}\": [1, {{\"a\": null}}], \"extra_{i}\": \"y\"}}", &args[..args.len() - 1]);
+        let text = call(&d["name"], &args);
+        let ids = tok.encode(&text).expect("encode");
+        assert!(accepts(&e, &ids), "{text}");
+        traces.push(ids);
+        // A key of its own tool is never an extra key.
+        let own = p["properties"].as_object().unwrap().keys().next().unwrap();
+        let again = call(&d["name"], &format!("{}, \"{own}\": 1}}", &args[..args.len() - 1]));
+        assert!(!accepts(&e, &tok.encode(&again).expect("encode")), "{again}");
+    }
+    let r = differential(&e, &traces, 2, &mut |_| {});
+    assert!(r.steps_compared > 100, "{} steps", r.steps_compared);
+    assert_eq!(r.mismatches, 0, "{:?}", r.examples);
+    assert_eq!((r.rejected_traces, r.errors.len(), r.undecided + r.fallbacks), (0, 0, 0));
+}
