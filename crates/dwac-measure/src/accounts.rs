@@ -145,9 +145,14 @@ pub fn set_current(slot: usize) {
 mod tests {
     use super::*;
 
+    /// The accounts' slots are process-wide: the tests take turns (one's `open` would take the
+    /// slot the other just freed).
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
     /// (The test binary's allocator is the system's; charging is tested directly.)
     #[test]
     fn an_account_counts_its_threads_live_bytes() {
+        let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
         let a = Account::open().expect("a free slot");
         let b = Account::open().expect("another");
         assert_ne!(a.slot, b.slot);
@@ -172,6 +177,7 @@ mod tests {
 
     #[test]
     fn counting_allocator_charges_the_entered_account() {
+        let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
         let counting = Counting(std::alloc::System);
         let a = Account::open().expect("a free slot");
         let layout = Layout::from_size_align(4096, 8).expect("layout");
