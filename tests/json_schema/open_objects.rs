@@ -4,6 +4,16 @@
 use super::*;
 use dwac_grammar::open_keys::share_open_keys;
 
+/// The same grammar with its key terminals unmarked: one key terminal per object, as the schema
+/// front end writes them.
+fn per_object(g: &dwac_grammar::Grammar) -> dwac_grammar::Grammar {
+    let mut g = g.clone();
+    for t in &mut g.terminals {
+        t.key_complement = None;
+    }
+    g
+}
+
 /// Two objects in an `anyOf` that each take the other's names as extra keys, one nested open
 /// object; verdicts by hand, and masks equal to the per-object construction at every byte.
 #[test]
@@ -17,21 +27,12 @@ fn open_objects_share_their_extra_keys_exactly() {
     ]});
     let sg = compile_schema(&schema, &SchemaOptions::default()).unwrap();
     assert!(share_open_keys(&sg.grammar).is_some(), "the pass applies");
-    // The same grammar with its key terminals unmarked: one key terminal per object, as before.
-    let mut per_object = sg.grammar.clone();
-    for t in &mut per_object.terminals {
-        t.key_complement = None;
-    }
+    let per_object = per_object(&sg.grammar);
     assert!(share_open_keys(&per_object).is_none());
 
-    let mut tokens: Vec<Vec<u8>> = br#"{}[]":,abcdex0123456789 -.tnrufls\"#.iter().map(|&b| vec![b]).collect();
-    for t in [r#""a""#, r#""b":"#, r#""c":{""#, r#"":"#, r#"":""#, r#""},""#, r#""a":1"#, "true", "null}", r#"e""#] {
-        tokens.push(t.as_bytes().to_vec());
-    }
-    let refs: Vec<&[u8]> = tokens.iter().map(|t| t.as_slice()).collect();
-    let byte_token = |b: u8| tokens.iter().position(|t| t.as_slice() == [b]).unwrap() as u32;
-    let shared = Arc::new(compile_engine(&sg.grammar, synthetic_vocab(&refs)).unwrap().0);
-    let plain = Arc::new(compile_engine(&per_object, synthetic_vocab(&refs)).unwrap().0);
+    let extra = [r#""a""#, r#""b":"#, r#""c":{""#, r#"":"#, r#"":""#, r#""},""#, r#""a":1"#, "true", "null}", r#"e""#];
+    let (shared, plain, tokens) =
+        twin_engines(&sg.grammar, &per_object, br#"{}[]":,abcdex0123456789 -.tnrufls\"#, &extra);
 
     let cases: [(&str, Option<bool>); 19] = [
         (r#"{"a":1}"#, Some(true)),
@@ -55,18 +56,7 @@ fn open_objects_share_their_extra_keys_exactly() {
         (r#"{"e":1,"b":true}"#, Some(false)),
     ];
     for (text, verdict) in cases {
-        let (mut ms, mut mp) = (Matcher::new(shared.clone()), Matcher::new(plain.clone()));
-        for (i, &b) in text.as_bytes().iter().enumerate() {
-            assert_eq!(ms.allowed(), mp.allowed(), "{text}: masks after {:?}", &text[..i]);
-            let t = byte_token(b);
-            let (s, p) = (ms.commit(t).is_ok(), mp.commit(t).is_ok());
-            assert_eq!(s, p, "{text}: commit of {:?}", b as char);
-            if !s {
-                break;
-            }
-        }
-        let accepted = ms.is_accepting();
-        assert_eq!(accepted, mp.is_accepting(), "{text}");
+        let accepted = same_masks_bytewise(&shared, &plain, &tokens, text);
         assert_eq!(accepted, accepts(&shared, text), "{text}");
         if let Some(v) = verdict {
             assert_eq!(accepted, v, "{text}");
@@ -95,19 +85,10 @@ fn open_objects_in_several_groups_share_exactly() {
     let shared_grammar = share_open_keys(&sg.grammar).expect("the pass applies");
     let others = shared_grammar.terminals.iter().filter(|t| t.key_complement.is_some()).count();
     assert_eq!(others - 4, 2, "four objects' terminals and two groups' KEY_OTHER");
-    let mut per_object = sg.grammar.clone();
-    for t in &mut per_object.terminals {
-        t.key_complement = None;
-    }
+    let per_object = per_object(&sg.grammar);
 
-    let mut tokens: Vec<Vec<u8>> = br#"{}":,abcd0123456789x"#.iter().map(|&b| vec![b]).collect();
-    for t in [r#""a0":"#, r#""b0""#, r#"":1,""#, r#""d":1,"b"#] {
-        tokens.push(t.as_bytes().to_vec());
-    }
-    let refs: Vec<&[u8]> = tokens.iter().map(|t| t.as_slice()).collect();
-    let byte_token = |b: u8| tokens.iter().position(|t| t.as_slice() == [b]).unwrap() as u32;
-    let shared = Arc::new(compile_engine(&sg.grammar, synthetic_vocab(&refs)).unwrap().0);
-    let plain = Arc::new(compile_engine(&per_object, synthetic_vocab(&refs)).unwrap().0);
+    let extra = [r#""a0":"#, r#""b0""#, r#"":1,""#, r#""d":1,"b"#];
+    let (shared, plain, tokens) = twin_engines(&sg.grammar, &per_object, br#"{}":,abcd0123456789x"#, &extra);
     let cases: [(&str, Option<bool>); 8] = [
         (r#"{"a0":1,"b0":2}"#, Some(true)),
         (r#"{"b0":1,"a0":"x"}"#, Some(true)),
@@ -119,19 +100,9 @@ fn open_objects_in_several_groups_share_exactly() {
         (r#"{"a0":1,"a9":2,"b9":"x","a1":3}"#, None),
     ];
     for (text, verdict) in cases {
-        let (mut ms, mut mp) = (Matcher::new(shared.clone()), Matcher::new(plain.clone()));
-        for (i, &b) in text.as_bytes().iter().enumerate() {
-            assert_eq!(ms.allowed(), mp.allowed(), "{text}: masks after {:?}", &text[..i]);
-            let t = byte_token(b);
-            let (s, p) = (ms.commit(t).is_ok(), mp.commit(t).is_ok());
-            assert_eq!(s, p, "{text}: commit of {:?}", b as char);
-            if !s {
-                break;
-            }
-        }
-        assert_eq!(ms.is_accepting(), mp.is_accepting(), "{text}");
+        let accepted = same_masks_bytewise(&shared, &plain, &tokens, text);
         if let Some(v) = verdict {
-            assert_eq!(ms.is_accepting(), v, "{text}");
+            assert_eq!(accepted, v, "{text}");
         }
     }
 }

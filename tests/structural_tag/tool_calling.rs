@@ -257,27 +257,11 @@ fn free_text_in_a_component_of_its_own_keeps_the_masks() {
             t.component = 0;
         }
         // Every byte of the turns a token, and some longer pieces.
-        let mut tokens: Vec<Vec<u8>> = turns.iter().flat_map(|s| s.bytes()).map(|b| vec![b]).collect();
-        tokens.extend(
-            ["<tool_call>", "<｜tool▁sep｜>", "function", "get_", "\n```", "</think>"].map(|s| s.as_bytes().to_vec()),
-        );
-        tokens.sort();
-        tokens.dedup();
-        let refs: Vec<&[u8]> = tokens.iter().map(|t| t.as_slice()).collect();
-        let apart = Arc::new(compile_engine(&g, dwac_tests::synthetic_vocab(&refs)).expect("compiles").0);
-        let one = Arc::new(compile_engine(&together, dwac_tests::synthetic_vocab(&refs)).expect("compiles").0);
+        let bytes: Vec<u8> = turns.iter().flat_map(|s| s.bytes()).collect();
+        let extra = ["<tool_call>", "<｜tool▁sep｜>", "function", "get_", "\n```", "</think>"];
+        let (apart, one, tokens) = dwac_tests::twin_engines(&g, &together, &bytes, &extra);
         for turn in turns {
-            let (mut a, mut b) = (Matcher::new(apart.clone()), Matcher::new(one.clone()));
-            for (i, byte) in turn.bytes().enumerate() {
-                assert_eq!(a.allowed(), b.allowed(), "{format:?} {turn:?}: masks after {} bytes", i);
-                let t = tokens.iter().position(|t| t.as_slice() == [byte]).expect("a byte token") as u32;
-                let (x, y) = (a.commit(t).is_ok(), b.commit(t).is_ok());
-                assert_eq!(x, y, "{format:?} {turn:?}: byte {i}");
-                if !x {
-                    break;
-                }
-            }
-            assert_eq!(a.is_accepting(), b.is_accepting(), "{format:?} {turn:?}");
+            dwac_tests::same_masks_bytewise(&apart, &one, &tokens, turn);
         }
     }
 }

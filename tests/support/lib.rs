@@ -183,3 +183,39 @@ pub fn lr_shift(
     }
     (out, accepted)
 }
+
+/// Two grammars meant to have one language, compiled over one synthetic vocabulary: every byte
+/// of `bytes` a token, and the `extra` pieces. Returns both engines and the vocabulary's tokens
+/// (for [`same_masks_bytewise`]).
+pub fn twin_engines(
+    a: &dwac_grammar::Grammar,
+    b: &dwac_grammar::Grammar,
+    bytes: &[u8],
+    extra: &[&str],
+) -> (Arc<Engine>, Arc<Engine>, Vec<Vec<u8>>) {
+    let mut tokens: Vec<Vec<u8>> = bytes.iter().map(|&b| vec![b]).collect();
+    tokens.extend(extra.iter().map(|s| s.as_bytes().to_vec()));
+    tokens.sort();
+    tokens.dedup();
+    let refs: Vec<&[u8]> = tokens.iter().map(|t| t.as_slice()).collect();
+    let compile = |g| Arc::new(compile_engine(g, synthetic_vocab(&refs)).expect("compiles").0);
+    (compile(a), compile(b), tokens)
+}
+
+/// Walk `text` byte by byte in two engines over the vocabulary `tokens` ([`twin_engines`]):
+/// the masks are equal before every byte and each byte is taken by both or by neither, up to
+/// the first one refused. Whether both accept at the end (they must agree).
+pub fn same_masks_bytewise(a: &Arc<Engine>, b: &Arc<Engine>, tokens: &[Vec<u8>], text: &str) -> bool {
+    let (mut ma, mut mb) = (dwac_runtime::Matcher::new(Arc::clone(a)), dwac_runtime::Matcher::new(Arc::clone(b)));
+    for (i, byte) in text.bytes().enumerate() {
+        assert_eq!(ma.allowed(), mb.allowed(), "{text:?}: masks after {i} bytes");
+        let t = tokens.iter().position(|t| t.as_slice() == [byte]).expect("every byte a token") as u32;
+        let (x, y) = (ma.commit(t).is_ok(), mb.commit(t).is_ok());
+        assert_eq!(x, y, "{text:?}: byte {i} ({:?})", byte as char);
+        if !x {
+            break;
+        }
+    }
+    assert_eq!(ma.is_accepting(), mb.is_accepting(), "{text:?}: accepted by one only");
+    ma.is_accepting()
+}
